@@ -1,0 +1,75 @@
+# ropelab build.  `make` builds the programs, `make test` runs the cmocka suite.
+#
+# Layout convention (so new files need no Makefile edit):
+#   src/*/NAME_main.c   -> the program ./NAME   (train, sample, eval, prepare, ...)
+#   src/*/*.c (others)  -> build/libropelab.a, linked into every program and test
+#   tests/test_*.c      -> build/tests/test_*, each a cmocka binary run by `make test`
+#   tests/util_*.c      -> shared test helpers, linked into every test
+#   tests/bench_*.c     -> build/bench_*, benchmarks (not run by `make test`)
+
+CC      ?= gcc
+# -march=native where the compiler accepts it (portable fallback: plain -O3).
+MARCH   := $(shell $(CC) -march=native -E -x c /dev/null >/dev/null 2>&1 && echo -march=native)
+OPT     ?= -O3 $(MARCH)
+CFLAGS  ?= $(OPT) -g
+CFLAGS  += -std=c11 -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-unused-parameter -Isrc -MMD -MP
+LDLIBS  := -lopenblas -lcjson -linih -lm
+TEST_LDLIBS := -lcmocka
+
+LIB_SRC   := $(filter-out %_main.c,$(wildcard src/*/*.c))
+MAIN_SRC  := $(wildcard src/*/*_main.c)
+PROGRAMS  := $(patsubst %_main.c,%,$(notdir $(MAIN_SRC)))
+TEST_SRC  := $(wildcard tests/test_*.c)
+TESTS     := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC))
+TUTIL_SRC := $(wildcard tests/util_*.c)
+BENCH_SRC := $(wildcard tests/bench_*.c)
+BENCHES   := $(patsubst tests/%.c,build/%,$(BENCH_SRC))
+
+LIB_OBJ   := $(patsubst %.c,build/%.o,$(LIB_SRC))
+TUTIL_OBJ := $(patsubst %.c,build/%.o,$(TUTIL_SRC))
+LIB       := build/libropelab.a
+
+.PHONY: all test bench bench-data run compare clean
+all: $(PROGRAMS)
+
+build/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+# ./train, ./sample, ... from src/*/NAME_main.c
+define program_rule
+$(1): build/$(2:.c=.o) $(LIB)
+	$(CC) $(CFLAGS) -o $$@ $$^ $(LDLIBS)
+endef
+$(foreach m,$(MAIN_SRC),$(eval $(call program_rule,$(patsubst %_main.c,%,$(notdir $(m))),$(m))))
+
+build/tests/%: build/tests/%.o $(TUTIL_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LDLIBS)
+
+build/bench_%: build/tests/bench_%.o $(TUTIL_OBJ) $(LIB)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LDLIBS)
+
+# Every test binary runs even if one fails; the summary line counts them.
+test: $(PROGRAMS) $(TESTS)
+	@bash scripts/run_tests.sh $(TESTS)
+
+bench-data: $(PROGRAMS) $(BENCHES)
+	@bash scripts/bench_data.sh
+
+bench: $(PROGRAMS) $(BENCHES)
+	@bash scripts/bench.sh
+
+run:
+	@bash scripts/run.sh
+
+compare: $(PROGRAMS)
+	@bash scripts/compare.sh $(if $(QUICK),--quick)
+
+clean:
+	rm -rf build $(PROGRAMS)
+
+-include $(shell find build -name '*.d' 2>/dev/null)

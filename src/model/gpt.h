@@ -1,0 +1,99 @@
+// gpt.h: the public interface of the model (src/model/). Everything outside
+// src/model/ (training, sampling, evaluation, tests) uses only this header
+// (plus safetensors.h for raw file access).
+//
+// Shapes: B batch, T sequence length, C = d_model, H = n_head, D = C/H,
+// V = vocab_size, L = n_layer. All floats are float32, row-major.
+// Functions that can fail return 0 on success and -1 on failure, with a
+// one-line message in err ("path: problem" where a file is involved).
+#ifndef ROPELAB_GPT_H
+#define ROPELAB_GPT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum { POS_ROPE, POS_LEARNED, POS_SINUSOIDAL, POS_T5, POS_ALIBI, POS_NONE, POS_COUNT } PosKind;
+
+const char *pos_kind_name(PosKind kind);             // "rope", "learned", ...
+int pos_kind_from_name(const char *name, PosKind *kind); // 0 ok, -1 unknown name
+
+typedef struct {
+    int n_layer, n_head, d_model, vocab_size, block_size;
+    PosKind pos;
+    float rope_base;      // default 10000
+    int rope_dims;        // rotary dims per head, even, 0 < rope_dims <= head_dim; default head_dim
+    int t5_num_buckets;   // default 32
+    int t5_max_distance;  // default 128
+} GPTConfig;
+
+// Fills the defaults above for the positional keys (model sizes left as given).
+void gpt_config_defaults(GPTConfig *cfg);
+// Checks sizes and consistency (d_model % n_head, rope_dims even and <= D, ...).
+// err receives e.g. "d_model (100) is not divisible by n_head (3)".
+int gpt_config_validate(const GPTConfig *cfg, char *err, size_t errlen);
+
+// One entry per tensor of the safetensors contract, in a fixed order
+// (wte, wpe, rel_bias, then h.0.ln_1.weight ... h.{L-1}.mlp.c_proj.bias, ln_f.*).
+// Tensors the scheme does not use are not listed.
+// offset/numel index into the flat params (and grads, and AdamW moments) buffer.
+typedef struct {
+    char name[64];
+    int ndim;
+    int shape[2];
+    size_t offset, numel;
+    int weight_decay;     // 1 for the matrices AdamW decays (see docs), 0 otherwise
+} ParamEntry;
+
+typedef struct GPT GPT;   // opaque; fields in gpt_internal.h for src/model/ only
+
+// Allocates parameters and gradients (one buffer each) and initialises the
+// parameters from seed (each tensor from its own stream named after it).
+int gpt_create(GPT **model, const GPTConfig *cfg, uint64_t seed, char *err, size_t errlen);
+void gpt_free(GPT *model);
+const GPTConfig *gpt_config(const GPT *model);
+
+size_t gpt_num_params(const GPT *model);
+float *gpt_params(GPT *model);       // flat buffer, gpt_num_params floats
+float *gpt_grads(GPT *model);        // same layout
+int gpt_param_entries(const GPT *model, const ParamEntry **entries); // returns count
+
+// Sizes the activation buffers for batches of (B, T). T may exceed block_size
+// (length extrapolation) for every scheme except learned, which fails.
+// Called once before training; no allocation happens inside forward/backward.
+int gpt_alloc_activations(GPT *model, int B, int T, char *err, size_t errlen);
+size_t gpt_activation_bytes(const GPT *model);  // for memory accounting
+
+// Forward pass on inputs (B,T) with B,T <= the allocated sizes.
+// If targets is non-NULL, returns the mean cross-entropy loss (and prepares
+// backward); otherwise returns 0 and only the logits are valid.
+float gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int T);
+const float *gpt_logits(const GPT *model);   // (B,T,V) of the last forward (padded row stride = V)
+
+// Sets every gradient to zero.
+void gpt_zero_grad(GPT *model);
+// Backward pass of the last forward (which had targets); ADDS into the
+// gradients (so gradient accumulation is zero_grad, then k x forward+backward).
+// The loss being differentiated is the mean over the B*T positions of that
+// forward, scaled by loss_scale (1/grad_accum for accumulation).
+void gpt_backward(GPT *model, float loss_scale);
+
+// Weights as the safetensors file of the contract (names, shapes, metadata).
+// Written atomically: temporary file, fsync, rename.
+int gpt_save(const GPT *model, const char *path, char *err, size_t errlen);
+// Loads a weights file, creating the model from its metadata. Every name,
+// dtype, shape and offset is checked; extra tensors are an error unless
+// allow_extra is set (a training checkpoint carrying optimizer state).
+int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen);
+
+// Inference with a KV cache: one position's work per new token.
+// max_len is the longest sequence the cache holds (learned: <= block_size).
+typedef struct KVCache KVCache;
+int kv_cache_create(KVCache **cache, const GPT *model, int max_len, char *err, size_t errlen);
+void kv_cache_free(KVCache *cache);
+int kv_cache_len(const KVCache *cache);       // positions filled so far
+void kv_cache_reset(KVCache *cache);
+// Feeds one token at position kv_cache_len(cache); writes the V logits of that position.
+// Returns -1 if the cache is full.
+int gpt_decode_step(GPT *model, KVCache *cache, int token, float *logits);
+
+#endif
