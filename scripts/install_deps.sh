@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ropelab needs, if any is missing.
+#   build: gcc make libopenblas-openmp-dev (OpenBLAS built on OpenMP, so BLAS and
+#          our loops share one pool of threads), libcjson-dev (safetensors
+#          headers), libinih-dev (config files), libcmocka-dev (tests)
+#   data:  bible-kjv (the default corpus)
+#   tools: python3-torch (cross-check and baseline), python3-matplotlib (plots)
+# As root it runs apt-get; otherwise it prints the one line to run and fails.
+set -euo pipefail
+pkgs=(gcc make libopenblas-openmp-dev libcjson-dev libinih-dev libcmocka-dev bible-kjv
+      python3-numpy python3-torch python3-matplotlib)
+[ "${ROPELAB_MINIMAL_DEPS:-0}" = 1 ] && pkgs=(gcc make libopenblas-openmp-dev libcjson-dev libinih-dev libcmocka-dev bible-kjv)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "ropelab needs these Debian packages; run:" >&2
+  echo "  sudo apt-get update && sudo apt-get install -y ${missing[*]}" >&2
+  exit 1
+fi
+echo "installing: ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q >/dev/null
+apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
