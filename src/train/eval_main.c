@@ -1,0 +1,106 @@
+// eval_main.c: ./eval, the mean loss and perplexity of a weights file on a
+// token file, at a chosen sequence length.
+//
+//   ./eval --weights RUN/model.safetensors --data data/kjv/val.bin --seq-len 512
+//
+// It walks the same fixed, non-overlapping windows as the training loop's
+// validation (loader_eval_batch), so with the run's --batch-size and
+// --batches it reproduces the validation loss the training log shows.
+// --seq-len may exceed the training block_size for every scheme but
+// `learned`, whose wpe table has only block_size rows: that is the length
+// extrapolation study of `make compare`.
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/threads.h"
+#include "data/loader.h"
+#include "model/gpt.h"
+
+typedef struct {
+    const char *weights, *data;
+    int seq_len, batch_size, batches, threads;
+} EvalArgs;
+
+static void usage(FILE *out) {
+    fprintf(out,
+        "usage: ./eval --weights FILE --data FILE [options]\n"
+        "  --weights FILE     safetensors weights (RUN_DIR/model.safetensors)\n"
+        "  --data FILE        token file (llm.c format), e.g. data/kjv/val.bin\n"
+        "  --seq-len N        window length (default: the model's block_size)\n"
+        "  --batch-size B     windows per forward pass (default 8)\n"
+        "  --batches K        batches to evaluate, 0 = every whole batch in the file (default 0)\n"
+        "  --threads N        threads, 0 = all cores (default 0)\n"
+        "Prints one line: loss, perplexity, windows and tokens evaluated.\n");
+}
+
+static void parse_args(int argc, char **argv, EvalArgs *a) {
+    *a = (EvalArgs){ .batch_size = 8 };
+    static const struct option opts[] = {
+        {"weights", 1, 0, 'w'}, {"data", 1, 0, 'd'}, {"seq-len", 1, 0, 'T'},
+        {"batch-size", 1, 0, 'B'}, {"batches", 1, 0, 'K'}, {"threads", 1, 0, 'j'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    int c, idx = 0;
+    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
+        if (c == 'w') { a->weights = optarg; continue; }
+        if (c == 'd') { a->data = optarg; continue; }
+        if (c == 'h') { usage(stdout); exit(0); }
+        if (c == '?') { usage(stderr); exit(2); }
+        char *end;
+        long v = strtol(optarg, &end, 10);
+        long lo = (c == 'K' || c == 'j') ? 0 : 1;
+        if (*optarg == '\0' || *end != '\0' || v < lo || v > (1 << 24)) {
+            fprintf(stderr, "eval: --%s: expected an integer >= %ld, got '%s'\n", opts[idx].name, lo, optarg);
+            exit(2);
+        }
+        if (c == 'T') a->seq_len = (int)v;
+        if (c == 'B') a->batch_size = (int)v;
+        if (c == 'K') a->batches = (int)v;
+        if (c == 'j') a->threads = (int)v;
+    }
+    if (optind < argc) { fprintf(stderr, "eval: unexpected argument '%s'\n", argv[optind]); exit(2); }
+    if (!a->weights || !a->data) { fprintf(stderr, "eval: --weights and --data are required (see --help)\n"); exit(2); }
+}
+
+int main(int argc, char **argv) {
+    EvalArgs a;
+    parse_args(argc, argv, &a);
+    threads_set(a.threads);
+    char err[512];
+    GPT *model = NULL;
+    if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); return 1; }
+    const GPTConfig *cfg = gpt_config(model);
+    int T = a.seq_len ? a.seq_len : cfg->block_size;
+    if (cfg->pos == POS_LEARNED && T > cfg->block_size) {
+        fprintf(stderr, "eval: %s: pos=learned has positions only up to block_size %d; --seq-len %d is not possible\n",
+                a.weights, cfg->block_size, T);
+        return 2;
+    }
+    DataLoader dl;
+    if (loader_open(&dl, a.data, a.batch_size, T, 0, cfg->vocab_size, err, sizeof err)) {
+        fprintf(stderr, "eval: %s\n", err);
+        return 1;
+    }
+    size_t windows = loader_num_eval_windows(&dl);
+    size_t batches = a.batches ? (size_t)a.batches : windows / (size_t)a.batch_size;
+    if (batches == 0) {
+        fprintf(stderr, "eval: %s: %zu windows of %d tokens is fewer than one batch of %d\n",
+                a.data, windows, T, a.batch_size);
+        return 1;
+    }
+    if (gpt_alloc_activations(model, a.batch_size, T, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); return 1; }
+    double sum = 0.0;
+    for (size_t k = 0; k < batches; k++) {
+        loader_eval_batch(&dl, k);
+        sum += gpt_forward(model, dl.inputs, dl.targets, a.batch_size, T);
+    }
+    double loss = sum / (double)batches;
+    printf("eval: weights=%s data=%s pos=%s seq_len=%d windows=%zu tokens=%zu loss=%.6f ppl=%.4f\n",
+           a.weights, a.data, pos_kind_name(cfg->pos), T, batches * a.batch_size,
+           batches * a.batch_size * (size_t)T, loss, exp(loss));
+    loader_close(&dl);
+    gpt_free(model);
+    return 0;
+}

@@ -1,0 +1,188 @@
+// sample_main.c: ./sample, text generation from a trained weights file.
+//
+//   ./sample --weights RUN/model.safetensors --tokenizer data/kjv/tokenizer.bin \
+//            --prompt "In the beginning" --tokens 200 --temperature 0.8 --top-k 40 --seed 1
+//
+// The prompt is encoded with the BPE tokenizer and fed one token at a time
+// through gpt_decode_step, which keeps each layer's keys and values in a KV
+// cache: every new token costs one position's work, not a whole recompute.
+// Positions are the token's index in the sequence (0 = first prompt token)
+// for every scheme. For `learned` the wpe table has block_size rows, so
+// generation STOPS at block_size tokens (we do not slide the window: a slid
+// window would need the whole cache recomputed at new positions). The other
+// schemes can run past block_size (extrapolation; quality may drop).
+// Same weights, prompt, settings and seed: same text.
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rng.h"
+#include "data/bpe.h"
+#include "model/gpt.h"
+#include "common/threads.h"
+
+typedef struct {
+    const char *weights, *tokenizer, *prompt;
+    int n_tokens, top_k, threads;
+    float temperature;
+    uint64_t seed;
+} SampleArgs;
+
+static void usage(FILE *out) {
+    fprintf(out,
+        "usage: ./sample --weights FILE --tokenizer FILE [options]\n"
+        "  --weights FILE       safetensors weights (RUN_DIR/model.safetensors)\n"
+        "  --tokenizer FILE     tokenizer file written by ./prepare\n"
+        "  --prompt TEXT        text to continue (default: start of a document)\n"
+        "  --tokens N           tokens to generate (default 200)\n"
+        "  --temperature X      0 = greedy; default 0.8\n"
+        "  --top-k K            sample among the K most likely tokens, 0 = all (default 40)\n"
+        "  --seed N             sampling seed (default 1)\n"
+        "  --threads N          threads, 0 = all cores (default 0)\n");
+}
+
+// Parses a whole-string integer/float; returns 0 on success.
+static int parse_long(const char *s, long lo, long hi, long *out) {
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_args(int argc, char **argv, SampleArgs *a) {
+    *a = (SampleArgs){ .prompt = "", .n_tokens = 200, .top_k = 40, .temperature = 0.8f, .seed = 1 };
+    static const struct option opts[] = {
+        {"weights", 1, 0, 'w'}, {"tokenizer", 1, 0, 'k'}, {"prompt", 1, 0, 'p'},
+        {"tokens", 1, 0, 'n'}, {"temperature", 1, 0, 't'}, {"top-k", 1, 0, 'K'},
+        {"seed", 1, 0, 's'}, {"threads", 1, 0, 'j'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    int c, idx = 0;
+    long v;
+    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
+        switch (c) {
+        case 'w': a->weights = optarg; break;
+        case 'k': a->tokenizer = optarg; break;
+        case 'p': a->prompt = optarg; break;
+        case 'n': if (parse_long(optarg, 0, 1000000, &v)) goto bad; a->n_tokens = (int)v; break;
+        case 'K': if (parse_long(optarg, 0, 1 << 30, &v)) goto bad; a->top_k = (int)v; break;
+        case 'j': if (parse_long(optarg, 0, 1024, &v)) goto bad; a->threads = (int)v; break;
+        case 's': {
+            char *end;
+            a->seed = strtoull(optarg, &end, 10);
+            if (*optarg == '\0' || *end != '\0') goto bad;
+            break;
+        }
+        case 't': {
+            char *end;
+            a->temperature = strtof(optarg, &end);
+            if (*optarg == '\0' || *end != '\0' || !(a->temperature >= 0) || !isfinite(a->temperature)) goto bad;
+            break;
+        }
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); exit(2);
+        }
+        continue;
+    bad:
+        fprintf(stderr, "sample: --%s: bad value '%s'\n", opts[idx].name, optarg);
+        exit(2);
+    }
+    if (optind < argc) { fprintf(stderr, "sample: unexpected argument '%s'\n", argv[optind]); exit(2); }
+    if (!a->weights || !a->tokenizer) { fprintf(stderr, "sample: --weights and --tokenizer are required (see --help)\n"); exit(2); }
+    return 0;
+}
+
+// Picks the next token from logits (V): greedy at temperature 0, otherwise
+// softmax(logits / temperature) restricted to the top_k largest logits.
+// probs and order are scratch buffers of V entries.
+static int sample_token(const float *logits, int V, float temperature, int top_k,
+                        float *probs, int *order, Rng *rng) {
+    int best = 0;
+    for (int i = 1; i < V; i++) if (logits[i] > logits[best]) best = i;
+    if (temperature == 0.0f) return best;
+    int k = (top_k > 0 && top_k < V) ? top_k : V;
+    // Partial selection sort of the k largest (k is small in practice; ties by lower id).
+    for (int i = 0; i < V; i++) order[i] = i;
+    for (int i = 0; i < k; i++) {
+        int m = i;
+        for (int j = i + 1; j < V; j++) if (logits[order[j]] > logits[order[m]]) m = j;
+        int tmp = order[i]; order[i] = order[m]; order[m] = tmp;
+    }
+    double sum = 0.0;
+    for (int i = 0; i < k; i++) {
+        probs[i] = expf((logits[order[i]] - logits[best]) / temperature);
+        sum += probs[i];
+    }
+    double u = rng_uniform(rng) * sum, acc = 0.0;
+    for (int i = 0; i < k; i++) {
+        acc += probs[i];
+        if (u < acc) return order[i];
+    }
+    return order[k - 1];
+}
+
+static void print_token(const Tokenizer *tok, int id) {
+    int len;
+    const uint8_t *bytes = bpe_token(tok, (uint32_t)id, &len);
+    if (bytes && len > 0) fwrite(bytes, 1, (size_t)len, stdout);
+    fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    SampleArgs a;
+    parse_args(argc, argv, &a);
+    threads_set(a.threads);
+    char err[512];
+    Tokenizer tok;
+    GPT *model = NULL;
+    if (bpe_load(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); return 1; }
+    if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); return 1; }
+    const GPTConfig *cfg = gpt_config(model);
+    if (cfg->vocab_size != tok.vocab_size) {
+        fprintf(stderr, "sample: %s: vocabulary size %d does not match the tokenizer %s (%d)\n",
+                a.weights, cfg->vocab_size, a.tokenizer, tok.vocab_size);
+        return 1;
+    }
+    size_t plen = strlen(a.prompt);
+    uint32_t *prompt_ids = malloc((plen + 1) * sizeof *prompt_ids);
+    size_t n_prompt = 0;
+    prompt_ids[n_prompt++] = (uint32_t)tok.eot_id;   // a sample starts a new document
+    n_prompt += bpe_encode(&tok, (const uint8_t *)a.prompt, plen, prompt_ids + 1);
+
+    int max_len = (int)n_prompt + a.n_tokens;
+    if (cfg->pos == POS_LEARNED && max_len > cfg->block_size) max_len = cfg->block_size;
+    if ((int)n_prompt > max_len) {
+        fprintf(stderr, "sample: the prompt (%zu tokens) is longer than block_size %d of this learned-position model\n",
+                n_prompt, cfg->block_size);
+        return 1;
+    }
+    KVCache *cache;
+    if (kv_cache_create(&cache, model, max_len, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); return 1; }
+    int V = cfg->vocab_size;
+    float *logits = malloc((size_t)V * sizeof *logits), *probs = malloc((size_t)V * sizeof *probs);
+    int *order = malloc((size_t)V * sizeof *order);
+    Rng rng;
+    rng_seed(&rng, a.seed);
+
+    fwrite(a.prompt, 1, plen, stdout);
+    for (size_t i = 0; i < n_prompt; i++) gpt_decode_step(model, cache, (int)prompt_ids[i], logits);
+    int generated = 0;
+    while (generated < a.n_tokens) {
+        int next = sample_token(logits, V, a.temperature, a.top_k, probs, order, &rng);
+        if (next == tok.eot_id) break;                  // the model ended the document
+        print_token(&tok, next);
+        generated++;
+        if (kv_cache_len(cache) >= max_len) break;
+        gpt_decode_step(model, cache, next, logits);
+    }
+    printf("\n");
+    if (generated < a.n_tokens && cfg->pos == POS_LEARNED && kv_cache_len(cache) >= cfg->block_size)
+        fprintf(stderr, "sample: stopped at block_size %d: learned positions have no embedding beyond it\n",
+                cfg->block_size);
+    free(logits); free(probs); free(order); free(prompt_ids);
+    kv_cache_free(cache);
+    gpt_free(model);
+    bpe_free(&tok);
+    return 0;
+}
