@@ -366,5 +366,6 @@ int main(int argc, char **argv) {
     free(ids); free(docs);
     for (int i = 0; i < o.n_inputs; i++) free(texts[i]);
     free(texts);
+    free(o.inputs);
     return 0;
 }
