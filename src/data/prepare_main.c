@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "data/bpe.h"
+#include "data/hashmap.h"   // data_realloc
 #include "data/tokens.h"
 
 typedef struct {
@@ -69,7 +70,7 @@ static double now_seconds(void) {
 // ------------------------------------------------------------ options
 
 static char *unescape(const char *s) {
-    char *out = malloc(strlen(s) + 1), *o = out;
+    char *out = data_realloc(NULL, strlen(s) + 1), *o = out;
     for (; *s; s++) {
         if (*s == '\\' && s[1]) {
             s++;
@@ -205,7 +206,7 @@ static void split_docs(const uint8_t *text, size_t n, const char *sep, Doc **doc
         int at_sep = seplen && i + seplen <= n && memcmp(text + i, sep, seplen) == 0;
         if (i == n || at_sep) {
             if (i > start) {
-                if (*n_docs == *cap) { *cap = *cap ? 2 * *cap : 64; *docs = realloc(*docs, *cap * sizeof **docs); }
+                if (*n_docs == *cap) { *cap = *cap ? 2 * *cap : 64; *docs = data_realloc(*docs, *cap * sizeof **docs); }
                 (*docs)[(*n_docs)++] = (Doc){text + start, i - start};
             }
             if (at_sep) { i += seplen - 1; start = i + 1; }
