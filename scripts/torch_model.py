@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""torch_model.py: the ropelab model contract (docs/MODEL_SPEC.md) in PyTorch.
+"""torch_model.py: the ropelab model contract (MODEL_SPEC.md) in PyTorch.
 
 An independent, plain re-implementation used to cross-check the C program
 (scripts/check_debug_state.py) and to benchmark against it
