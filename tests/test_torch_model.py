@@ -2,7 +2,7 @@
 """test_torch_model.py: checks scripts/torch_model.py against the contract.
 
 The main check is an independent float64 NumPy forward pass written as plain
-loops straight from docs/MODEL_SPEC.md (explicit 2x2 rotations, per-(i, j)
+loops straight from MODEL_SPEC.md (explicit 2x2 rotations, per-(i, j)
 scores and biases): the PyTorch model's loss must agree to 1e-10 for every
 scheme. Further tests pin the scheme tables to values from the papers
 (shared/REFERENCES.md), causality, the parameter names and the safetensors
