@@ -14,8 +14,10 @@ every parameter under its contract name, `inputs` and `targets` (I32 [B,T]),
 """
 
 import argparse
+import io
 import math
 import os
+import subprocess
 import sys
 import tempfile
 from contextlib import contextmanager
@@ -145,7 +147,7 @@ def check_file(path, loss_tol=LOSS_REL_TOL, grad_tol=GRAD_REL_TOL, out=sys.stdou
             rel = err / scale if scale > 0 else (0.0 if err == 0 else math.inf)
             good = rel <= grad_tol            # False for NaN
             ok &= good
-            worst = max(worst, rel) if good else (math.inf if math.isnan(rel) else max(worst, rel))
+            worst = max(worst, rel) if not math.isnan(rel) else math.inf
             print(f"{label:<34} {scale:10.3e} {err:12.3e} {rel:9.2e}{'' if good else '  FAIL'}",
                   file=out)
     print(f"{'OK' if ok else 'MISMATCH'}: loss rel err {loss_rel:.2e} (tol {loss_tol:.0e}), "
@@ -314,7 +316,7 @@ def self_test(tmpdir):
                 print(f"self-test corrupted: {what:<38} {'detected' if code == 1 else 'MISSED'}")
     for label, desc, ctx, mutate in mutants:
         cfg, t, seed = cfgs[label]
-        path = os.path.join(tmpdir, f"mutant.safetensors")
+        path = os.path.join(tmpdir, "mutant.safetensors")
         if ctx is not None:
             with ctx():
                 write_debug_state(path, cfg, B, t, seed)
@@ -357,14 +359,12 @@ def bad_file_tests(tmpdir, rope_case):
     add("F64 loss", lambda p: tm.save_safetensors(p, {**tensors, "loss": tensors["loss"].double()}, meta))
     add("missing file", lambda p: None)
     failures = 0
-    import subprocess
     for i, (label, p) in enumerate(cases):
         if i < 2:   # the command line itself, twice (a python start-up each)
             r = subprocess.run([sys.executable, os.path.abspath(__file__), p],
                                capture_output=True, text=True)
             code, msg = r.returncode, r.stderr.strip()
         else:
-            import io
             err = io.StringIO()
             old, sys.stderr = sys.stderr, err
             try:
