@@ -1,0 +1,161 @@
+#!/usr/bin/python3
+"""torch_baseline.py: trains the contract model (scripts/torch_model.py) in
+PyTorch on the CPU and reports its speed, as a baseline for ./train.
+
+    scripts/torch_baseline.py --config S --pos rope --threads 2
+    scripts/torch_baseline.py --n-layer 6 --d-model 256 --n-head 8 --seq-len 256 \
+        --batch-size 8 --vocab-size 4096 --pos learned --tokens data/train.bin
+
+Batches are random tokens, or random windows of an llm.c token file (--tokens).
+AdamW (torch.optim.AdamW, lr 3e-4, betas 0.9/0.95, weight decay on the 2-D
+tensors only). The last line is machine-readable, e.g.
+
+    torch pos=rope L=4 C=128 H=4 V=2048 B=32 T=128 threads=2 tokens_per_s=4012.3
+    ms_per_step=1021.0 fwd_ms=... bwd_ms=... opt_ms=... steps=10 loss_first=... loss_last=...
+
+(one line): medians over the steps after the warm-up.
+"""
+
+import argparse
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import torch_model as tm  # noqa: E402
+
+PRESETS = {
+    "S": dict(n_layer=4, d_model=128, n_head=4, seq_len=128, batch_size=32, vocab_size=2048),
+    "M": dict(n_layer=6, d_model=256, n_head=8, seq_len=256, batch_size=8, vocab_size=4096),
+}
+
+HEADER_INTS = 256
+FORMATS = {20240520: (1, np.uint16), 20240801: (7, np.uint32)}   # magic -> (version, dtype)
+
+
+def read_tokens(path):
+    """Tokens of an llm.c token file as a numpy array (memory-mapped).
+    Raises ValueError("path: problem")."""
+    try:
+        size = os.path.getsize(path)
+        header = np.fromfile(path, dtype="<i4", count=HEADER_INTS)
+    except OSError as e:
+        raise ValueError(f"{path}: {e.strerror}") from None
+    if header.size < HEADER_INTS:
+        raise ValueError(f"{path}: too short for the 1024-byte header")
+    magic, version, count = int(header[0]), int(header[1]), int(header[2])
+    if magic not in FORMATS:
+        raise ValueError(f"{path}: bad magic {magic} (expected 20240520 or 20240801)")
+    want_version, dtype = FORMATS[magic]
+    if version != want_version:
+        raise ValueError(f"{path}: version {version}, expected {want_version} for magic {magic}")
+    item = np.dtype(dtype).itemsize
+    if count < 0 or size != 4 * HEADER_INTS + count * item:
+        raise ValueError(f"{path}: size {size} does not match {count} tokens of {item} bytes")
+    return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r",
+                     offset=4 * HEADER_INTS, shape=(count,))
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description="PyTorch CPU training-speed baseline of the ropelab model.")
+    ap.add_argument("--config", choices=sorted(PRESETS), help="preset sizes (explicit flags override)")
+    for name in ("n_layer", "d_model", "n_head", "seq_len", "batch_size", "vocab_size"):
+        ap.add_argument("--" + name.replace("_", "-"), type=int, dest=name)
+    ap.add_argument("--pos", default="rope", choices=tm.POS_KINDS)
+    ap.add_argument("--rope-dims", type=int, default=0, help="0 = head_dim")
+    ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--steps", type=int, default=10, help="timed steps (after the warm-up)")
+    ap.add_argument("--warmup", type=int, default=2, help="untimed steps first")
+    ap.add_argument("--tokens", help="llm.c token file to sample windows from (default: random tokens)")
+    ap.add_argument("--lr", type=float, default=3e-4)
+    ap.add_argument("--weight-decay", type=float, default=0.1)
+    ap.add_argument("--seed", type=int, default=1337)
+    args = ap.parse_args(argv)
+    preset = PRESETS.get(args.config, PRESETS["S"])
+    for k, v in preset.items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+    if args.steps < 1 or args.warmup < 0 or args.threads < 1:
+        ap.error("--steps and --threads must be >= 1, --warmup >= 0")
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    B, T = args.batch_size, args.seq_len
+    try:
+        cfg = tm.GPTConfig(args.n_layer, args.n_head, args.d_model, args.vocab_size, T,
+                           pos=args.pos, rope_dims=args.rope_dims).validate()
+    except ValueError as e:
+        print(f"torch_baseline: {e}", file=sys.stderr)
+        return 2
+    tokens = None
+    if args.tokens:
+        try:
+            tokens = read_tokens(args.tokens)
+        except ValueError as e:
+            print(e, file=sys.stderr)
+            return 2
+        if tokens.size < T + 1:
+            print(f"{args.tokens}: {tokens.size} tokens, need at least T+1 = {T + 1}", file=sys.stderr)
+            return 2
+        top = int(tokens.max())
+        if top >= cfg.vocab_size:
+            print(f"{args.tokens}: token {top} >= vocab_size {cfg.vocab_size}", file=sys.stderr)
+            return 2
+
+    model = tm.GPT(cfg)
+    model.init_weights(args.seed)
+    decay = set(tm.decay_param_names(model))
+    groups = [{"params": [p for n, p in model.named_parameters() if n in decay],
+               "weight_decay": args.weight_decay},
+              {"params": [p for n, p in model.named_parameters() if n not in decay],
+               "weight_decay": 0.0}]
+    opt = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+    rng = np.random.default_rng(args.seed)
+
+    def batch():
+        if tokens is None:
+            x = torch.from_numpy(rng.integers(0, cfg.vocab_size, (B, T + 1)))
+        else:
+            starts = rng.integers(0, tokens.size - T, B)
+            x = torch.from_numpy(np.stack([tokens[s:s + T + 1].astype(np.int64) for s in starts]))
+        return x[:, :-1], x[:, 1:]
+
+    fwd, bwd, opt_t, total, losses = [], [], [], [], []
+    for step in range(args.warmup + args.steps):
+        inputs, targets = batch()
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        _, loss = model(inputs, targets)
+        t1 = time.perf_counter()
+        loss.backward()
+        t2 = time.perf_counter()
+        opt.step()
+        t3 = time.perf_counter()
+        losses.append(loss.item())
+        if step >= args.warmup:
+            fwd.append(t1 - t0)
+            bwd.append(t2 - t1)
+            opt_t.append(t3 - t2)
+            total.append(t3 - t0)
+    ms = lambda xs: 1000.0 * statistics.median(xs)  # noqa: E731
+    step_ms = ms(total)
+    n_params = sum(p.numel() for p in model.parameters())
+    print(f"# torch {torch.__version__}, {n_params} parameters, median of {args.steps} steps "
+          f"after {args.warmup} warm-up", file=sys.stderr)
+    print(f"torch pos={cfg.pos} L={cfg.n_layer} C={cfg.d_model} H={cfg.n_head} V={cfg.vocab_size} "
+          f"B={B} T={T} threads={args.threads} tokens_per_s={B * T / (step_ms / 1000):.1f} "
+          f"ms_per_step={step_ms:.1f} fwd_ms={ms(fwd):.1f} bwd_ms={ms(bwd):.1f} opt_ms={ms(opt_t):.1f} "
+          f"steps={args.steps} loss_first={losses[0]:.4f} loss_last={losses[-1]:.4f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,408 @@
+#!/usr/bin/python3
+"""torch_model.py: the ropelab model contract (MODEL_SPEC.md) in PyTorch.
+
+An independent, plain re-implementation used to cross-check the C program
+(scripts/check_debug_state.py) and to benchmark against it
+(scripts/torch_baseline.py). It also holds a small self-contained safetensors
+reader/writer (struct + json + numpy), so no third-party package is needed.
+
+Shapes: B batch, T sequence length, C = d_model, H = n_head, D = C/H,
+V = vocab_size, L = n_layer, R = rope_dims.
+
+The parameter names of GPT.state_dict() are exactly the contract's safetensors
+names: wte, wpe (learned), rel_bias (t5), h.{l}.ln_1.weight, ...,
+h.{l}.attn.c_attn.weight, ..., h.{l}.mlp.c_proj.bias, ln_f.weight, ln_f.bias.
+"""
+
+import json
+import math
+import os
+import struct
+from dataclasses import dataclass, fields
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+POS_KINDS = ("rope", "learned", "sinusoidal", "t5", "alibi", "none")
+
+
+# ----------------------------------------------------------------------------
+# Configuration
+
+
+@dataclass
+class GPTConfig:
+    n_layer: int
+    n_head: int
+    d_model: int
+    vocab_size: int
+    block_size: int
+    pos: str = "rope"
+    rope_base: float = 10000.0
+    rope_dims: int = 0          # 0 means "all of D" (resolved by validate())
+    t5_num_buckets: int = 32
+    t5_max_distance: int = 128
+
+    @property
+    def head_dim(self):
+        return self.d_model // self.n_head
+
+    def validate(self):
+        """Checks consistency; resolves rope_dims 0 -> D. Raises ValueError."""
+        for name in ("n_layer", "n_head", "d_model", "vocab_size", "block_size"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} ({getattr(self, name)}) must be positive")
+        if self.pos not in POS_KINDS:
+            raise ValueError(f"unknown pos '{self.pos}' (expected one of {', '.join(POS_KINDS)})")
+        if self.d_model % self.n_head != 0:
+            raise ValueError(f"d_model ({self.d_model}) is not divisible by n_head ({self.n_head})")
+        if self.rope_dims == 0:
+            self.rope_dims = self.head_dim
+        if self.rope_dims < 0 or self.rope_dims % 2 or self.rope_dims > self.head_dim:
+            raise ValueError(f"rope_dims ({self.rope_dims}) must be even and in 2..head_dim ({self.head_dim})")
+        if not self.rope_base > 0:
+            raise ValueError(f"rope_base ({self.rope_base}) must be positive")
+        if self.t5_num_buckets < 2 or self.t5_max_distance <= self.t5_num_buckets // 2:
+            raise ValueError(f"t5_num_buckets ({self.t5_num_buckets}) must be >= 2 and "
+                             f"t5_max_distance ({self.t5_max_distance}) > t5_num_buckets/2")
+        return self
+
+    def to_metadata(self):
+        """The contract's __metadata__ map (all values strings)."""
+        return {f.name: (repr(float(getattr(self, f.name))) if f.name == "rope_base"
+                         else str(getattr(self, f.name))) for f in fields(self)}
+
+    @classmethod
+    def from_metadata(cls, meta):
+        """Builds a config from a safetensors __metadata__ map. Raises ValueError."""
+        kw = {}
+        for f in fields(cls):
+            if f.name not in meta:
+                raise ValueError(f"metadata key '{f.name}' missing")
+            raw = meta[f.name]
+            try:
+                if f.name == "pos":
+                    kw[f.name] = str(raw)
+                elif f.name == "rope_base":
+                    kw[f.name] = float(raw)
+                else:
+                    kw[f.name] = int(raw)
+            except ValueError:
+                raise ValueError(f"metadata '{f.name}' has a bad value '{raw}'") from None
+        return cls(**kw).validate()
+
+
+# ----------------------------------------------------------------------------
+# Positional schemes: fixed tables, computed in float64 then cast
+
+
+def rope_cos_sin(T, R, rope_base):
+    """cos, sin of m * theta_i, m = 0..T-1, theta_i = rope_base^(-2i/R): each (T, R/2), float64."""
+    i = torch.arange(R // 2, dtype=torch.float64)
+    theta = rope_base ** (-2.0 * i / R)
+    m = torch.arange(T, dtype=torch.float64)
+    angle = m[:, None] * theta[None, :]
+    return torch.cos(angle), torch.sin(angle)
+
+
+def apply_rope(u, cos, sin):
+    """RoFormer rotation of adjacent pairs (2i, 2i+1) of the first R dims.
+
+    u (B,H,T,D), cos/sin (T,R/2) -> (B,H,T,D); dims >= R pass through.
+      u'[2i]   = u[2i] cos - u[2i+1] sin
+      u'[2i+1] = u[2i] sin + u[2i+1] cos
+    """
+    R = 2 * cos.shape[1]
+    pairs = u[..., :R].reshape(*u.shape[:-1], R // 2, 2)
+    x0, x1 = pairs[..., 0], pairs[..., 1]
+    out = torch.stack((x0 * cos - x1 * sin, x0 * sin + x1 * cos), dim=-1)
+    return torch.cat((out.reshape(*u.shape[:-1], R), u[..., R:]), dim=-1)
+
+
+def sinusoidal_table(T, C):
+    """PE (T,C), float64: PE[t,2i] = sin(t/10000^(2i/C)), PE[t,2i+1] = cos(same)."""
+    t = torch.arange(T, dtype=torch.float64)[:, None]
+    two_i = torch.arange(0, C, 2, dtype=torch.float64)[None, :]
+    angle = t / (10000.0 ** (two_i / C))
+    pe = torch.zeros(T, C, dtype=torch.float64)
+    pe[:, 0::2] = torch.sin(angle)
+    pe[:, 1::2] = torch.cos(angle)[:, : C // 2]
+    return pe
+
+
+def t5_bucket(n, num_buckets, max_distance):
+    """Causal T5 bucket of a distance n = i - j >= 0 (float64 log, then floor).
+
+    e = num_buckets // 2 exact buckets; beyond, log-spaced up to max_distance,
+    capped at num_buckets - 1 (Hugging Face's _relative_position_bucket with
+    bidirectional=False).
+    """
+    e = num_buckets // 2
+    if n < e:
+        return n
+    b = e + math.floor(math.log(n / e) / math.log(max_distance / e) * (num_buckets - e))
+    return min(num_buckets - 1, b)
+
+
+def alibi_slopes(H):
+    """Head slopes m_h of ALiBi (Press et al., reference get_slopes).
+
+    H a power of two: m_h = 2^(-8(h+1)/H). Otherwise: slopes of the closest
+    lower power of two n, followed by every other slope of 2n (the first H-n).
+    """
+    def power_of_two(n):
+        return [2.0 ** (-8.0 * (h + 1) / n) for h in range(n)]
+    if H & (H - 1) == 0:
+        return power_of_two(H)
+    n = 2 ** int(math.floor(math.log2(H)))
+    return power_of_two(n) + alibi_slopes(2 * n)[0::2][: H - n]
+
+
+# ----------------------------------------------------------------------------
+# Model
+
+
+class CausalSelfAttention(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        C = cfg.d_model
+        self.n_head = cfg.n_head
+        self.c_attn = nn.Linear(C, 3 * C)
+        self.c_proj = nn.Linear(C, C)
+
+    def forward(self, x, rope, bias):
+        """x (B,T,C) -> (B,T,C). rope: (cos, sin) or None; bias: (H,T,T) or None."""
+        B, T, C = x.shape
+        H, D = self.n_head, C // self.n_head
+        q, k, v = self.c_attn(x).split(C, dim=2)
+        q = q.view(B, T, H, D).transpose(1, 2)        # (B,H,T,D)
+        k = k.view(B, T, H, D).transpose(1, 2)
+        v = v.view(B, T, H, D).transpose(1, 2)
+        if rope is not None:
+            q = apply_rope(q, *rope)
+            k = apply_rope(k, *rope)
+        s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))   # (B,H,T,T)
+        if bias is not None:
+            s = s + bias                                         # after the scaling
+        causal = torch.ones(T, T, dtype=torch.bool, device=x.device).tril()
+        s = s.masked_fill(~causal, float("-inf"))
+        p = F.softmax(s, dim=-1)
+        y = (p @ v).transpose(1, 2).reshape(B, T, C)             # heads concatenated
+        return self.c_proj(y)
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        C = cfg.d_model
+        self.c_fc = nn.Linear(C, 4 * C)
+        self.c_proj = nn.Linear(4 * C, C)
+        self.gelu = nn.GELU(approximate="tanh")
+
+    def forward(self, x):
+        return self.c_proj(self.gelu(self.c_fc(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(cfg.d_model, eps=1e-5)
+        self.attn = CausalSelfAttention(cfg)
+        self.ln_2 = nn.LayerNorm(cfg.d_model, eps=1e-5)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, rope, bias):
+        x = x + self.attn(self.ln_1(x), rope, bias)
+        return x + self.mlp(self.ln_2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg.validate()
+        C, H = cfg.d_model, cfg.n_head
+        self.wte = nn.Parameter(torch.empty(cfg.vocab_size, C))
+        if cfg.pos == "learned":
+            self.wpe = nn.Parameter(torch.empty(cfg.block_size, C))
+        if cfg.pos == "t5":
+            self.rel_bias = nn.Parameter(torch.empty(cfg.t5_num_buckets, H))
+        self.h = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
+        self.ln_f = nn.LayerNorm(C, eps=1e-5)
+        self._tables = {}
+        self.init_weights()
+
+    def init_weights(self, seed=None):
+        """GPT-2 style init: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)),
+        biases 0, LayerNorm 1/0, rel_bias 0. (Not part of the contract.)"""
+        gen = torch.Generator().manual_seed(seed) if seed is not None else None
+        std_res = 0.02 / math.sqrt(2 * self.cfg.n_layer)
+        with torch.no_grad():
+            for name, p in self.named_parameters():
+                if name.endswith("ln_1.weight") or name.endswith("ln_2.weight") or name == "ln_f.weight":
+                    p.fill_(1.0)
+                elif name.endswith(".bias") or name == "rel_bias":
+                    p.zero_()
+                else:
+                    std = std_res if name.endswith("c_proj.weight") else 0.02
+                    p.copy_(torch.randn(p.shape, generator=gen) * std)
+
+    def _table(self, kind, T, dtype, device):
+        """Fixed positional tables, cached per (kind, T, dtype, device)."""
+        key = (kind, T, dtype, device)
+        if key not in self._tables:
+            cfg = self.cfg
+            if kind == "rope":
+                cos, sin = rope_cos_sin(T, cfg.rope_dims, cfg.rope_base)
+                val = (cos.to(dtype=dtype, device=device), sin.to(dtype=dtype, device=device))
+            elif kind == "sinusoidal":
+                val = sinusoidal_table(T, cfg.d_model).to(dtype=dtype, device=device)
+            elif kind == "t5":   # (T,T) long bucket index of n = i - j (0 where j > i: masked)
+                lut = torch.tensor([t5_bucket(n, cfg.t5_num_buckets, cfg.t5_max_distance)
+                                    for n in range(T)], dtype=torch.long)
+                n = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).clamp(min=0)
+                val = lut[n].to(device)
+            elif kind == "alibi":  # (H,T,T): -m_h * (i - j), float64 then cast
+                m = torch.tensor(alibi_slopes(cfg.n_head), dtype=torch.float64)
+                n = (torch.arange(T)[:, None] - torch.arange(T)[None, :]).clamp(min=0).double()
+                val = (-m[:, None, None] * n[None]).to(dtype=dtype, device=device)
+            self._tables[key] = val
+        return self._tables[key]
+
+    def forward(self, idx, targets=None):
+        """idx (B,T) long -> logits (B,T,V), and the mean cross-entropy if targets given."""
+        B, T = idx.shape
+        cfg = self.cfg
+        if cfg.pos == "learned" and T > cfg.block_size:
+            raise ValueError(f"T ({T}) exceeds block_size ({cfg.block_size}) with learned positions")
+        dtype, dev = self.wte.dtype, self.wte.device
+        x = self.wte[idx]                                        # (B,T,C)
+        if cfg.pos == "learned":
+            x = x + self.wpe[:T]
+        elif cfg.pos == "sinusoidal":
+            x = x + self._table("sinusoidal", T, dtype, dev)
+        rope = self._table("rope", T, dtype, dev) if cfg.pos == "rope" else None
+        bias = None
+        if cfg.pos == "t5":   # rel_bias[bucket(i-j), h] -> (H,T,T), one table for all layers
+            bias = self.rel_bias[self._table("t5", T, dtype, dev)].permute(2, 0, 1)
+        elif cfg.pos == "alibi":
+            bias = self._table("alibi", T, dtype, dev)
+        for block in self.h:
+            x = block(x, rope, bias)
+        logits = self.ln_f(x) @ self.wte.t()                     # tied head, no bias
+        if targets is None:
+            return logits, None
+        loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))
+        return logits, loss
+
+
+def model_from_metadata(meta):
+    """An (uninitialised-by-file) GPT built from a safetensors __metadata__ map."""
+    return GPT(GPTConfig.from_metadata(meta))
+
+
+def decay_param_names(model):
+    """Names of the parameters AdamW decays: every 2-D tensor (wte, wpe,
+    rel_bias, linear weights); biases and LayerNorm parameters are not."""
+    return [n for n, p in model.named_parameters() if p.dim() >= 2]
+
+
+# ----------------------------------------------------------------------------
+# safetensors (self-contained reader and writer)
+
+_DTYPES = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64,
+           "U8": np.uint8, "U16": np.uint16}
+_NP_TO_ST = {np.dtype(v): k for k, v in _DTYPES.items()}
+
+
+class SafetensorsError(ValueError):
+    pass
+
+
+def load_safetensors(path):
+    """Reads a safetensors file -> (dict name -> torch tensor, metadata dict).
+
+    Validates: header length inside the file, JSON object, known dtypes, each
+    shape matching its byte range, ranges inside the data, non-overlapping and
+    covering the data exactly. Raises SafetensorsError("path: problem").
+    """
+    def fail(msg):
+        raise SafetensorsError(f"{path}: {msg}")
+    try:
+        with open(path, "rb") as f:
+            blob = f.read()
+    except OSError as e:
+        fail(e.strerror or str(e))
+    if len(blob) < 8:
+        fail("file too short for a safetensors header")
+    (hlen,) = struct.unpack("<Q", blob[:8])
+    if hlen > len(blob) - 8:
+        fail(f"header length {hlen} exceeds the file size {len(blob)}")
+    try:
+        header = json.loads(blob[8:8 + hlen].decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        fail(f"header is not valid JSON ({e})")
+    if not isinstance(header, dict):
+        fail("header is not a JSON object")
+    meta = header.pop("__metadata__", {}) or {}
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        fail("__metadata__ is not a map of strings")
+    data = memoryview(blob)[8 + hlen:]
+    tensors, ranges = {}, []
+    for name, info in header.items():
+        try:
+            dtype, shape, (begin, end) = info["dtype"], list(info["shape"]), info["data_offsets"]
+        except (KeyError, TypeError, ValueError):
+            fail(f"tensor '{name}': malformed header entry")
+        if dtype not in _DTYPES:
+            fail(f"tensor '{name}': unsupported dtype '{dtype}'")
+        if not all(isinstance(s, int) and s >= 0 for s in shape) or \
+           not isinstance(begin, int) or not isinstance(end, int):
+            fail(f"tensor '{name}': bad shape or offsets")
+        npdt = np.dtype(_DTYPES[dtype]).newbyteorder("<")
+        nbytes = int(np.prod(shape, dtype=np.int64)) * npdt.itemsize
+        if not 0 <= begin <= end <= len(data):
+            fail(f"tensor '{name}': data range [{begin}, {end}) outside the data ({len(data)} bytes)")
+        if end - begin != nbytes:
+            fail(f"tensor '{name}': shape {shape} needs {nbytes} bytes, range has {end - begin}")
+        arr = np.frombuffer(data[begin:end], dtype=npdt).reshape(shape)
+        tensors[name] = torch.from_numpy(arr.astype(arr.dtype.newbyteorder("="), copy=True))
+        ranges.append((begin, end, name))
+    pos = 0
+    for begin, end, name in sorted(ranges):
+        if begin != pos:
+            fail(f"tensor '{name}': data range starts at {begin}, expected {pos} "
+                 "(gap or overlap)")
+        pos = end
+    if pos != len(data):
+        fail(f"data is {len(data)} bytes but the tensors cover {pos}")
+    return tensors, dict(meta)
+
+
+def save_safetensors(path, tensors, metadata=None):
+    """Writes tensors (dict name -> torch tensor or numpy array) and string
+    metadata as safetensors, atomically (PATH.tmp, fsync, rename)."""
+    header, chunks, offset = {}, [], 0
+    if metadata:
+        header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+    for name, t in tensors.items():
+        arr = t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
+        if arr.dtype not in _NP_TO_ST:
+            raise SafetensorsError(f"{path}: tensor '{name}': unsupported dtype {arr.dtype}")
+        raw = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
+        header[name] = {"dtype": _NP_TO_ST[arr.dtype], "shape": list(arr.shape),
+                        "data_offsets": [offset, offset + len(raw)]}
+        chunks.append(raw)
+        offset += len(raw)
+    hjson = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    hjson += b" " * (-len(hjson) % 8)          # pad so the data starts 8-byte aligned
+    tmp = path + ".tmp"
+    with open(tmp, "wb") as f:
+        f.write(struct.pack("<Q", len(hjson)))
+        f.write(hjson)
+        for c in chunks:
+            f.write(c)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

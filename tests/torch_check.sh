@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# torch_check.sh: the PyTorch side of ropelab's checks (about 10 s on 2 cores).
+#   1. tests/test_torch_model.py: scripts/torch_model.py against a float64 loop
+#      reference of the contract, the papers' scheme tables, causality, names
+#      and the safetensors reader/writer;
+#   2. check_debug_state.py --self-test: float32 debug states pass the float64
+#      check, corrupted ones and deliberately wrong models fail (exit 1), bad
+#      files give exit 2 with one line;
+#   3. torch_baseline.py runs two steps of a tiny model and prints its line.
+# Optional: a debug-state file as $1 (e.g. from ./train --debug-state) is
+# checked too. PYTHON defaults to /usr/bin/python3 (Debian's python3-torch).
+set -u
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-/usr/bin/python3}
+fail=0
+echo "=== tests/test_torch_model.py"
+"$PY" tests/test_torch_model.py || fail=1
+echo "=== check_debug_state.py --self-test"
+"$PY" scripts/check_debug_state.py --self-test || fail=1
+echo "=== torch_baseline.py (tiny)"
+line=$("$PY" scripts/torch_baseline.py --n-layer 1 --d-model 32 --n-head 4 --seq-len 16 \
+        --batch-size 2 --vocab-size 64 --pos t5 --threads 1 --steps 2 --warmup 1 2>/dev/null)
+echo "$line"
+echo "$line" | grep -Eq '^torch pos=t5 .* tokens_per_s=[0-9.]+ ms_per_step=[0-9.]+ ' || { echo "baseline line malformed"; fail=1; }
+if [ $# -ge 1 ]; then
+  echo "=== check_debug_state.py $1"
+  "$PY" scripts/check_debug_state.py "$1" || fail=1
+fi
+[ $fail -eq 0 ] && echo "torch_check: all passed" || echo "torch_check: FAILED"
+exit $fail
