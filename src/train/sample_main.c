@@ -1,6 +1,6 @@
 // sample_main.c: ./sample, text generation from a trained weights file.
 //
-//   ./sample --weights RUN/model.safetensors --tokenizer data/kjv/tokenizer.bin \
+//   ./sample --weights RUN/model.safetensors --tokenizer data/kjv/tokenizer.bin
 //            --prompt "In the beginning" --tokens 200 --temperature 0.8 --top-k 40 --seed 1
 //
 // The prompt is encoded with the BPE tokenizer and fed one token at a time
