@@ -21,14 +21,34 @@ typedef struct {
 
 typedef void (*BpeProgress)(int merges_done, int merges_total, void *user);
 
+// Vocabulary sizes that can be trained and loaded: the 256 bytes and eot at
+// least; at most 65,536 so every id fits the uint16 token files.
+#define BPE_MIN_VOCAB 257
+#define BPE_MAX_VOCAB 65536
+// Longest pre-split piece in bytes; longer runs are cut (see bpe.c).
+#define BPE_MAX_PIECE 256
+
+// The pre-split rule (see bpe.c): end of the piece that starts at text[i], i < n.
+size_t bpe_piece_end(const uint8_t *text, size_t n, size_t i);
+
 // Learns vocab_size - 257 merges on text (pre-split into words first; see bpe.c).
 int bpe_train(Tokenizer *tok, const uint8_t *text, size_t n, int vocab_size,
               BpeProgress progress, void *user, char *err, size_t errlen);
+// Same, over several texts (files or documents): no piece crosses a text boundary.
+// If the texts run out of pairs first, fewer merges are learned and
+// tok->vocab_size is smaller than asked (the caller can report it).
+int bpe_train_multi(Tokenizer *tok, const uint8_t *const *texts, const size_t *lens, int n_texts,
+                    int vocab_size, BpeProgress progress, void *user, char *err, size_t errlen);
+// Builds a tokenizer from a merge list (checked: each merge refers to earlier ids).
+int bpe_from_merges(Tokenizer *tok, const uint32_t (*merges)[2], int n_merges, char *err, size_t errlen);
 int bpe_save(const Tokenizer *tok, const char *path, char *err, size_t errlen);
 int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen);
 void bpe_free(Tokenizer *tok);
 
 // Encodes n bytes; returns the number of ids written (at most n; never adds eot).
+// Keeps a cache of encoded pieces inside tok, so one Tokenizer must not encode
+// from two threads at once. Encoding a text in pieces cut at piece boundaries
+// (bpe_piece_end) gives the same ids as encoding it whole.
 size_t bpe_encode(const Tokenizer *tok, const uint8_t *text, size_t n, uint32_t *out);
 // Bytes of one id (eot has length 0); out of range -> NULL.
 const uint8_t *bpe_token(const Tokenizer *tok, uint32_t id, int *len);

@@ -1,0 +1,306 @@
+// bpe_train.c: learning the BPE merges from a corpus.
+//
+// 1. Pre-split every text into pieces (bpe_piece_end, rule in bpe.c) and count
+//    the distinct pieces ("words") in a hash table: training works on the
+//    distinct words weighted by their counts, never on the raw text again.
+// 2. Count every adjacent pair of symbols in every word, weighted by the
+//    word's count. Overlapping pairs count: "aaa" holds (a,a) twice.
+// 3. Repeat: take the pair with the highest count (ties: the lowest
+//    (left, right) ids, so the result is deterministic), give it the next id,
+//    and rewrite only the words that contain it (each pair keeps the list of
+//    words it occurs in), merging occurrences left to right. Pair counts are
+//    updated incrementally: for every rewritten word, its old pairs are
+//    subtracted and its new pairs added.
+//
+// The pair with the highest count comes from a max-heap with lazy
+// invalidation: a heap entry holds the count its pair had when pushed. A
+// merge can only lower the counts of existing pairs, and the pairs it creates
+// (which contain the new id) are new, so they are pushed once with their
+// final count after the rewrite. A popped entry whose count is stale is pushed
+// again with the current count; the first popped entry that is up to date is
+// the true maximum.
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/bpe.h"
+#include "data/hashmap.h"
+
+typedef struct {
+    uint32_t start, len;   // symbols in syms[start .. start + len)
+    int64_t count;         // how often the word occurs in the corpus
+} Word;
+
+typedef struct {
+    uint32_t left, right;
+    int64_t count;         // weighted occurrences right now
+    int32_t *words;        // words that contained it when it was counted (may be stale)
+    uint32_t n_words, cap_words;
+    int32_t last_word;     // last word appended, to skip duplicates
+} Pair;
+
+typedef struct {
+    int64_t count;
+    uint32_t left, right, pair;
+} HeapEntry;
+
+typedef struct {
+    Word *words;     size_t n_words;
+    uint32_t *syms;  size_t n_syms;
+    Pair *pairs;     size_t n_pairs, cap_pairs;
+    U64Map pair_index;                       // (left << 32 | right) -> index in pairs
+    HeapEntry *heap; size_t n_heap, cap_heap;
+} Trainer;
+
+// ---------------------------------------------------------------- words
+
+typedef struct {
+    uint64_t hash;
+    const uint8_t *bytes;   // inside the caller's text
+    uint32_t len;
+    int32_t word;           // -1: empty slot
+} WordSlot;
+
+static void count_words(Trainer *tr, const uint8_t *const *texts, const size_t *lens, int n_texts) {
+    size_t cap = 1 << 16, n_words = 0, cap_words = 1024;
+    WordSlot *slots = data_realloc(NULL, cap * sizeof *slots);
+    for (size_t i = 0; i < cap; i++) slots[i].word = -1;
+    Word *words = data_realloc(NULL, cap_words * sizeof *words);
+    const uint8_t **first = data_realloc(NULL, cap_words * sizeof *first);   // bytes of each word
+    size_t n_syms = 0;
+    for (int t = 0; t < n_texts; t++) {
+        const uint8_t *s = texts[t];
+        for (size_t i = 0; i < lens[t];) {
+            size_t j = bpe_piece_end(s, lens[t], i);
+            uint32_t len = (uint32_t)(j - i);
+            uint64_t h = hash_bytes(s + i, len);
+            size_t mask = cap - 1, k = h & mask;
+            while (slots[k].word >= 0 &&
+                   !(slots[k].hash == h && slots[k].len == len && memcmp(slots[k].bytes, s + i, len) == 0))
+                k = (k + 1) & mask;
+            if (slots[k].word >= 0) {
+                words[slots[k].word].count++;
+            } else {
+                if (n_words == cap_words) {
+                    cap_words *= 2;
+                    words = data_realloc(words, cap_words * sizeof *words);
+                    first = data_realloc(first, cap_words * sizeof *first);
+                }
+                words[n_words] = (Word){(uint32_t)n_syms, len, 1};
+                first[n_words] = s + i;
+                slots[k] = (WordSlot){h, s + i, len, (int32_t)n_words};
+                n_words++;
+                n_syms += len;
+                if (2 * n_words > cap) {   // rehash into a table twice the size
+                    size_t new_cap = 2 * cap;
+                    WordSlot *bigger = data_realloc(NULL, new_cap * sizeof *bigger);
+                    for (size_t q = 0; q < new_cap; q++) bigger[q].word = -1;
+                    for (size_t q = 0; q < cap; q++)
+                        if (slots[q].word >= 0) {
+                            size_t r = slots[q].hash & (new_cap - 1);
+                            while (bigger[r].word >= 0) r = (r + 1) & (new_cap - 1);
+                            bigger[r] = slots[q];
+                        }
+                    free(slots);
+                    slots = bigger;
+                    cap = new_cap;
+                }
+            }
+            i = j;
+        }
+    }
+    tr->syms = data_realloc(NULL, (n_syms ? n_syms : 1) * sizeof *tr->syms);
+    for (size_t w = 0; w < n_words; w++)
+        for (uint32_t k = 0; k < words[w].len; k++) tr->syms[words[w].start + k] = first[w][k];
+    tr->words = words;
+    tr->n_words = n_words;
+    tr->n_syms = n_syms;
+    free(slots);
+    free(first);
+}
+
+// ---------------------------------------------------------------- pairs and heap
+
+static uint64_t pair_key(uint32_t left, uint32_t right) { return ((uint64_t)left << 32) | right; }
+
+static uint32_t pair_get(Trainer *tr, uint32_t left, uint32_t right) {
+    int inserted;
+    uint32_t *idx = u64map_put(&tr->pair_index, pair_key(left, right), (uint32_t)tr->n_pairs, &inserted);
+    if (inserted) {
+        if (tr->n_pairs == tr->cap_pairs) {
+            tr->cap_pairs = tr->cap_pairs ? 2 * tr->cap_pairs : 4096;
+            tr->pairs = data_realloc(tr->pairs, tr->cap_pairs * sizeof *tr->pairs);
+        }
+        tr->pairs[tr->n_pairs++] = (Pair){left, right, 0, NULL, 0, 0, -1};
+    }
+    return *idx;
+}
+
+static void pair_note_word(Pair *p, int32_t w) {
+    if (p->last_word == w) return;
+    if (p->n_words == p->cap_words) {
+        p->cap_words = p->cap_words ? 2 * p->cap_words : 4;
+        p->words = data_realloc(p->words, p->cap_words * sizeof *p->words);
+    }
+    p->words[p->n_words++] = w;
+    p->last_word = w;
+}
+
+// Heap order: higher count first, then lower left id, then lower right id.
+static int heap_before(const HeapEntry *a, const HeapEntry *b) {
+    if (a->count != b->count) return a->count > b->count;
+    if (a->left != b->left) return a->left < b->left;
+    return a->right < b->right;
+}
+
+static void heap_push(Trainer *tr, uint32_t pair) {
+    if (tr->n_heap == tr->cap_heap) {
+        tr->cap_heap = tr->cap_heap ? 2 * tr->cap_heap : 4096;
+        tr->heap = data_realloc(tr->heap, tr->cap_heap * sizeof *tr->heap);
+    }
+    const Pair *p = &tr->pairs[pair];
+    HeapEntry e = {p->count, p->left, p->right, pair};
+    size_t i = tr->n_heap++;
+    while (i > 0 && heap_before(&e, &tr->heap[(i - 1) / 2])) {
+        tr->heap[i] = tr->heap[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    tr->heap[i] = e;
+}
+
+static HeapEntry heap_pop(Trainer *tr) {
+    HeapEntry top = tr->heap[0], last = tr->heap[--tr->n_heap];
+    size_t i = 0, n = tr->n_heap;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= n) break;
+        if (c + 1 < n && heap_before(&tr->heap[c + 1], &tr->heap[c])) c++;
+        if (!heap_before(&tr->heap[c], &last)) break;
+        tr->heap[i] = tr->heap[c];
+        i = c;
+    }
+    if (n > 0) tr->heap[i] = last;
+    return top;
+}
+
+// Adds count to every adjacent pair of word w (count < 0 subtracts). When
+// note_id is a valid id, the pairs that contain it are new: they learn that
+// they occur in w and are collected in *fresh for one heap push each.
+static void add_word_pairs(Trainer *tr, int32_t w, int64_t count, uint32_t note_id,
+                           uint32_t **fresh, size_t *n_fresh, size_t *cap_fresh) {
+    const Word *wd = &tr->words[w];
+    const uint32_t *s = tr->syms + wd->start;
+    for (uint32_t i = 0; i + 1 < wd->len; i++) {
+        uint32_t idx = pair_get(tr, s[i], s[i + 1]);
+        Pair *p = &tr->pairs[idx];
+        p->count += count;
+        if (s[i] == note_id || s[i + 1] == note_id) {
+            if (p->last_word == w) continue;   // already noted for this word
+            if (p->n_words == 0) {             // first time seen: push after the rewrite
+                if (*n_fresh == *cap_fresh) {
+                    *cap_fresh = *cap_fresh ? 2 * *cap_fresh : 256;
+                    *fresh = data_realloc(*fresh, *cap_fresh * sizeof **fresh);
+                }
+                (*fresh)[(*n_fresh)++] = idx;
+            }
+            pair_note_word(p, w);
+        }
+    }
+}
+
+// Rewrites word w with every occurrence of (left, right) merged into id, left to
+// right. Returns 0 if the word no longer contains the pair (a stale list entry).
+static int merge_in_word(Trainer *tr, int32_t w, uint32_t left, uint32_t right, uint32_t id) {
+    Word *wd = &tr->words[w];
+    uint32_t *s = tr->syms + wd->start;
+    uint32_t m = 0;
+    int found = 0;
+    for (uint32_t i = 0; i < wd->len;) {
+        if (i + 1 < wd->len && s[i] == left && s[i + 1] == right) { s[m++] = id; i += 2; found = 1; }
+        else s[m++] = s[i++];
+    }
+    wd->len = m;
+    return found;
+}
+
+static int word_has_pair(const Trainer *tr, int32_t w, uint32_t left, uint32_t right) {
+    const Word *wd = &tr->words[w];
+    const uint32_t *s = tr->syms + wd->start;
+    for (uint32_t i = 0; i + 1 < wd->len; i++)
+        if (s[i] == left && s[i + 1] == right) return 1;
+    return 0;
+}
+
+// ---------------------------------------------------------------- training
+
+int bpe_train_multi(Tokenizer *tok, const uint8_t *const *texts, const size_t *lens, int n_texts,
+                    int vocab_size, BpeProgress progress, void *user, char *err, size_t errlen) {
+    memset(tok, 0, sizeof *tok);
+    if (vocab_size < BPE_MIN_VOCAB || vocab_size > BPE_MAX_VOCAB) {
+        snprintf(err, errlen, "vocabulary size %d out of range (%d..%d: the 256 bytes and eot at least)",
+                 vocab_size, BPE_MIN_VOCAB, BPE_MAX_VOCAB);
+        return -1;
+    }
+    size_t total = 0;
+    for (int t = 0; t < n_texts; t++) total += lens[t];
+    if (total == 0) { snprintf(err, errlen, "the training text is empty"); return -1; }
+
+    Trainer tr = {0};
+    count_words(&tr, texts, lens, n_texts);
+    u64map_init(&tr.pair_index, 1 << 14);
+    uint32_t *fresh = NULL;
+    size_t n_fresh = 0, cap_fresh = 0;
+    for (size_t w = 0; w < tr.n_words; w++)   // every initial pair is new: note all
+        for (uint32_t i = 0; i + 1 < tr.words[w].len; i++) {
+            const uint32_t *s = tr.syms + tr.words[w].start;
+            uint32_t idx = pair_get(&tr, s[i], s[i + 1]);   // may move tr.pairs
+            Pair *p = &tr.pairs[idx];
+            p->count += tr.words[w].count;
+            pair_note_word(p, (int32_t)w);
+        }
+    for (size_t i = 0; i < tr.n_pairs; i++) heap_push(&tr, (uint32_t)i);
+
+    int want = vocab_size - 257, n_merges = 0;
+    uint32_t (*merges)[2] = data_realloc(NULL, (want ? want : 1) * sizeof *merges);
+    int report_every = want / 100 > 0 ? want / 100 : 1;
+    while (n_merges < want && tr.n_heap > 0) {
+        HeapEntry top = heap_pop(&tr);
+        Pair *p = &tr.pairs[top.pair];
+        if (p->count <= 0) continue;
+        if (p->count != top.count) { heap_push(&tr, top.pair); continue; }   // stale: re-queue
+
+        uint32_t left = p->left, right = p->right, id = 256 + n_merges;
+        merges[n_merges][0] = left;
+        merges[n_merges][1] = right;
+        n_merges++;
+        // The list of p is not appended to while we walk it (new pairs contain
+        // id, p does not), but tr.pairs may move: keep the list itself.
+        int32_t *list = p->words;
+        uint32_t n_list = p->n_words;
+        p->words = NULL; p->n_words = p->cap_words = 0;
+        n_fresh = 0;
+        for (uint32_t k = 0; k < n_list; k++) {
+            int32_t w = list[k];
+            if (!word_has_pair(&tr, w, left, right)) continue;
+            int64_t c = tr.words[w].count;
+            add_word_pairs(&tr, w, -c, UINT32_MAX, &fresh, &n_fresh, &cap_fresh);
+            merge_in_word(&tr, w, left, right, id);
+            add_word_pairs(&tr, w, +c, id, &fresh, &n_fresh, &cap_fresh);
+        }
+        free(list);
+        for (size_t k = 0; k < n_fresh; k++) heap_push(&tr, fresh[k]);
+        if (progress && (n_merges % report_every == 0 || n_merges == want)) progress(n_merges, want, user);
+    }
+    if (progress && n_merges < want) progress(n_merges, want, user);
+
+    int rc = bpe_from_merges(tok, (const uint32_t (*)[2])merges, n_merges, err, errlen);
+    for (size_t i = 0; i < tr.n_pairs; i++) free(tr.pairs[i].words);
+    free(tr.pairs); free(tr.heap); free(tr.words); free(tr.syms); free(fresh); free(merges);
+    u64map_free(&tr.pair_index);
+    return rc;
+}
+
+int bpe_train(Tokenizer *tok, const uint8_t *text, size_t n, int vocab_size,
+              BpeProgress progress, void *user, char *err, size_t errlen) {
+    return bpe_train_multi(tok, &text, &n, 1, vocab_size, progress, user, err, errlen);
+}

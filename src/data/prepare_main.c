@@ -1,0 +1,369 @@
+// prepare_main.c: ./prepare, text file(s) in; a tokenizer and train/val token
+// files out.
+//
+//   ./prepare --vocab-size 4096 --val-fraction 0.05 --out-dir data/kjv data/kjv.txt
+//
+// 1. Read every file (UTF-8 text, checked) and cut it into documents: each file
+//    is one document, or, with --doc-sep STR, every STR starts a new one.
+// 2. Train the BPE tokenizer on the documents (or load one, --tokenizer).
+// 3. Encode: every document is preceded by the end-of-text token (as llm.c's
+//    data scripts do), so documents are separated by it and a sampler can
+//    start from it.
+// 4. Split the token stream: the last --val-fraction of it is the validation
+//    split (--split tail), or from the start of the document holding that
+//    point (--split docs). The two splits never overlap.
+// 5. Write OUT/tokenizer.bin, OUT/train.bin, OUT/val.bin (atomically) and
+//    print a summary.
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "data/bpe.h"
+#include "data/tokens.h"
+
+typedef struct {
+    int vocab_size;
+    double val_fraction;
+    int split_docs;            // 0: tail of the stream, 1: whole documents
+    const char *doc_sep;       // NULL: one document per file
+    char out_dir[1024];
+    const char *tokenizer;     // existing tokenizer to use instead of training
+    int block_size;            // > 0: both splits must hold one window of block_size + 1
+    const char **inputs;
+    int n_inputs;
+} Options;
+
+typedef struct { const uint8_t *bytes; size_t len; } Doc;
+
+static void usage(FILE *f) {
+    fprintf(f,
+        "usage: ./prepare [options] FILE [FILE...]\n"
+        "Trains a byte-level BPE tokenizer on UTF-8 text file(s), encodes them and writes\n"
+        "OUT/tokenizer.bin, OUT/train.bin and OUT/val.bin (llm.c token files).\n"
+        "\n"
+        "  --vocab-size N     vocabulary size including eot, %d..%d (default 4096)\n"
+        "  --val-fraction F   held-out fraction of the tokens, 0 < F <= 0.5 (default 0.05)\n"
+        "  --split tail|docs  validation = the last tokens (tail, default) or the last\n"
+        "                     whole documents (docs)\n"
+        "  --doc-sep STR      a new document starts at every STR (escapes \\n \\t \\\\);\n"
+        "                     default: each file is one document\n"
+        "  --out-dir DIR      output directory (default data/NAME, NAME = first file\n"
+        "                     without its extension)\n"
+        "  --tokenizer FILE   use this tokenizer instead of training one\n"
+        "  --block-size T     fail unless both splits hold one window of T+1 tokens\n"
+        "  --help             this text\n",
+        BPE_MIN_VOCAB, BPE_MAX_VOCAB);
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+// ------------------------------------------------------------ options
+
+static char *unescape(const char *s) {
+    char *out = malloc(strlen(s) + 1), *o = out;
+    for (; *s; s++) {
+        if (*s == '\\' && s[1]) {
+            s++;
+            *o++ = *s == 'n' ? '\n' : *s == 't' ? '\t' : *s;
+        } else *o++ = *s;
+    }
+    *o = 0;
+    return out;
+}
+
+static int parse_int(const char *flag, const char *v, long lo, long hi, int *out) {
+    char *end;
+    errno = 0;
+    long x = strtol(v, &end, 10);
+    if (errno || *end || end == v || x < lo || x > hi) {
+        fprintf(stderr, "prepare: %s %s: expected an integer in %ld..%ld\n", flag, v, lo, hi);
+        return -1;
+    }
+    *out = (int)x;
+    return 0;
+}
+
+static int parse_options(int argc, char **argv, Options *o) {
+    memset(o, 0, sizeof *o);
+    o->vocab_size = 4096;
+    o->val_fraction = 0.05;
+    o->inputs = calloc(argc, sizeof *o->inputs);
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
+        if (strncmp(a, "--", 2) != 0) { o->inputs[o->n_inputs++] = a; continue; }
+        if (i + 1 >= argc) { fprintf(stderr, "prepare: %s needs a value (see --help)\n", a); return -1; }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--vocab-size")) {
+            char *end;
+            long x = strtol(v, &end, 10);
+            if (*end || end == v || x < BPE_MIN_VOCAB || x > BPE_MAX_VOCAB) {
+                fprintf(stderr, "prepare: --vocab-size %s: out of range (%d..%d: the 256 bytes and eot at least, "
+                        "uint16 token ids at most)\n", v, BPE_MIN_VOCAB, BPE_MAX_VOCAB);
+                return -1;
+            }
+            o->vocab_size = (int)x;
+        } else if (!strcmp(a, "--val-fraction")) {
+            char *end;
+            double f = strtod(v, &end);
+            if (*end || end == v || !(f > 0 && f <= 0.5)) {
+                fprintf(stderr, "prepare: --val-fraction %s: expected a number with 0 < F <= 0.5\n", v);
+                return -1;
+            }
+            o->val_fraction = f;
+        } else if (!strcmp(a, "--split")) {
+            if (!strcmp(v, "tail")) o->split_docs = 0;
+            else if (!strcmp(v, "docs")) o->split_docs = 1;
+            else { fprintf(stderr, "prepare: --split %s: expected tail or docs\n", v); return -1; }
+        } else if (!strcmp(a, "--doc-sep")) {
+            o->doc_sep = unescape(v);
+            if (!*o->doc_sep) { fprintf(stderr, "prepare: --doc-sep: the separator is empty\n"); return -1; }
+        } else if (!strcmp(a, "--out-dir")) {
+            snprintf(o->out_dir, sizeof o->out_dir, "%s", v);
+        } else if (!strcmp(a, "--tokenizer")) {
+            o->tokenizer = v;
+        } else if (!strcmp(a, "--block-size")) {
+            if (parse_int(a, v, 1, 1 << 20, &o->block_size)) return -1;
+        } else {
+            fprintf(stderr, "prepare: unknown option %s (see --help)\n", a);
+            return -1;
+        }
+    }
+    if (o->n_inputs == 0) { fprintf(stderr, "prepare: no input file (see --help)\n"); return -1; }
+    if (!o->out_dir[0]) {   // data/NAME from the first input
+        const char *base = strrchr(o->inputs[0], '/');
+        base = base ? base + 1 : o->inputs[0];
+        size_t len = strcspn(base, ".");
+        if (len == 0) len = strlen(base);
+        snprintf(o->out_dir, sizeof o->out_dir, "data/%.*s", (int)len, base);
+    }
+    return 0;
+}
+
+// ------------------------------------------------------------ input
+
+// Offset of the first byte that breaks UTF-8 (or is NUL), or n if none.
+static size_t utf8_check(const uint8_t *s, size_t n) {
+    for (size_t i = 0; i < n;) {
+        uint8_t c = s[i];
+        int extra;
+        uint32_t min;
+        if (c == 0) return i;
+        if (c < 0x80) { i++; continue; }
+        if (c >= 0xC2 && c <= 0xDF) { extra = 1; min = 0x80; }
+        else if (c >= 0xE0 && c <= 0xEF) { extra = 2; min = 0x800; }
+        else if (c >= 0xF0 && c <= 0xF4) { extra = 3; min = 0x10000; }
+        else return i;
+        if (i + extra >= n) return i;   // truncated sequence at the end
+        uint32_t cp = c & (0x3F >> extra);
+        for (int k = 1; k <= extra; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return i;
+            cp = (cp << 6) | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
+        i += extra + 1;
+    }
+    return n;
+}
+
+static uint8_t *read_text(const char *path, size_t *len) {
+    struct stat st;
+    if (stat(path, &st) != 0) { fprintf(stderr, "%s: %s\n", path, strerror(errno)); return NULL; }
+    if (!S_ISREG(st.st_mode)) { fprintf(stderr, "%s: not a regular file\n", path); return NULL; }
+    if (st.st_size == 0) { fprintf(stderr, "%s: the file is empty\n", path); return NULL; }
+    FILE *f = fopen(path, "rb");
+    if (!f) { fprintf(stderr, "%s: %s\n", path, strerror(errno)); return NULL; }
+    uint8_t *buf = malloc(st.st_size);
+    if (!buf) { fprintf(stderr, "%s: out of memory for %lld bytes\n", path, (long long)st.st_size); fclose(f); return NULL; }
+    size_t got = fread(buf, 1, st.st_size, f);
+    fclose(f);
+    if (got != (size_t)st.st_size) { fprintf(stderr, "%s: read error\n", path); free(buf); return NULL; }
+    size_t bad = utf8_check(buf, got);
+    if (bad < got) {
+        fprintf(stderr, "%s: not UTF-8 text (%s byte 0x%02x at offset %zu; binary file?)\n",
+                path, buf[bad] == 0 ? "NUL" : "invalid", buf[bad], bad);
+        free(buf);
+        return NULL;
+    }
+    *len = got;
+    return buf;
+}
+
+// Cuts text into documents at every occurrence of sep (dropped); empty ones are skipped.
+static void split_docs(const uint8_t *text, size_t n, const char *sep, Doc **docs, int *n_docs, int *cap) {
+    size_t seplen = sep ? strlen(sep) : 0, start = 0;
+    for (size_t i = 0; i <= n; i++) {
+        int at_sep = seplen && i + seplen <= n && memcmp(text + i, sep, seplen) == 0;
+        if (i == n || at_sep) {
+            if (i > start) {
+                if (*n_docs == *cap) { *cap = *cap ? 2 * *cap : 64; *docs = realloc(*docs, *cap * sizeof **docs); }
+                (*docs)[(*n_docs)++] = (Doc){text + start, i - start};
+            }
+            if (at_sep) { i += seplen - 1; start = i + 1; }
+        }
+    }
+}
+
+// ------------------------------------------------------------ progress
+
+typedef struct { const char *what; int tty; int last_step; } Progress;
+
+// On a terminal, one line rewritten in place; otherwise a line every 25%.
+static void progress_show(Progress *p, double done, double total) {
+    double pct = total > 0 ? 100.0 * done / total : 100.0;
+    if (p->tty) {
+        fprintf(stderr, "\r%s %5.1f%%", p->what, pct);
+        if (done >= total) fprintf(stderr, "\n");
+    } else {
+        int step = (int)(pct / 25);
+        if (step > p->last_step) { fprintf(stderr, "%s %d%%\n", p->what, step * 25); p->last_step = step; }
+    }
+    fflush(stderr);
+}
+
+static void on_merge(int done, int total, void *user) { progress_show(user, done, total); }
+
+// ------------------------------------------------------------ main
+
+static int make_dirs(const char *dir) {
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", dir);
+    for (char *p = buf + 1;; p++) {
+        if (*p == '/' || *p == 0) {
+            char c = *p;
+            *p = 0;
+            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
+                fprintf(stderr, "%s: cannot create directory: %s\n", buf, strerror(errno));
+                return -1;
+            }
+            *p = c;
+            if (!c) return 0;
+        }
+    }
+}
+
+int main(int argc, char **argv) {
+    Options o;
+    if (parse_options(argc, argv, &o)) return 2;
+    double t_start = now_seconds();
+    int tty = isatty(fileno(stderr));
+
+    // 1. Read and cut into documents.
+    Doc *docs = NULL;
+    int n_docs = 0, cap_docs = 0;
+    size_t total_bytes = 0;
+    uint8_t **texts = calloc(o.n_inputs, sizeof *texts);
+    for (int i = 0; i < o.n_inputs; i++) {
+        size_t len;
+        texts[i] = read_text(o.inputs[i], &len);
+        if (!texts[i]) return 1;
+        total_bytes += len;
+        split_docs(texts[i], len, o.doc_sep, &docs, &n_docs, &cap_docs);
+    }
+    if (n_docs == 0) {
+        fprintf(stderr, "%s: no text left once the document separators are removed\n", o.inputs[0]);
+        return 1;
+    }
+    if (make_dirs(o.out_dir)) return 1;
+    char path_tok[1100], path_train[1100], path_val[1100], err[1400];
+    snprintf(path_tok, sizeof path_tok, "%s/tokenizer.bin", o.out_dir);
+    snprintf(path_train, sizeof path_train, "%s/train.bin", o.out_dir);
+    snprintf(path_val, sizeof path_val, "%s/val.bin", o.out_dir);
+
+    // 2. Tokenizer.
+    Tokenizer tok;
+    double t0 = now_seconds();
+    if (o.tokenizer) {
+        if (bpe_load(&tok, o.tokenizer, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    } else {
+        const uint8_t **ptrs = malloc(n_docs * sizeof *ptrs);
+        size_t *lens = malloc(n_docs * sizeof *lens);
+        for (int d = 0; d < n_docs; d++) { ptrs[d] = docs[d].bytes; lens[d] = docs[d].len; }
+        Progress pr = {"training merges", tty, 0};
+        if (bpe_train_multi(&tok, ptrs, lens, n_docs, o.vocab_size, on_merge, &pr, err, sizeof err)) {
+            fprintf(stderr, "%s: %s\n", o.inputs[0], err);
+            return 1;
+        }
+        free(ptrs); free(lens);
+        if (tok.vocab_size < o.vocab_size)
+            fprintf(stderr, "note: the corpus ran out of pairs after %d merges; the vocabulary is %d, not %d\n",
+                    tok.n_merges, tok.vocab_size, o.vocab_size);
+        if (bpe_save(&tok, path_tok, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+    }
+    double t_train = now_seconds() - t0;
+
+    // 3. Encode, eot before every document, in chunks cut at piece boundaries.
+    t0 = now_seconds();
+    uint32_t *ids = malloc((total_bytes + n_docs) * sizeof *ids);
+    if (!ids) { fprintf(stderr, "%s: out of memory for %zu tokens\n", o.inputs[0], total_bytes + n_docs); return 1; }
+    size_t n_ids = 0, n_eot = 0, done_bytes = 0;
+    const size_t chunk = 1 << 20;
+    Progress pe = {"encoding", tty, 0};
+    for (int d = 0; d < n_docs; d++) {
+        ids[n_ids++] = tok.eot_id;
+        n_eot++;
+        const uint8_t *s = docs[d].bytes;
+        size_t n = docs[d].len;
+        for (size_t start = 0; start < n;) {
+            size_t end = start;
+            while (end < n && end - start < chunk) end = bpe_piece_end(s, n, end);
+            n_ids += bpe_encode(&tok, s + start, end - start, ids + n_ids);
+            done_bytes += end - start;
+            start = end;
+            progress_show(&pe, done_bytes, total_bytes);
+        }
+    }
+    double t_encode = now_seconds() - t0;
+
+    // 4. Split.
+    size_t n_val = (size_t)llround(o.val_fraction * n_ids), split = n_ids - n_val;
+    if (o.split_docs) {
+        while (split > 0 && ids[split] != (uint32_t)tok.eot_id) split--;   // back to a document start
+        if (split == 0) {
+            fprintf(stderr, "%s: --split docs needs at least two documents before the last %.1f%% of the tokens "
+                    "(use --doc-sep or --split tail)\n", o.inputs[0], 100 * o.val_fraction);
+            return 1;
+        }
+        n_val = n_ids - split;
+    }
+    size_t min_split = o.block_size > 0 ? (size_t)o.block_size + 1 : 2;
+    if (split < min_split || n_val < min_split) {
+        fprintf(stderr, "%s: corpus too short: %zu tokens give %zu train and %zu validation tokens, "
+                "need at least %zu in each (one window)\n", o.inputs[0], n_ids, split, n_val, min_split);
+        return 1;
+    }
+    // 5. Write.
+    if (tokens_write(path_train, ids, split, tok.vocab_size, err, sizeof err) ||
+        tokens_write(path_val, ids + split, n_val, tok.vocab_size, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return 1;
+    }
+    size_t text_tokens = n_ids - n_eot;
+    printf("prepare: %d file%s, %d document%s -> %s/\n", o.n_inputs, o.n_inputs > 1 ? "s" : "",
+           n_docs, n_docs > 1 ? "s" : "", o.out_dir);
+    printf("  corpus      %zu bytes\n", total_bytes);
+    printf("  tokenizer   %s: vocab %d (%d merges, eot %d), %s in %.2f s\n",
+           o.tokenizer ? o.tokenizer : path_tok, tok.vocab_size, tok.n_merges, tok.eot_id,
+           o.tokenizer ? "loaded" : "trained", t_train);
+    printf("  tokens      %zu (%zu text + %zu eot), %.3f bytes per token, encoded in %.2f s (%.1f MB/s)\n",
+           n_ids, text_tokens, n_eot, text_tokens ? (double)total_bytes / text_tokens : 0.0, t_encode,
+           t_encode > 0 ? total_bytes / t_encode / 1e6 : 0.0);
+    printf("  train       %s: %zu tokens\n", path_train, split);
+    printf("  val         %s: %zu tokens (%.1f%%, %s)\n", path_val, n_val, 100.0 * n_val / n_ids,
+           o.split_docs ? "whole documents" : "tail");
+    printf("  time        %.2f s\n", now_seconds() - t_start);
+    bpe_free(&tok);
+    free(ids); free(docs);
+    for (int i = 0; i < o.n_inputs; i++) free(texts[i]);
+    free(texts);
+    return 0;
+}
