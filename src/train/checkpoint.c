@@ -32,12 +32,13 @@ static StTensorOut tensor_out(const char *name, const ParamEntry *e, const float
     return t;
 }
 
-// Test hook (tests/test_train_run.c): ROPELAB_TEST_CRASH_IN_SAVE=1 makes the
-// process die in the middle of writing the checkpoint's temporary file, as a
-// kill would: half of PATH.tmp is on disk, PATH itself is untouched.
-static void maybe_crash_in_save(const char *path, const StTensorOut *t, int n, const StMeta *meta, int n_meta) {
+// Test hook (tests/test_train_run.c): ROPELAB_TEST_CRASH_IN_SAVE=K makes the
+// process die in the middle of writing the checkpoint of step K, as a kill
+// would: half of PATH.tmp is on disk, PATH itself is untouched.
+static void maybe_crash_in_save(const char *path, int step, const StTensorOut *t, int n,
+                                const StMeta *meta, int n_meta) {
     const char *hook = getenv("ROPELAB_TEST_CRASH_IN_SAVE");
-    if (!hook || strcmp(hook, "1") != 0) return;
+    if (!hook || atoi(hook) != step) return;
     char full[1200], tmp[1200], err[256];
     snprintf(full, sizeof full, "%s.crashtest", path);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -90,7 +91,7 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
     meta[n_meta++] = (StMeta){"data_rng", rng};
     meta[n_meta++] = (StMeta){"elapsed_s", elapsed};
     meta[n_meta++] = (StMeta){"config_hash", hash};
-    maybe_crash_in_save(path, t, 3 * n, meta, n_meta);
+    maybe_crash_in_save(path, state->step, t, 3 * n, meta, n_meta);
     int rc = st_write(path, t, 3 * n, meta, n_meta, err, errlen);
     free(t);
     free(names);
