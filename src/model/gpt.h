@@ -12,6 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "model/safetensors.h"
+
 typedef enum { POS_ROPE, POS_LEARNED, POS_SINUSOIDAL, POS_T5, POS_ALIBI, POS_NONE, POS_COUNT } PosKind;
 
 const char *pos_kind_name(PosKind kind);             // "rope", "learned", ...
@@ -56,6 +58,7 @@ size_t gpt_num_params(const GPT *model);
 float *gpt_params(GPT *model);       // flat buffer, gpt_num_params floats
 float *gpt_grads(GPT *model);        // same layout
 int gpt_param_entries(const GPT *model, const ParamEntry **entries); // returns count
+const ParamEntry *gpt_find_param(const GPT *model, const char *name); // NULL if absent
 
 // Sizes the activation buffers for batches of (B, T). T may exceed block_size
 // (length extrapolation) for every scheme except learned, which fails.
@@ -68,6 +71,8 @@ size_t gpt_activation_bytes(const GPT *model);  // for memory accounting
 // backward); otherwise returns 0 and only the logits are valid.
 float gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int T);
 const float *gpt_logits(const GPT *model);   // (B,T,V) of the last forward (padded row stride = V)
+                                             // (valid until gpt_backward, which reuses it for dlogits)
+const float *gpt_losses(const GPT *model);   // (B,T) per-position losses of the last forward with targets
 
 // Sets every gradient to zero.
 void gpt_zero_grad(GPT *model);
@@ -84,6 +89,19 @@ int gpt_save(const GPT *model, const char *path, char *err, size_t errlen);
 // dtype, shape and offset is checked; extra tensors are an error unless
 // allow_extra is set (a training checkpoint carrying optimizer state).
 int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen);
+
+// The same file with extra tensors after the weights (optimizer state,
+// the debug state's inputs/targets/loss/grad.*), same metadata.
+int gpt_save_with(const GPT *model, const char *path, const StTensorOut *extra, int n_extra,
+                  char *err, size_t errlen);
+// The contract's __metadata__ for this model, as key/value strings:
+// format=pt, pos, n_layer, n_head, d_model, vocab_size, block_size,
+// rope_base, rope_dims, t5_num_buckets, t5_max_distance.
+#define GPT_META_COUNT 11
+typedef struct { StMeta items[GPT_META_COUNT]; char values[GPT_META_COUNT][32]; } GPTMetadata;
+void gpt_metadata(const GPT *model, GPTMetadata *meta);
+// The model configuration stored in an opened file's metadata (validated).
+int gpt_config_from_file(const StFile *file, GPTConfig *cfg, char *err, size_t errlen);
 
 // Inference with a KV cache: one position's work per new token.
 // max_len is the longest sequence the cache holds (learned: <= block_size).

@@ -17,7 +17,7 @@ size_t st_dtype_size(StDtype d);
 
 #define ST_MAX_DIMS 4
 
-typedef struct {            // a tensor to write
+typedef struct StTensorOut { // a tensor to write
     const char *name;
     StDtype dtype;
     int ndim;
@@ -38,7 +38,7 @@ typedef struct {            // a tensor read from a file
     int ndim;
     int64_t shape[ST_MAX_DIMS];
     size_t nbytes;
-    const void *data;       // points into the loaded file
+    const void *data;       // points into the loaded file (may be unaligned: memcpy it out)
 } StTensor;
 
 typedef struct StFile StFile;

@@ -1,0 +1,253 @@
+// gpt.c: the whole model: creation, activation buffers, and the forward and
+// backward passes that chain the layers of layers.h with the positional
+// scheme's hooks (pos.h).
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "model/gpt_internal.h"
+#include "model/layers.h"
+
+static int pos_tables_ensure(GPT *m, int n_pos, char *err, size_t errlen) {
+    if (n_pos <= m->pos_ctx.n_pos) return 0;
+    pos_tables_free(&m->pos_ctx);
+    if (m->pos->tables_init && m->pos->tables_init(&m->pos_ctx, n_pos, err, errlen) != 0) return -1;
+    m->pos_ctx.n_pos = n_pos;
+    return 0;
+}
+
+int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
+    *model = NULL;
+    GPTConfig c = *cfg;
+    config_resolve(&c);
+    if (gpt_config_validate(&c, err, errlen) != 0) return -1;
+    GPT *m = calloc(1, sizeof(GPT));
+    if (!m) { snprintf(err, errlen, "out of memory"); return -1; }
+    m->cfg = c;
+    m->pos = pos_scheme(c.pos);
+    if (params_build(m, err, errlen) != 0) { gpt_free(m); return -1; }
+    m->pos_ctx.cfg = &m->cfg;
+    m->pos_ctx.wpe = m->p.wpe;
+    m->pos_ctx.rel_bias = m->p.rel_bias;
+    m->pos_ctx.dwpe = m->g.wpe;
+    m->pos_ctx.drel_bias = m->g.rel_bias;
+    if (pos_tables_ensure(m, c.block_size, err, errlen) != 0) { gpt_free(m); return -1; }
+    *model = m;
+    return 0;
+}
+
+int gpt_create(GPT **model, const GPTConfig *cfg, uint64_t seed, char *err, size_t errlen) {
+    if (gpt_create_uninit(model, cfg, err, errlen) != 0) return -1;
+    params_init(*model, seed);
+    return 0;
+}
+
+void gpt_free(GPT *m) {
+    if (!m) return;
+    params_free(m);
+    pos_tables_free(&m->pos_ctx);
+    free(m->acts.encoded);   // the one activation allocation starts here
+    free(m->acts.tokens);
+    free(m);
+}
+
+const GPTConfig *gpt_config(const GPT *m) { return &m->cfg; }
+size_t gpt_num_params(const GPT *m) { return m->num_params; }
+float *gpt_params(GPT *m) { return m->params; }
+float *gpt_grads(GPT *m) { return m->grads; }
+int gpt_param_entries(const GPT *m, const ParamEntry **entries) {
+    *entries = m->entries;
+    return m->n_entries;
+}
+const ParamEntry *gpt_find_param(const GPT *m, const char *name) {
+    for (int i = 0; i < m->n_entries; i++)
+        if (strcmp(m->entries[i].name, name) == 0) return &m->entries[i];
+    return NULL;
+}
+const float *gpt_logits(const GPT *m) { return m->acts.logits; }
+const float *gpt_losses(const GPT *m) { return m->acts.losses; }
+size_t gpt_activation_bytes(const GPT *m) { return m->acts.bytes; }
+void gpt_zero_grad(GPT *m) { memset(m->grads, 0, m->num_params * sizeof(float)); }
+
+// One allocation for every activation buffer, carved up by this table.
+int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
+    const GPTConfig *c = &m->cfg;
+    if (B < 1 || T < 1) { snprintf(err, errlen, "batch size (%d) and sequence length (%d) must be >= 1", B, T); return -1; }
+    if (m->pos->max_pos_is_block && T > c->block_size) {
+        snprintf(err, errlen, "pos=%s cannot run sequences of %d tokens: block_size is %d",
+                 pos_kind_name(c->pos), T, c->block_size);
+        return -1;
+    }
+    if ((size_t)B * T > ((size_t)1 << 31) / ((size_t)c->vocab_size > (size_t)4 * c->d_model ? (size_t)c->vocab_size : (size_t)4 * c->d_model)) {
+        snprintf(err, errlen, "batch (%d x %d) too large for the activation buffers", B, T);
+        return -1;
+    }
+    if (pos_tables_ensure(m, T > c->block_size ? T : c->block_size, err, errlen) != 0) return -1;
+    Activations *a = &m->acts;
+    free(a->encoded);
+    free(a->tokens);
+    memset(a, 0, sizeof *a);
+    size_t L = c->n_layer, C = c->d_model, H = c->n_head, V = c->vocab_size;
+    size_t BT = (size_t)B * T;
+    int n_threads = omp_get_max_threads();
+    struct { float **ptr; size_t n; } table[] = {
+        {&a->encoded, BT * C},      {&a->ln1, L * BT * C},     {&a->ln1_mean, L * BT},
+        {&a->ln1_rstd, L * BT},     {&a->qkv, L * BT * 3 * C}, {&a->atty, L * BT * C},
+        {&a->att_lse, L * BT * H},  {&a->res2, L * BT * C},    {&a->ln2, L * BT * C},
+        {&a->ln2_mean, L * BT},     {&a->ln2_rstd, L * BT},    {&a->fch, L * BT * 4 * C},
+        {&a->fch_gelu, L * BT * 4 * C}, {&a->res3, L * BT * C}, {&a->lnf, BT * C},
+        {&a->lnf_mean, BT},         {&a->lnf_rstd, BT},        {&a->logits, BT * V},
+        {&a->ce_lse, BT},           {&a->losses, BT},          {&a->pos_bias, H * T},
+        {&a->dres, BT * C},         {&a->dbuf_c, BT * C},      {&a->dbuf_3c, BT * 3 * C},
+        {&a->dbuf_4c, BT * 4 * C},  {&a->dpos_bias, BT * H},   {&a->scratch, (size_t)n_threads * 2 * T},
+        {&a->tmp_c, BT * C},
+    };
+    int n = (int)(sizeof table / sizeof table[0]);
+    size_t total = 0;
+    for (int i = 0; i < n; i++) total += (table[i].n + 15) / 16 * 16;   // 64-byte aligned slices
+    float *base = aligned_alloc(64, total * sizeof(float));
+    int *tokens = malloc(2 * BT * sizeof(int));
+    if (!base || !tokens) {
+        free(base);
+        free(tokens);
+        snprintf(err, errlen, "out of memory for activations (%.1f MB for B=%d, T=%d)",
+                 total * 4.0 / 1e6, B, T);
+        return -1;
+    }
+    memset(base, 0, total * sizeof(float));
+    size_t off = 0;
+    for (int i = 0; i < n; i++) { *table[i].ptr = base + off; off += (table[i].n + 15) / 16 * 16; }
+    a->tokens = tokens;
+    a->targets = tokens + BT;
+    a->B_max = B;
+    a->T_max = T;
+    a->n_threads = n_threads;
+    a->bytes = total * sizeof(float) + 2 * BT * sizeof(int);
+    return 0;
+}
+
+// The buffers of one layer (per-layer slices have B_max*T_max rows).
+typedef struct {
+    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att_lse, *res2;
+    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;
+} LayerActs;
+
+static LayerActs layer_acts(const GPT *m, int l) {
+    const Activations *a = &m->acts;
+    size_t S = (size_t)a->B_max * a->T_max, C = m->cfg.d_model, H = m->cfg.n_head;
+    LayerActs la = {
+        a->ln1 + l * S * C, a->ln1_mean + l * S, a->ln1_rstd + l * S, a->qkv + l * S * 3 * C,
+        a->atty + l * S * C, a->att_lse + l * S * H, a->res2 + l * S * C,
+        a->ln2 + l * S * C, a->ln2_mean + l * S, a->ln2_rstd + l * S, a->fch + l * S * 4 * C,
+        a->fch_gelu + l * S * 4 * C, a->res3 + l * S * C,
+    };
+    return la;
+}
+
+float gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) {
+    const GPTConfig *c = &m->cfg;
+    Activations *a = &m->acts;
+    m->have_targets = 0;
+    if (!a->encoded || B < 1 || T < 1 || B > a->B_max || T > a->T_max) {
+        fprintf(stderr, "gpt_forward: batch %dx%d does not fit the activations (%dx%d)\n",
+                B, T, a->B_max, a->T_max);
+        return NAN;
+    }
+    int BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
+    for (int i = 0; i < BT; i++) {
+        if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V))) {
+            fprintf(stderr, "gpt_forward: token %d at index %d is outside the vocabulary (%d)\n",
+                    inputs[i] < 0 || inputs[i] >= V ? inputs[i] : targets[i], i, V);
+            return NAN;
+        }
+    }
+    memcpy(a->tokens, inputs, (size_t)BT * sizeof(int));
+    if (targets) memcpy(a->targets, targets, (size_t)BT * sizeof(int));
+    m->B = B;
+    m->T = T;
+
+    // x = wte[tok] (+ P[t])  (B,T,C)
+    encoder_forward(a->encoded, a->tokens, m->p.wte, BT, C);
+    if (m->pos->embed_forward) m->pos->embed_forward(&m->pos_ctx, a->encoded, B, T, 0);
+    const float *bias = NULL;
+    if (m->pos->bias_fill) { m->pos->bias_fill(&m->pos_ctx, a->pos_bias, T); bias = a->pos_bias; }
+
+    const float *x = a->encoded;
+    for (int l = 0; l < c->n_layer; l++) {
+        const LayerTensors *w = &m->p.h[l];
+        LayerActs la = layer_acts(m, l);
+        // attention block: x + c_proj(attn(rot(c_attn(LN1(x)))))
+        layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, w->ln_1_w, w->ln_1_b, BT, C);
+        matmul_forward(la.qkv, la.ln1, w->c_attn_w, w->c_attn_b, BT, C, 3 * C);      // (B,T,3C)
+        if (m->pos->qk_forward) m->pos->qk_forward(&m->pos_ctx, la.qkv, B, T, 0);
+        attention_forward(la.atty, la.att_lse, la.qkv, bias, a->scratch, a->n_threads, B, T, C, H);
+        matmul_forward(a->tmp_c, la.atty, w->attn_proj_w, w->attn_proj_b, BT, C, C);
+        residual_forward(la.res2, x, a->tmp_c, (size_t)BT * C);
+        // MLP block: x + c_proj(GELU(c_fc(LN2(x))))
+        layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.res2, w->ln_2_w, w->ln_2_b, BT, C);
+        matmul_forward(la.fch, la.ln2, w->c_fc_w, w->c_fc_b, BT, C, 4 * C);          // (B,T,4C)
+        gelu_forward(la.fch_gelu, la.fch, (size_t)BT * 4 * C);
+        matmul_forward(a->tmp_c, la.fch_gelu, w->mlp_proj_w, w->mlp_proj_b, BT, 4 * C, C);
+        residual_forward(la.res3, la.res2, a->tmp_c, (size_t)BT * C);
+        x = la.res3;
+    }
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w, m->p.ln_f_b, BT, C);
+    matmul_forward(a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                       // (B,T,V)
+    if (!targets) return 0.0f;
+    double loss = crossentropy_forward(a->losses, a->ce_lse, a->logits, a->targets, BT, V);
+    m->have_targets = 1;
+    return (float)loss;
+}
+
+void gpt_backward(GPT *m, float loss_scale) {
+    if (!m->have_targets) {
+        fprintf(stderr, "gpt_backward: the last forward had no targets (or was already backpropagated)\n");
+        return;
+    }
+    const GPTConfig *c = &m->cfg;
+    Activations *a = &m->acts;
+    int B = m->B, T = m->T, BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
+    const float *bias = m->pos->bias_fill ? a->pos_bias : NULL;
+    float *dbias = m->pos->bias_backward ? a->dpos_bias : NULL;
+    if (dbias) memset(dbias, 0, (size_t)BT * H * sizeof(float));
+
+    // loss = loss_scale * mean_n loss_n -> dlogits (in place), then the tied head
+    crossentropy_backward(a->logits, a->ce_lse, a->targets, BT, V, loss_scale / BT);
+    matmul_backward(a->dbuf_c, m->g.wte, NULL, a->logits, a->lnf, m->p.wte, BT, C, V);
+    const float *x_last = c->n_layer > 0 ? layer_acts(m, c->n_layer - 1).res3 : a->encoded;
+    memset(a->dres, 0, (size_t)BT * C * sizeof(float));
+    layernorm_backward(a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dbuf_c, x_last, m->p.ln_f_w,
+                       a->lnf_mean, a->lnf_rstd, BT, C);
+
+    // dres holds d(loss)/d(residual stream); each block adds its branch's input gradient
+    for (int l = c->n_layer - 1; l >= 0; l--) {
+        const LayerTensors *w = &m->p.h[l];
+        LayerTensors *g = &m->g.h[l];
+        LayerActs la = layer_acts(m, l);
+        const float *x_in = l == 0 ? a->encoded : layer_acts(m, l - 1).res3;
+        // MLP block
+        matmul_backward(a->dbuf_4c, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_gelu,
+                        w->mlp_proj_w, BT, 4 * C, C);
+        gelu_backward(a->dbuf_4c, la.fch, a->dbuf_4c, (size_t)BT * 4 * C);
+        matmul_backward(a->dbuf_c, g->c_fc_w, g->c_fc_b, a->dbuf_4c, la.ln2, w->c_fc_w, BT, C, 4 * C);
+        layernorm_backward(a->dres, g->ln_2_w, g->ln_2_b, a->dbuf_c, la.res2, w->ln_2_w,
+                           la.ln2_mean, la.ln2_rstd, BT, C);
+        // attention block
+        matmul_backward(a->dbuf_c, g->attn_proj_w, g->attn_proj_b, a->dres, la.atty,
+                        w->attn_proj_w, BT, C, C);
+        attention_backward(a->dbuf_3c, dbias, a->dbuf_c, la.qkv, la.att_lse, bias,
+                           a->scratch, a->n_threads, B, T, C, H);
+        if (m->pos->qk_backward) m->pos->qk_backward(&m->pos_ctx, a->dbuf_3c, B, T);
+        matmul_backward(a->dbuf_c, g->c_attn_w, g->c_attn_b, a->dbuf_3c, la.ln1, w->c_attn_w,
+                        BT, C, 3 * C);
+        layernorm_backward(a->dres, g->ln_1_w, g->ln_1_b, a->dbuf_c, x_in, w->ln_1_w,
+                           la.ln1_mean, la.ln1_rstd, BT, C);
+    }
+    if (dbias) m->pos->bias_backward(&m->pos_ctx, dbias, B, T);
+    if (m->pos->embed_backward) m->pos->embed_backward(&m->pos_ctx, a->dres, B, T);
+    encoder_backward(m->g.wte, a->dres, a->tokens, BT, C);
+    m->have_targets = 0;   // the logits buffer now holds dlogits
+}

@@ -1,0 +1,85 @@
+// gpt_internal.h: the insides of struct GPT, shared by the files of
+// src/model/ (and the model's white-box tests). Everything else uses gpt.h.
+#ifndef ROPELAB_GPT_INTERNAL_H
+#define ROPELAB_GPT_INTERNAL_H
+
+#include "model/gpt.h"
+#include "model/pos.h"
+
+// Named pointers into one flat buffer (params, or grads with the same layout).
+typedef struct {
+    float *ln_1_w, *ln_1_b;          // (C), (C)
+    float *c_attn_w, *c_attn_b;      // (3C,C), (3C)
+    float *attn_proj_w, *attn_proj_b;// (C,C), (C)
+    float *ln_2_w, *ln_2_b;          // (C), (C)
+    float *c_fc_w, *c_fc_b;          // (4C,C), (4C)
+    float *mlp_proj_w, *mlp_proj_b;  // (C,4C), (C)
+} LayerTensors;
+
+typedef struct {
+    float *wte;                      // (V,C)
+    float *wpe;                      // (block_size,C) or NULL
+    float *rel_bias;                 // (num_buckets,H) or NULL
+    LayerTensors *h;                 // L entries
+    float *ln_f_w, *ln_f_b;          // (C), (C)
+} ModelTensors;
+
+// Activations, sized once for (B_max, T_max). Per-layer buffers hold L
+// slices of B_max*T_max rows; a smaller batch uses the front of each slice.
+typedef struct {
+    int B_max, T_max, n_threads;
+    float *encoded;    // (B,T,C)      token (+ position) embedding
+    float *ln1;        // (L,B,T,C)    LN1 output (input of c_attn)
+    float *ln1_mean, *ln1_rstd;      // (L,B,T)
+    float *qkv;        // (L,B,T,3C)   c_attn output, q and k rotated for rope
+    float *atty;       // (L,B,T,C)    attention output (input of attn c_proj)
+    float *att_lse;    // (L,B,H,T)    softmax log-sum-exp per query row
+    float *res2;       // (L,B,T,C)    residual after attention
+    float *ln2;        // (L,B,T,C)
+    float *ln2_mean, *ln2_rstd;      // (L,B,T)
+    float *fch;        // (L,B,T,4C)   c_fc output (GELU input)
+    float *fch_gelu;   // (L,B,T,4C)   GELU output (input of mlp c_proj)
+    float *res3;       // (L,B,T,C)    residual after MLP (the layer's output)
+    float *lnf;        // (B,T,C)
+    float *lnf_mean, *lnf_rstd;      // (B,T)
+    float *logits;     // (B,T,V)      dlogits after backward
+    float *ce_lse;     // (B,T)
+    float *losses;     // (B,T)
+    float *pos_bias;   // (H,T)        distance-bias table of this forward
+    // backward scratch, reused by every layer
+    float *dres;       // (B,T,C)      gradient of the residual stream
+    float *dbuf_c;     // (B,T,C)
+    float *dbuf_3c;    // (B,T,3C)
+    float *dbuf_4c;    // (B,T,4C)
+    float *dpos_bias;  // (B,H,T)      attention's bias gradients (all layers)
+    float *scratch;    // n_threads * 2 * T, attention rows
+    float *tmp_c;      // (B,T,C)      projection output before the residual add
+    int *tokens, *targets;           // (B,T) copies of the last forward's batch
+    size_t bytes;
+} Activations;
+
+struct GPT {
+    GPTConfig cfg;                   // rope_dims resolved (never 0)
+    const PosScheme *pos;
+    PosCtx pos_ctx;
+    ParamEntry *entries;             // the used tensors, in contract order
+    int n_entries;
+    size_t num_params;
+    float *params, *grads;
+    ModelTensors p, g;               // named pointers into params and grads
+    Activations acts;                // all NULL until gpt_alloc_activations
+    // state of the last forward
+    int B, T;
+    int have_targets;
+};
+
+// params.c
+int params_build(GPT *m, char *err, size_t errlen);  // table, buffers, pointers
+void params_init(GPT *m, uint64_t seed);
+void params_free(GPT *m);
+// config.c: resolves defaults (rope_dims 0 -> head_dim)
+void config_resolve(GPTConfig *cfg);
+// gpt.c: creates a model without initialising the parameters (gpt_load)
+int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,140 @@
+// kvcache.c: inference with a key/value cache. Each layer keeps the k (after
+// rotation, for rope) and v of every position fed so far, so a new token
+// costs one position's work: its own q, k, v, and attention over the cache.
+// The maths is the forward pass of gpt.c restricted to the last position:
+// embedding (+ P[pos]), then per layer LN1, c_attn, rope at pos, attention
+// to positions 0..pos with the distance bias bias[h][pos-j], c_proj,
+// residual, LN2, MLP, residual; then LN_f and the tied head.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/gpt_internal.h"
+#include "model/layers.h"
+
+struct KVCache {
+    const GPT *model;
+    int max_len, len;
+    PosCtx pos;            // the scheme's tables for max_len positions
+    float *k, *v;          // (L, max_len, C)
+    float *x, *ln;         // (C) residual stream, LN output
+    float *qkv;            // (3C)
+    float *atty, *tmp;     // (C)
+    float *fch, *fch_gelu; // (4C)
+    float *scores;         // (max_len)
+    float *bias;           // (H, max_len) distance-bias table
+};
+
+int kv_cache_create(KVCache **out, const GPT *m, int max_len, char *err, size_t errlen) {
+    *out = NULL;
+    const GPTConfig *c = &m->cfg;
+    if (max_len < 1) { snprintf(err, errlen, "KV cache length (%d) must be >= 1", max_len); return -1; }
+    if (m->pos->max_pos_is_block && max_len > c->block_size) {
+        snprintf(err, errlen, "pos=%s cannot decode beyond block_size (%d), asked for %d positions",
+                 pos_kind_name(c->pos), c->block_size, max_len);
+        return -1;
+    }
+    KVCache *kv = calloc(1, sizeof(KVCache));
+    if (!kv) { snprintf(err, errlen, "out of memory for the KV cache"); return -1; }
+    size_t C = c->d_model, L = c->n_layer, H = c->n_head;
+    kv->model = m;
+    kv->max_len = max_len;
+    kv->k = malloc(L * max_len * C * sizeof(float));
+    kv->v = malloc(L * max_len * C * sizeof(float));
+    kv->x = malloc((C * 14 + max_len + H * max_len) * sizeof(float));
+    if (!kv->k || !kv->v || !kv->x) {
+        snprintf(err, errlen, "out of memory for a KV cache of %d positions", max_len);
+        kv_cache_free(kv);
+        return -1;
+    }
+    kv->ln = kv->x + C;
+    kv->qkv = kv->ln + C;
+    kv->atty = kv->qkv + 3 * C;
+    kv->tmp = kv->atty + C;
+    kv->fch = kv->tmp + C;
+    kv->fch_gelu = kv->fch + 4 * C;
+    kv->scores = kv->fch_gelu + 4 * C;
+    kv->bias = kv->scores + max_len;
+    kv->pos = m->pos_ctx;   // same config and parameters, own tables
+    kv->pos.rope_cos = kv->pos.rope_sin = kv->pos.sinus = NULL;
+    kv->pos.dwpe = kv->pos.drel_bias = NULL;
+    kv->pos.n_pos = max_len;
+    if (m->pos->tables_init && m->pos->tables_init(&kv->pos, max_len, err, errlen) != 0) {
+        kv_cache_free(kv);
+        return -1;
+    }
+    *out = kv;
+    return 0;
+}
+
+void kv_cache_free(KVCache *kv) {
+    if (!kv) return;
+    pos_tables_free(&kv->pos);
+    free(kv->k);
+    free(kv->v);
+    free(kv->x);
+    free(kv);
+}
+
+int kv_cache_len(const KVCache *kv) { return kv->len; }
+void kv_cache_reset(KVCache *kv) { kv->len = 0; }
+
+// Attention of the single query of position pos over the cached keys 0..pos.
+// q (C), keys/values (pos+1, C) -> out (C)
+static void attend_one(KVCache *kv, const float *q, const float *keys, const float *values, int pos) {
+    const GPTConfig *c = &kv->model->cfg;
+    int C = c->d_model, H = c->n_head, D = C / H, n = pos + 1;
+    float scale = 1.0f / sqrtf((float)D);
+    int has_bias = kv->model->pos->bias_fill != NULL;
+    for (int h = 0; h < H; h++) {
+        float mx = -INFINITY, sum = 0.0f;
+        for (int j = 0; j < n; j++) {
+            const float *k = keys + (size_t)j * C + h * D;
+            float dot = 0.0f;
+            for (int d = 0; d < D; d++) dot += q[h * D + d] * k[d];
+            kv->scores[j] = dot * scale + (has_bias ? kv->bias[h * n + (pos - j)] : 0.0f);
+            if (kv->scores[j] > mx) mx = kv->scores[j];
+        }
+        for (int j = 0; j < n; j++) { kv->scores[j] = expf(kv->scores[j] - mx); sum += kv->scores[j]; }
+        float *y = kv->atty + h * D;
+        memset(y, 0, (size_t)D * sizeof(float));
+        for (int j = 0; j < n; j++) {
+            const float *v = values + (size_t)j * C + h * D;
+            float p = kv->scores[j] / sum;
+            for (int d = 0; d < D; d++) y[d] += p * v[d];
+        }
+    }
+}
+
+int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits) {
+    const GPTConfig *c = &m->cfg;
+    int C = c->d_model, pos = kv->len;
+    if (kv->model != m || pos >= kv->max_len || token < 0 || token >= c->vocab_size) return -1;
+    float mean, rstd;
+    // x = wte[token] (+ P[pos])
+    memcpy(kv->x, m->p.wte + (size_t)token * C, (size_t)C * sizeof(float));
+    if (m->pos->embed_forward) m->pos->embed_forward(&kv->pos, kv->x, 1, 1, pos);
+    if (m->pos->bias_fill) m->pos->bias_fill(&kv->pos, kv->bias, pos + 1);
+    for (int l = 0; l < c->n_layer; l++) {
+        const LayerTensors *w = &m->p.h[l];
+        float *keys = kv->k + (size_t)l * kv->max_len * C, *values = kv->v + (size_t)l * kv->max_len * C;
+        layernorm_forward(kv->ln, &mean, &rstd, kv->x, w->ln_1_w, w->ln_1_b, 1, C);
+        matmul_forward(kv->qkv, kv->ln, w->c_attn_w, w->c_attn_b, 1, C, 3 * C);
+        if (m->pos->qk_forward) m->pos->qk_forward(&kv->pos, kv->qkv, 1, 1, pos);
+        memcpy(keys + (size_t)pos * C, kv->qkv + C, (size_t)C * sizeof(float));
+        memcpy(values + (size_t)pos * C, kv->qkv + 2 * C, (size_t)C * sizeof(float));
+        attend_one(kv, kv->qkv, keys, values, pos);
+        matmul_forward(kv->tmp, kv->atty, w->attn_proj_w, w->attn_proj_b, 1, C, C);
+        for (int i = 0; i < C; i++) kv->x[i] += kv->tmp[i];
+        layernorm_forward(kv->ln, &mean, &rstd, kv->x, w->ln_2_w, w->ln_2_b, 1, C);
+        matmul_forward(kv->fch, kv->ln, w->c_fc_w, w->c_fc_b, 1, C, 4 * C);
+        gelu_forward(kv->fch_gelu, kv->fch, (size_t)4 * C);
+        matmul_forward(kv->tmp, kv->fch_gelu, w->mlp_proj_w, w->mlp_proj_b, 1, 4 * C, C);
+        for (int i = 0; i < C; i++) kv->x[i] += kv->tmp[i];
+    }
+    layernorm_forward(kv->ln, &mean, &rstd, kv->x, m->p.ln_f_w, m->p.ln_f_b, 1, C);
+    matmul_forward(logits, kv->ln, m->p.wte, NULL, 1, C, c->vocab_size);
+    kv->len++;
+    return 0;
+}

@@ -1,0 +1,24 @@
+// pos.c: picks the positional scheme for a PosKind and frees scheme tables.
+#include <stdlib.h>
+
+#include "model/pos.h"
+
+const PosScheme *pos_scheme(PosKind kind) {
+    switch (kind) {
+    case POS_ROPE: return &pos_scheme_rope;
+    case POS_LEARNED: return &pos_scheme_learned;
+    case POS_SINUSOIDAL: return &pos_scheme_sinusoidal;
+    case POS_T5: return &pos_scheme_t5;
+    case POS_ALIBI: return &pos_scheme_alibi;
+    case POS_NONE: return &pos_scheme_none;
+    default: return NULL;
+    }
+}
+
+void pos_tables_free(PosCtx *p) {
+    free(p->rope_cos);
+    free(p->rope_sin);
+    free(p->sinus);
+    p->rope_cos = p->rope_sin = p->sinus = NULL;
+    p->n_pos = 0;
+}

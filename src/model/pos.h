@@ -1,0 +1,74 @@
+// pos.h: the interface every positional scheme implements.
+//
+// A scheme acts in at most three places, each with one hook (NULL = the
+// scheme does not act there):
+//
+//   hook            used by              forward                        backward
+//   embedding       learned, sinusoidal  x[b,t] += P[pos0+t]            dwpe[t] += sum_b dx[b,t]
+//   q/k rotation    rope                 rotate q, k of every head      rotate dq, dk back
+//   distance bias   t5, alibi            fill bias[h][n], n = i - j     fold dbias[b][h][n] into params
+//
+// The attention kernel only reads the bias table, so it is the same code for
+// all six schemes and never calls back into a scheme. `none` has no hooks.
+#ifndef ROPELAB_POS_H
+#define ROPELAB_POS_H
+
+#include "model/gpt.h"
+
+// What a scheme's hooks read and write. The model owns one (tables sized for
+// max(T, block_size)); a KV cache owns another (tables sized for its max_len),
+// pointing at the same parameters.
+typedef struct {
+    const GPTConfig *cfg;
+    int n_pos;               // positions covered by the tables
+    float *rope_cos;         // (n_pos, rope_dims/2), cos(m theta_i)       rope
+    float *rope_sin;         // (n_pos, rope_dims/2), sin(m theta_i)       rope
+    float *sinus;            // (n_pos, C), the sinusoidal table PE         sinusoidal
+    const float *wpe;        // (block_size, C) parameters                  learned
+    const float *rel_bias;   // (num_buckets, H) parameters                 t5
+    float *dwpe, *drel_bias; // their gradients (NULL in a KV cache)
+} PosCtx;
+
+typedef struct {
+    PosKind kind;
+    int has_wpe;             // owns the `wpe` tensor [block_size, C]
+    int has_rel_bias;        // owns the `rel_bias` tensor [num_buckets, H]
+    int max_pos_is_block;    // positions are limited to block_size (learned)
+
+    // Builds the tables for positions 0..n_pos-1 (allocates; called at setup).
+    int (*tables_init)(PosCtx *p, int n_pos, char *err, size_t errlen);
+
+    // Embedding hook. x (B,T,C); positions pos0..pos0+T-1.
+    void (*embed_forward)(const PosCtx *p, float *x, int B, int T, int pos0);
+    void (*embed_backward)(const PosCtx *p, const float *dx, int B, int T);
+
+    // q/k hook, in place on the packed qkv (B,T,3C); positions pos0..pos0+T-1.
+    void (*qk_forward)(const PosCtx *p, float *qkv, int B, int T, int pos0);
+    void (*qk_backward)(const PosCtx *p, float *dqkv, int B, int T);
+
+    // Distance-bias hook. bias (H,T): bias[h*T + n] for distance n = i - j.
+    void (*bias_fill)(const PosCtx *p, float *bias, int T);
+    // dbias (B,H,T) -> parameter gradients (NULL when the bias has no params).
+    void (*bias_backward)(const PosCtx *p, const float *dbias, int B, int T);
+} PosScheme;
+
+const PosScheme *pos_scheme(PosKind kind);
+void pos_tables_free(PosCtx *p);
+
+extern const PosScheme pos_scheme_rope, pos_scheme_learned, pos_scheme_sinusoidal,
+                       pos_scheme_t5, pos_scheme_alibi, pos_scheme_none;
+
+// Exposed for tests and docs (pure functions of the config).
+// rope: cos/sin tables, theta_i = base^(-2i/R), i < R/2, entry [m*R/2 + i].
+void rope_build_tables(float *cos_tab, float *sin_tab, int n_pos, int rope_dims, float base);
+// rope: rotate the first R dims of one head vector u (D) at table row m.
+void rope_rotate(float *u, const float *cos_row, const float *sin_row, int rope_dims);
+void rope_rotate_back(float *u, const float *cos_row, const float *sin_row, int rope_dims);
+// sinusoidal: PE (n_pos, C).
+void sinusoidal_build_table(float *pe, int n_pos, int C);
+// t5: the causal bucket of distance n >= 0.
+int t5_bucket(int n, int num_buckets, int max_distance);
+// alibi: slopes m_h (H) as in Press et al. (power-of-two interpolation).
+void alibi_slopes(float *slopes, int H);
+
+#endif

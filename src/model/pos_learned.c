@@ -1,0 +1,35 @@
+// pos_learned.c: learned absolute position embedding (GPT-2's wpe).
+//   forward:  x[b,t] += wpe[pos0 + t]
+//   backward: dwpe[t] += sum_b dx[b,t]   (split over t: no races)
+// Positions are limited to block_size: there is no row for a longer one.
+#include "model/pos.h"
+
+static void learned_embed_forward(const PosCtx *p, float *x, int B, int T, int pos0) {
+    int C = p->cfg->d_model;
+    #pragma omp parallel for
+    for (int bt = 0; bt < B * T; bt++) {
+        const float *w = p->wpe + (size_t)(pos0 + bt % T) * C;
+        float *row = x + (size_t)bt * C;
+        for (int c = 0; c < C; c++) row[c] += w[c];
+    }
+}
+
+static void learned_embed_backward(const PosCtx *p, const float *dx, int B, int T) {
+    int C = p->cfg->d_model;
+    #pragma omp parallel for
+    for (int t = 0; t < T; t++) {
+        float *dw = p->dwpe + (size_t)t * C;
+        for (int b = 0; b < B; b++) {
+            const float *g = dx + ((size_t)b * T + t) * C;
+            for (int c = 0; c < C; c++) dw[c] += g[c];
+        }
+    }
+}
+
+const PosScheme pos_scheme_learned = {
+    .kind = POS_LEARNED,
+    .has_wpe = 1,
+    .max_pos_is_block = 1,
+    .embed_forward = learned_embed_forward,
+    .embed_backward = learned_embed_backward,
+};

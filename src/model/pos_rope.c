@@ -1,0 +1,85 @@
+// pos_rope.c: rotary position embedding (RoFormer, interleaved pairs).
+//
+// For a head vector u at position m, R = rope_dims, theta_i = base^(-2i/R):
+//   u'[2i]   = u[2i] cos(m theta_i) - u[2i+1] sin(m theta_i)
+//   u'[2i+1] = u[2i] sin(m theta_i) + u[2i+1] cos(m theta_i)      (i < R/2)
+// dims >= R pass through. This is the elementwise form of the paper's
+// block-diagonal rotation R_m (eq. 34): no matrix product, cos/sin come from
+// tables built once. R_m is orthogonal, so backward applies R_m^T = R_{-m}:
+// the gradient is rotated back by the same angle.
+// Applied to q and k (never v) of every head, after c_attn, in place.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "model/pos.h"
+
+void rope_build_tables(float *cos_tab, float *sin_tab, int n_pos, int rope_dims, float base) {
+    int half = rope_dims / 2;
+    for (int m = 0; m < n_pos; m++)
+        for (int i = 0; i < half; i++) {
+            double theta = pow((double)base, -2.0 * i / rope_dims);
+            cos_tab[(size_t)m * half + i] = (float)cos(m * theta);
+            sin_tab[(size_t)m * half + i] = (float)sin(m * theta);
+        }
+}
+
+void rope_rotate(float *u, const float *cos_row, const float *sin_row, int rope_dims) {
+    for (int i = 0; i < rope_dims / 2; i++) {
+        float a = u[2 * i], b = u[2 * i + 1], c = cos_row[i], s = sin_row[i];
+        u[2 * i] = a * c - b * s;
+        u[2 * i + 1] = a * s + b * c;
+    }
+}
+
+void rope_rotate_back(float *u, const float *cos_row, const float *sin_row, int rope_dims) {
+    for (int i = 0; i < rope_dims / 2; i++) {
+        float a = u[2 * i], b = u[2 * i + 1], c = cos_row[i], s = sin_row[i];
+        u[2 * i] = a * c + b * s;
+        u[2 * i + 1] = -a * s + b * c;
+    }
+}
+
+static int rope_tables_init(PosCtx *p, int n_pos, char *err, size_t errlen) {
+    int half = p->cfg->rope_dims / 2;
+    p->rope_cos = malloc((size_t)n_pos * half * sizeof(float));
+    p->rope_sin = malloc((size_t)n_pos * half * sizeof(float));
+    if (!p->rope_cos || !p->rope_sin) {
+        snprintf(err, errlen, "out of memory for rope tables (%d positions)", n_pos);
+        return -1;
+    }
+    rope_build_tables(p->rope_cos, p->rope_sin, n_pos, p->cfg->rope_dims, p->cfg->rope_base);
+    return 0;
+}
+
+// qkv (B,T,3C): rotates q (cols 0..C-1) and k (cols C..2C-1) of every head.
+static void rope_apply(const PosCtx *p, float *qkv, int B, int T, int pos0, int backward) {
+    int C = p->cfg->d_model, H = p->cfg->n_head, D = C / H, R = p->cfg->rope_dims;
+    #pragma omp parallel for
+    for (int bt = 0; bt < B * T; bt++) {
+        int m = pos0 + bt % T;
+        const float *c = p->rope_cos + (size_t)m * (R / 2), *s = p->rope_sin + (size_t)m * (R / 2);
+        float *row = qkv + (size_t)bt * 3 * C;
+        for (int h = 0; h < H; h++)
+            for (int part = 0; part < 2; part++) {   // q, then k
+                float *u = row + part * C + h * D;
+                if (backward) rope_rotate_back(u, c, s, R);
+                else rope_rotate(u, c, s, R);
+            }
+    }
+}
+
+static void rope_qk_forward(const PosCtx *p, float *qkv, int B, int T, int pos0) {
+    rope_apply(p, qkv, B, T, pos0, 0);
+}
+
+static void rope_qk_backward(const PosCtx *p, float *dqkv, int B, int T) {
+    rope_apply(p, dqkv, B, T, 0, 1);
+}
+
+const PosScheme pos_scheme_rope = {
+    .kind = POS_ROPE,
+    .tables_init = rope_tables_init,
+    .qk_forward = rope_qk_forward,
+    .qk_backward = rope_qk_backward,
+};

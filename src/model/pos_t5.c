@@ -1,0 +1,46 @@
+// pos_t5.c: T5 relative position bias, causal buckets, one table
+// rel_bias [num_buckets, H] shared by all layers.
+//
+// bucket(n), n = i - j >= 0, nb buckets, max distance md, e = nb/2:
+//   n < e:  n  (exact buckets for short distances)
+//   else:   min(nb-1, e + floor(log(n/e) / log(md/e) * (nb-e)))  (log-spaced)
+// forward:  bias[h][n] = rel_bias[bucket(n), h]
+// backward: drel_bias[k, h] += sum over b, and n with bucket(n) = k, of dbias[b][h][n]
+//           (every layer's attention gradient was already added into dbias).
+//           Split over heads, each sum in a fixed order: deterministic, no races.
+#include <math.h>
+
+#include "model/pos.h"
+
+int t5_bucket(int n, int num_buckets, int max_distance) {
+    int e = num_buckets / 2;
+    if (n < e) return n;
+    int b = e + (int)floor(log((double)n / e) / log((double)max_distance / e) * (num_buckets - e));
+    return b < num_buckets - 1 ? b : num_buckets - 1;
+}
+
+static void t5_bias_fill(const PosCtx *p, float *bias, int T) {
+    int H = p->cfg->n_head, nb = p->cfg->t5_num_buckets, md = p->cfg->t5_max_distance;
+    for (int n = 0; n < T; n++) {
+        int k = t5_bucket(n, nb, md);
+        for (int h = 0; h < H; h++) bias[h * T + n] = p->rel_bias[k * H + h];
+    }
+}
+
+static void t5_bias_backward(const PosCtx *p, const float *dbias, int B, int T) {
+    int H = p->cfg->n_head, nb = p->cfg->t5_num_buckets, md = p->cfg->t5_max_distance;
+    #pragma omp parallel for
+    for (int h = 0; h < H; h++)
+        for (int n = 0; n < T; n++) {
+            float sum = 0.0f;
+            for (int b = 0; b < B; b++) sum += dbias[((size_t)b * H + h) * T + n];
+            p->drel_bias[t5_bucket(n, nb, md) * H + h] += sum;
+        }
+}
+
+const PosScheme pos_scheme_t5 = {
+    .kind = POS_T5,
+    .has_rel_bias = 1,
+    .bias_fill = t5_bias_fill,
+    .bias_backward = t5_bias_backward,
+};

@@ -1,0 +1,385 @@
+// safetensors.c: reading and writing safetensors files (see safetensors.h).
+// The JSON header is built and parsed with cJSON; every number, range and
+// size is checked before any tensor is handed out, so a corrupt file gives
+// one clear error line and never a crash.
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "model/safetensors.h"
+
+#define ST_MAX_HEADER (100u << 20)   // 100 MB, as the reference implementation
+
+static const char *const DTYPE_NAMES[] = {"F32", "I32", "I64", "U8"};
+static const size_t DTYPE_SIZES[] = {4, 4, 8, 1};
+
+const char *st_dtype_name(StDtype d) { return DTYPE_NAMES[d]; }
+size_t st_dtype_size(StDtype d) { return DTYPE_SIZES[d]; }
+
+static int dtype_from_name(const char *s, StDtype *d) {
+    for (int i = 0; i < 4; i++)
+        if (strcmp(s, DTYPE_NAMES[i]) == 0) { *d = (StDtype)i; return 0; }
+    return -1;
+}
+
+/* ---------------------------------------------------------------- writing */
+
+static int write_all(FILE *f, const void *p, size_t n) { return n == 0 || fwrite(p, 1, n, f) == n; }
+
+static char *build_header(const StTensorOut *t, int n, const StMeta *meta, int n_meta, size_t *len) {
+    cJSON *root = cJSON_CreateObject();
+    if (n_meta > 0) {
+        cJSON *m = cJSON_AddObjectToObject(root, "__metadata__");
+        for (int i = 0; i < n_meta; i++) cJSON_AddStringToObject(m, meta[i].key, meta[i].value);
+    }
+    size_t offset = 0;
+    for (int i = 0; i < n; i++) {
+        cJSON *o = cJSON_AddObjectToObject(root, t[i].name);
+        cJSON_AddStringToObject(o, "dtype", st_dtype_name(t[i].dtype));
+        cJSON *shape = cJSON_AddArrayToObject(o, "shape");
+        size_t numel = 1;
+        for (int d = 0; d < t[i].ndim; d++) {
+            cJSON_AddItemToArray(shape, cJSON_CreateNumber((double)t[i].shape[d]));
+            numel *= (size_t)t[i].shape[d];
+        }
+        size_t nbytes = numel * st_dtype_size(t[i].dtype);
+        cJSON *offs = cJSON_AddArrayToObject(o, "data_offsets");
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)offset));
+        cJSON_AddItemToArray(offs, cJSON_CreateNumber((double)(offset + nbytes)));
+        offset += nbytes;
+    }
+    char *json = cJSON_PrintUnformatted(root);
+    cJSON_Delete(root);
+    if (!json) return NULL;
+    // pad with spaces to a multiple of 8 so the data starts aligned
+    size_t raw = strlen(json), padded = (raw + 7) / 8 * 8;
+    char *h = realloc(json, padded + 1);
+    if (!h) { free(json); return NULL; }
+    memset(h + raw, ' ', padded - raw);
+    h[padded] = '\0';
+    *len = padded;
+    return h;
+}
+
+int st_write(const char *path, const StTensorOut *t, int n, const StMeta *meta, int n_meta,
+             char *err, size_t errlen) {
+    for (int i = 0; i < n; i++) {
+        if (t[i].ndim < 0 || t[i].ndim > ST_MAX_DIMS || !t[i].name || !t[i].name[0] ||
+            strcmp(t[i].name, "__metadata__") == 0) {
+            snprintf(err, errlen, "%s: tensor %d has a bad name or rank", path, i);
+            return -1;
+        }
+        for (int j = 0; j < i; j++)
+            if (strcmp(t[i].name, t[j].name) == 0) {
+                snprintf(err, errlen, "%s: tensor %s given twice", path, t[i].name);
+                return -1;
+            }
+    }
+    size_t hlen = 0;
+    char *header = build_header(t, n, meta, n_meta, &hlen);
+    if (!header) { snprintf(err, errlen, "%s: out of memory building the header", path); return -1; }
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
+        free(header);
+        return -1;
+    }
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
+    int ok = write_all(f, len8, 8) && write_all(f, header, hlen);
+    for (int i = 0; ok && i < n; i++) {
+        size_t numel = 1;
+        for (int d = 0; d < t[i].ndim; d++) numel *= (size_t)t[i].shape[d];
+        ok = write_all(f, t[i].data, numel * st_dtype_size(t[i].dtype));
+    }
+    free(header);
+    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
+    int saved_errno = errno;
+    if (fclose(f) != 0) ok = 0;
+    if (ok && rename(tmp, path) != 0) { saved_errno = errno; ok = 0; }
+    if (!ok) {
+        snprintf(err, errlen, "%s: write failed: %s", path, strerror(saved_errno));
+        unlink(tmp);
+        return -1;
+    }
+    // make the rename itself durable
+    char dir_buf[4096];
+    snprintf(dir_buf, sizeof dir_buf, "%s", path);
+    int dfd = open(dirname(dir_buf), O_RDONLY | O_DIRECTORY);
+    if (dfd >= 0) { fsync(dfd); close(dfd); }
+    return 0;
+}
+
+/* ---------------------------------------------------------------- reading */
+
+struct StFile {
+    char *path;
+    unsigned char *buf;     // the whole file
+    StTensor *tensors;
+    int n_tensors;
+    char **meta_keys, **meta_values;
+    int n_meta;
+};
+
+void st_close(StFile *f) {
+    if (!f) return;
+    for (int i = 0; i < f->n_meta; i++) { free(f->meta_keys[i]); free(f->meta_values[i]); }
+    free(f->meta_keys);
+    free(f->meta_values);
+    free(f->tensors);
+    free(f->buf);
+    free(f->path);
+    free(f);
+}
+
+int st_num_tensors(const StFile *f) { return f->n_tensors; }
+const StTensor *st_tensor_at(const StFile *f, int i) { return (i >= 0 && i < f->n_tensors) ? &f->tensors[i] : NULL; }
+const char *st_path(const StFile *f) { return f->path; }
+
+const StTensor *st_find(const StFile *f, const char *name) {
+    for (int i = 0; i < f->n_tensors; i++)
+        if (strcmp(f->tensors[i].name, name) == 0) return &f->tensors[i];
+    return NULL;
+}
+
+const char *st_meta(const StFile *f, const char *key) {
+    for (int i = 0; i < f->n_meta; i++)
+        if (strcmp(f->meta_keys[i], key) == 0) return f->meta_values[i];
+    return NULL;
+}
+
+// A JSON number that is a non-negative integer below 2^53 (exact in a double).
+static int json_uint(const cJSON *item, uint64_t *out) {
+    if (!cJSON_IsNumber(item)) return -1;
+    double v = item->valuedouble;
+    if (!(v >= 0.0 && v <= 9007199254740992.0) || v != (double)(uint64_t)v) return -1;
+    *out = (uint64_t)v;
+    return 0;
+}
+
+typedef struct { uint64_t begin, end; int index; } Range;
+
+static int cmp_range(const void *a, const void *b) {
+    const Range *x = a, *y = b;
+    if (x->begin != y->begin) return x->begin < y->begin ? -1 : 1;
+    return x->end < y->end ? -1 : (x->end > y->end);
+}
+
+// Parses one tensor entry of the header into t (data offsets into r).
+static int parse_tensor(const cJSON *o, StTensor *t, Range *r, const char *path, char *err, size_t errlen) {
+    const char *name = o->string;
+    if (strlen(name) >= sizeof t->name) {
+        snprintf(err, errlen, "%s: tensor name too long (%.40s...)", path, name);
+        return -1;
+    }
+    snprintf(t->name, sizeof t->name, "%s", name);
+    const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(o, "dtype");
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o, "shape");
+    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(o, "data_offsets");
+    if (!cJSON_IsObject(o) || !cJSON_IsString(dtype) || !cJSON_IsArray(shape) || !cJSON_IsArray(offs)) {
+        snprintf(err, errlen, "%s: tensor %s lacks dtype, shape or data_offsets", path, name);
+        return -1;
+    }
+    if (dtype_from_name(dtype->valuestring, &t->dtype) != 0) {
+        snprintf(err, errlen, "%s: tensor %s has unsupported dtype %s", path, name, dtype->valuestring);
+        return -1;
+    }
+    int ndim = cJSON_GetArraySize(shape);
+    if (ndim > ST_MAX_DIMS) {
+        snprintf(err, errlen, "%s: tensor %s has %d dims (at most %d supported)", path, name, ndim, ST_MAX_DIMS);
+        return -1;
+    }
+    t->ndim = ndim;
+    uint64_t numel = 1;
+    for (int d = 0; d < ndim; d++) {
+        uint64_t s;
+        if (json_uint(cJSON_GetArrayItem(shape, d), &s) != 0 || s > ((uint64_t)1 << 40)) {
+            snprintf(err, errlen, "%s: tensor %s has a bad shape entry", path, name);
+            return -1;
+        }
+        t->shape[d] = (int64_t)s;
+        numel *= s;
+        if (numel > ((uint64_t)1 << 44)) {
+            snprintf(err, errlen, "%s: tensor %s is impossibly large", path, name);
+            return -1;
+        }
+    }
+    uint64_t b, e;
+    if (cJSON_GetArraySize(offs) != 2 || json_uint(cJSON_GetArrayItem(offs, 0), &b) != 0 ||
+        json_uint(cJSON_GetArrayItem(offs, 1), &e) != 0 || b > e) {
+        snprintf(err, errlen, "%s: tensor %s has bad data_offsets", path, name);
+        return -1;
+    }
+    t->nbytes = (size_t)(numel * st_dtype_size(t->dtype));
+    if (e - b != t->nbytes) {
+        snprintf(err, errlen, "%s: tensor %s has data_offsets [%llu, %llu] (%llu bytes) but its shape needs %zu bytes",
+                 path, name, (unsigned long long)b, (unsigned long long)e,
+                 (unsigned long long)(e - b), t->nbytes);
+        return -1;
+    }
+    r->begin = b;
+    r->end = e;
+    return 0;
+}
+
+static int parse_metadata(StFile *f, const cJSON *meta, char *err, size_t errlen) {
+    if (!cJSON_IsObject(meta)) {
+        snprintf(err, errlen, "%s: __metadata__ is not an object", f->path);
+        return -1;
+    }
+    int n = cJSON_GetArraySize(meta);
+    f->meta_keys = calloc((size_t)n + 1, sizeof(char *));
+    f->meta_values = calloc((size_t)n + 1, sizeof(char *));
+    if (!f->meta_keys || !f->meta_values) { snprintf(err, errlen, "%s: out of memory", f->path); return -1; }
+    const cJSON *item;
+    cJSON_ArrayForEach(item, meta) {
+        if (!cJSON_IsString(item)) {
+            snprintf(err, errlen, "%s: metadata value of %s is not a string", f->path, item->string);
+            return -1;
+        }
+        f->meta_keys[f->n_meta] = strdup(item->string);
+        f->meta_values[f->n_meta] = strdup(item->valuestring);
+        f->n_meta++;
+    }
+    return 0;
+}
+
+// Every byte of the data section belongs to exactly one tensor.
+static int check_ranges(StFile *f, Range *r, int n, uint64_t data_size, char *err, size_t errlen) {
+    uint64_t covered = 0, max_end = 0;
+    int max_i = 0;
+    for (int i = 0; i < n; i++) {
+        covered += r[i].end - r[i].begin;
+        if (r[i].end > max_end) { max_end = r[i].end; max_i = i; }
+    }
+    if (max_end > data_size) {
+        if (covered > data_size)
+            snprintf(err, errlen, "%s: file is truncated (header says %llu bytes of data, file has %llu)",
+                     f->path, (unsigned long long)covered, (unsigned long long)data_size);
+        else
+            snprintf(err, errlen, "%s: tensor %s has data_offsets out of range (end %llu, data is %llu bytes)",
+                     f->path, f->tensors[max_i].name, (unsigned long long)max_end,
+                     (unsigned long long)data_size);
+        return -1;
+    }
+    qsort(r, (size_t)n, sizeof *r, cmp_range);
+    uint64_t pos = 0;
+    for (int i = 0; i < n; i++) {
+        if (r[i].begin < pos) {
+            snprintf(err, errlen, "%s: tensors %s and %s overlap", f->path,
+                     f->tensors[r[i - 1].index].name, f->tensors[r[i].index].name);
+            return -1;
+        }
+        if (r[i].begin > pos) {
+            snprintf(err, errlen, "%s: bytes %llu..%llu of the data belong to no tensor", f->path,
+                     (unsigned long long)pos, (unsigned long long)r[i].begin);
+            return -1;
+        }
+        pos = r[i].end;
+    }
+    if (pos != data_size) {
+        snprintf(err, errlen, "%s: %llu bytes after the last tensor belong to no tensor", f->path,
+                 (unsigned long long)(data_size - pos));
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_header(StFile *f, const char *json, size_t len, uint64_t data_size, char *err, size_t errlen) {
+    cJSON *root = cJSON_ParseWithLength(json, len);
+    if (!root) {
+        const char *at = cJSON_GetErrorPtr();
+        long where = (at && at >= json && at <= json + len) ? (long)(at - json) : -1;
+        snprintf(err, errlen, "%s: header is not valid JSON (error near byte %ld)", f->path, where);
+        return -1;
+    }
+    int rc = -1;
+    Range *ranges = NULL;
+    if (!cJSON_IsObject(root)) {
+        snprintf(err, errlen, "%s: header is not a JSON object", f->path);
+        goto done;
+    }
+    int n_items = cJSON_GetArraySize(root);
+    f->tensors = calloc((size_t)n_items + 1, sizeof(StTensor));
+    ranges = calloc((size_t)n_items + 1, sizeof(Range));
+    if (!f->tensors || !ranges) { snprintf(err, errlen, "%s: out of memory", f->path); goto done; }
+    const cJSON *item;
+    cJSON_ArrayForEach(item, root) {
+        if (strcmp(item->string, "__metadata__") == 0) {
+            if (f->meta_keys) { snprintf(err, errlen, "%s: __metadata__ given twice", f->path); goto done; }
+            if (parse_metadata(f, item, err, errlen) != 0) goto done;
+            continue;
+        }
+        int k = f->n_tensors;
+        if (parse_tensor(item, &f->tensors[k], &ranges[k], f->path, err, errlen) != 0) goto done;
+        if (st_find(f, item->string)) {
+            snprintf(err, errlen, "%s: tensor %s appears twice in the header", f->path, item->string);
+            goto done;
+        }
+        ranges[k].index = k;
+        f->n_tensors++;
+    }
+    if (check_ranges(f, ranges, f->n_tensors, data_size, err, errlen) != 0) goto done;
+    const unsigned char *data = (const unsigned char *)json + len;
+    for (int i = 0; i < f->n_tensors; i++) f->tensors[ranges[i].index].data = data + ranges[i].begin;
+    rc = 0;
+done:
+    free(ranges);
+    cJSON_Delete(root);
+    return rc;
+}
+
+int st_open(StFile **out, const char *path, char *err, size_t errlen) {
+    *out = NULL;
+    StFile *f = calloc(1, sizeof(StFile));
+    if (!f || !(f->path = strdup(path))) { free(f); snprintf(err, errlen, "%s: out of memory", path); return -1; }
+    FILE *fp = fopen(path, "rb");
+    if (!fp) {
+        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
+        st_close(f);
+        return -1;
+    }
+    long size = -1;
+    if (fseek(fp, 0, SEEK_END) == 0) size = ftell(fp);
+    if (size < 0 || fseek(fp, 0, SEEK_SET) != 0) {
+        snprintf(err, errlen, "%s: cannot determine the file size", path);
+        fclose(fp);
+        st_close(f);
+        return -1;
+    }
+    f->buf = malloc(size > 0 ? (size_t)size : 1);
+    if (!f->buf || fread(f->buf, 1, (size_t)size, fp) != (size_t)size) {
+        snprintf(err, errlen, "%s: cannot read %ld bytes", path, size);
+        fclose(fp);
+        st_close(f);
+        return -1;
+    }
+    fclose(fp);
+    if (size < 8) {
+        snprintf(err, errlen, "%s: file too short for a safetensors header (%ld bytes)", path, size);
+        st_close(f);
+        return -1;
+    }
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8; i++) hlen |= (uint64_t)f->buf[i] << (8 * i);
+    if (hlen < 2 || hlen > ST_MAX_HEADER || hlen > (uint64_t)size - 8) {
+        snprintf(err, errlen, "%s: bad header length %llu (file has %ld bytes)", path,
+                 (unsigned long long)hlen, size);
+        st_close(f);
+        return -1;
+    }
+    if (parse_header(f, (const char *)f->buf + 8, (size_t)hlen, (uint64_t)size - 8 - hlen, err, errlen) != 0) {
+        st_close(f);
+        return -1;
+    }
+    *out = f;
+    return 0;
+}

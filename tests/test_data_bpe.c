@@ -1,0 +1,473 @@
+// test_data_bpe.c: the BPE tokenizer: pre-split rule, hand-worked merges, the
+// fast trainer against a naive full-recount reference, encode against a naive
+// merge-by-merge reference, round trips, determinism and bad tokenizer files.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "common/rng.h"
+#include "data/bpe.h"
+
+static char err[1024];
+
+// ---------------------------------------------------------------- helpers
+
+// Splits s with the library's rule and checks the pieces against the
+// NULL-terminated list of expected pieces.
+static void check_split(const char *s, const char *const *want) {
+    size_t n = strlen(s), i = 0;
+    int k = 0;
+    while (i < n) {
+        size_t j = bpe_piece_end((const uint8_t *)s, n, i);
+        assert_non_null(want[k]);
+        assert_true(j > i);
+        if (j - i != strlen(want[k]) || memcmp(s + i, want[k], j - i) != 0) {
+            print_error("piece %d of \"%s\": got \"%.*s\", want \"%s\"\n", k, s, (int)(j - i), s + i, want[k]);
+            fail();
+        }
+        k++;
+        i = j;
+    }
+    assert_null(want[k]);
+}
+
+static void train_text(Tokenizer *tok, const char *text, int vocab) {
+    int rc = bpe_train(tok, (const uint8_t *)text, strlen(text), vocab, NULL, NULL, err, sizeof err);
+    if (rc) print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+}
+
+// Pseudo-text over a small alphabet with spaces and newlines, so many pairs repeat.
+static uint8_t *random_text(Rng *r, size_t n, const char *alphabet) {
+    uint8_t *t = malloc(n);
+    size_t a = strlen(alphabet);
+    for (size_t i = 0; i < n; i++) t[i] = alphabet[rng_below(r, a)];
+    return t;
+}
+
+static uint8_t *read_all(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    uint8_t *b = malloc(*n + 1);
+    assert_int_equal(fread(b, 1, *n, f), *n);
+    fclose(f);
+    return b;
+}
+
+static void write_all(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+// ---------------------------------------------------------------- pre-split
+
+static void test_presplit_rule(void **state) {
+    check_split("\n  1 In the beginning", (const char *const[]){"\n ", " 1", " In", " the", " beginning", NULL});
+    check_split("Hello, world!!", (const char *const[]){"Hello", ",", " world", "!!", NULL});
+    check_split("a  b", (const char *const[]){"a", " ", " b", NULL});
+    check_split("x\t\ty", (const char *const[]){"x", "\t\t", "y", NULL});
+    check_split("caf\xc3\xa9 12ab (x)", (const char *const[]){"caf\xc3\xa9", " 12", "ab", " (", "x", ")", NULL});
+    check_split("end.\n\n", (const char *const[]){"end", ".", "\n\n", NULL});
+    check_split("a  ", (const char *const[]){"a", "  ", NULL});
+    check_split(" ", (const char *const[]){" ", NULL});
+    check_split("LORD's", (const char *const[]){"LORD", "'", "s", NULL});
+    // A run longer than BPE_MAX_PIECE is cut every BPE_MAX_PIECE bytes.
+    char longrun[600];
+    memset(longrun, 'a', 599);
+    longrun[599] = 0;
+    size_t i = 0, n = 599, pieces[4], k = 0;
+    while (i < n) { size_t j = bpe_piece_end((const uint8_t *)longrun, n, i); pieces[k++] = j - i; i = j; }
+    assert_int_equal(k, 3);
+    assert_int_equal(pieces[0], BPE_MAX_PIECE);
+    assert_int_equal(pieces[1], BPE_MAX_PIECE);
+    assert_int_equal(pieces[2], 599 - 2 * BPE_MAX_PIECE);
+}
+
+// ---------------------------------------------------------------- hand-worked merges
+
+// Corpus "aaab aab ab". Pieces: "aaab", " aab", " ab" (one each).
+// Pair counts (overlapping pairs count: "aaa" holds (a,a) twice):
+//   (a,a) = 2 + 1 = 3     (a,b) = 1 + 1 + 1 = 3     (' ',a) = 1 + 1 = 2
+// merge 256 = (a,a): tie at 3 with (a,b); lowest ids win, 'a' 97 < 'b' 98.
+//   words: [256,a,b]  [' ',256,b]  [' ',a,b]
+//   (a,b) = 2, (256,a) = 1, (' ',256) = 1, (256,b) = 1, (' ',a) = 1
+// merge 257 = (a,b), count 2.
+//   words: [256,257]  [' ',256,b]  [' ',257]
+//   every pair now counts 1: (256,257) (' ',256) (256,b) (' ',257)
+// merge 258 = (' ',256): lowest left id 32, then lowest right 256 < 257.
+// merge 259 = (' ',257): left 32 again.
+// merge 260 = (256,257), merge 261 = (258,b). No pair is left: the training
+// stops at 6 merges and the vocabulary is 256 + 6 + 1 = 263, whatever was asked.
+static void test_hand_worked_merges(void **state) {
+    Tokenizer tok;
+    train_text(&tok, "aaab aab ab", 300);
+    const uint32_t want[6][2] = {{'a', 'a'}, {'a', 'b'}, {' ', 256}, {' ', 257}, {256, 257}, {258, 'b'}};
+    assert_int_equal(tok.n_merges, 6);
+    assert_int_equal(tok.vocab_size, 263);
+    assert_int_equal(tok.eot_id, 262);
+    for (int i = 0; i < 6; i++) {
+        assert_int_equal(tok.merges[i][0], want[i][0]);
+        assert_int_equal(tok.merges[i][1], want[i][1]);
+    }
+    int len;
+    const uint8_t *p = bpe_token(&tok, 261, &len);
+    assert_int_equal(len, 4);
+    assert_memory_equal(p, " aab", 4);
+    // The training words encode to one token each.
+    uint32_t ids[16];
+    assert_int_equal(bpe_encode(&tok, (const uint8_t *)"aaab aab ab", 11, ids), 3);
+    assert_int_equal(ids[0], 260);
+    assert_int_equal(ids[1], 261);
+    assert_int_equal(ids[2], 259);
+    bpe_free(&tok);
+}
+
+// Corpus "ab ab ab cd": pieces "ab" x1, " ab" x2, " cd" x1.
+//   (a,b) = 3, (' ',a) = 2, (' ',c) = 1, (c,d) = 1   -> 256 = (a,b)
+//   (' ',256) = 2, (' ',c) = 1, (c,d) = 1            -> 257 = (' ',256)
+//   (' ',c) = 1, (c,d) = 1: tie, ' ' 32 < 'c' 99      -> 258 = (' ',c)
+//   (258,d) = 1                                       -> 259 = (258,d)
+// Asking for vocab 259 stops after 2 merges (259 = 256 + 2 + eot).
+static void test_counts_weight_merges(void **state) {
+    Tokenizer tok;
+    train_text(&tok, "ab ab ab cd", 400);
+    const uint32_t want[4][2] = {{'a', 'b'}, {' ', 256}, {' ', 'c'}, {258, 'd'}};
+    assert_int_equal(tok.n_merges, 4);
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(tok.merges[i][0], want[i][0]);
+        assert_int_equal(tok.merges[i][1], want[i][1]);
+    }
+    bpe_free(&tok);
+    train_text(&tok, "ab ab ab cd", 259);
+    assert_int_equal(tok.n_merges, 2);
+    assert_int_equal(tok.vocab_size, 259);
+    assert_int_equal(tok.merges[1][1], 256);
+    bpe_free(&tok);
+}
+
+// ---------------------------------------------------------------- naive references
+
+typedef struct { uint32_t *s; size_t len; } RefWord;
+
+// Every piece of the text as its own word (no dedup, no incremental counts).
+static RefWord *ref_words(const uint8_t *text, size_t n, size_t *n_words) {
+    RefWord *w = malloc((n + 1) * sizeof *w);
+    size_t k = 0;
+    for (size_t i = 0; i < n;) {
+        size_t j = bpe_piece_end(text, n, i);
+        w[k].s = malloc((j - i) * sizeof(uint32_t));
+        w[k].len = j - i;
+        for (size_t q = i; q < j; q++) w[k].s[q - i] = text[q];
+        k++;
+        i = j;
+    }
+    *n_words = k;
+    return w;
+}
+
+static void ref_merge(RefWord *w, uint32_t l, uint32_t r, uint32_t id) {
+    size_t m = 0;
+    for (size_t i = 0; i < w->len;) {
+        if (i + 1 < w->len && w->s[i] == l && w->s[i + 1] == r) { w->s[m++] = id; i += 2; }
+        else w->s[m++] = w->s[i++];
+    }
+    w->len = m;
+}
+
+// Textbook BPE: recount every pair of every word before each merge, take the
+// highest count, ties to the lowest (left, right). A dense count table: small vocab only.
+static int ref_train(const uint8_t *text, size_t n, int vocab, uint32_t (*merges)[2]) {
+    size_t n_words;
+    RefWord *w = ref_words(text, n, &n_words);
+    const int V = vocab;   // ids stay below vocab
+    int64_t *count = malloc((size_t)V * V * sizeof *count);
+    int n_merges = 0;
+    while (n_merges < vocab - 257) {
+        memset(count, 0, (size_t)V * V * sizeof *count);
+        for (size_t k = 0; k < n_words; k++)
+            for (size_t i = 0; i + 1 < w[k].len; i++) count[w[k].s[i] * V + w[k].s[i + 1]]++;
+        int64_t best = 0;
+        uint32_t bl = 0, br = 0;
+        for (uint32_t l = 0; l < (uint32_t)V; l++)
+            for (uint32_t r = 0; r < (uint32_t)V; r++)
+                if (count[l * V + r] > best) { best = count[l * V + r]; bl = l; br = r; }
+        if (best == 0) break;
+        merges[n_merges][0] = bl;
+        merges[n_merges][1] = br;
+        for (size_t k = 0; k < n_words; k++) ref_merge(&w[k], bl, br, 256 + n_merges);
+        n_merges++;
+    }
+    for (size_t k = 0; k < n_words; k++) free(w[k].s);
+    free(w);
+    free(count);
+    return n_merges;
+}
+
+// Reference encoder: apply every merge in rank order to every piece.
+static size_t ref_encode(const Tokenizer *tok, const uint8_t *text, size_t n, uint32_t *out) {
+    size_t n_words, n_out = 0;
+    RefWord *w = ref_words(text, n, &n_words);
+    for (size_t k = 0; k < n_words; k++) {
+        for (int m = 0; m < tok->n_merges; m++) ref_merge(&w[k], tok->merges[m][0], tok->merges[m][1], 256 + m);
+        memcpy(out + n_out, w[k].s, w[k].len * sizeof *out);
+        n_out += w[k].len;
+        free(w[k].s);
+    }
+    free(w);
+    return n_out;
+}
+
+static void test_train_matches_reference(void **state) {
+    const char *alphabets[] = {"ab ", "abc \n", "aab  b.", "xyzzy, \n0"};
+    Rng r;
+    rng_seed(&r, 7);
+    uint32_t (*want)[2] = malloc(1024 * sizeof *want);
+    for (int trial = 0; trial < 8; trial++) {
+        size_t n = 500 + rng_below(&r, 3000);
+        uint8_t *text = random_text(&r, n, alphabets[trial % 4]);
+        int vocab = 300 + (int)rng_below(&r, 400);
+        int n_want = ref_train(text, n, vocab, want);
+        Tokenizer tok;
+        assert_int_equal(bpe_train(&tok, text, n, vocab, NULL, NULL, err, sizeof err), 0);
+        assert_int_equal(tok.n_merges, n_want);
+        for (int i = 0; i < n_want; i++) {
+            if (tok.merges[i][0] != want[i][0] || tok.merges[i][1] != want[i][1]) {
+                print_error("trial %d merge %d: (%u,%u) want (%u,%u)\n", trial, i,
+                            tok.merges[i][0], tok.merges[i][1], want[i][0], want[i][1]);
+                fail();
+            }
+        }
+        // Encoding: lowest-rank-first with the cache == every merge in order.
+        uint32_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+        uint8_t *other = random_text(&r, n, alphabets[(trial + 1) % 4]);
+        for (int pass = 0; pass < 2; pass++) {   // pass 1 reads from the cache
+            const uint8_t *t = pass ? other : text;
+            size_t na = bpe_encode(&tok, t, n, a), nb = ref_encode(&tok, t, n, b);
+            assert_int_equal(na, nb);
+            assert_memory_equal(a, b, na * sizeof *a);
+            na = bpe_encode(&tok, t, n, a);
+            assert_int_equal(na, nb);
+            assert_memory_equal(a, b, na * sizeof *a);
+        }
+        free(a); free(b); free(other); free(text);
+        bpe_free(&tok);
+    }
+    free(want);
+}
+
+// ---------------------------------------------------------------- round trips
+
+static const char *ENGLISH =
+    "In the beginning God created the heaven and the earth. And the earth was without form, "
+    "and void; and darkness was upon the face of the deep. And the Spirit of God moved upon "
+    "the face of the waters.\n  3 And God said, Let there be light: and there was light.\n";
+
+static void test_roundtrip_random_bytes(void **state) {
+    Tokenizer tok;
+    train_text(&tok, ENGLISH, 400);
+    Rng r;
+    rng_seed(&r, 11);
+    uint8_t buf[4096], back[4096];
+    uint32_t ids[4096];
+    for (int trial = 0; trial < 200; trial++) {
+        size_t n = rng_below(&r, sizeof buf);
+        for (size_t i = 0; i < n; i++) {
+            // Mix raw bytes (NUL, invalid UTF-8) with English, so merges fire too.
+            buf[i] = rng_below(&r, 3) ? (uint8_t)ENGLISH[rng_below(&r, strlen(ENGLISH))] : (uint8_t)rng_below(&r, 256);
+        }
+        size_t m = bpe_encode(&tok, buf, n, ids);
+        assert_true(m <= n);
+        for (size_t i = 0; i < m; i++) assert_true(ids[i] < (uint32_t)tok.eot_id);
+        assert_int_equal(bpe_decode(&tok, ids, m, back, sizeof back), n);
+        assert_memory_equal(back, buf, n);
+    }
+    // Decoding reports the bytes needed even when the buffer is too small.
+    size_t m = bpe_encode(&tok, (const uint8_t *)ENGLISH, strlen(ENGLISH), ids);
+    assert_true(m < strlen(ENGLISH));   // the merges compress
+    memset(back, 0, sizeof back);
+    assert_int_equal(bpe_decode(&tok, ids, m, back, 10), strlen(ENGLISH));
+    assert_memory_equal(back, ENGLISH, 10);
+    assert_int_equal(back[10], 0);
+    bpe_free(&tok);
+}
+
+static void test_eot_and_token_lookup(void **state) {
+    Tokenizer tok;
+    train_text(&tok, ENGLISH, 300);
+    int len = -1;
+    assert_non_null(bpe_token(&tok, tok.eot_id, &len));
+    assert_int_equal(len, 0);
+    assert_null(bpe_token(&tok, tok.vocab_size, &len));
+    const uint8_t *p = bpe_token(&tok, 'A', &len);
+    assert_int_equal(len, 1);
+    assert_int_equal(p[0], 'A');
+    // Every merged token is the concatenation of its two parts.
+    for (int i = 0; i < tok.n_merges; i++) {
+        int ll, lr, lm;
+        const uint8_t *l = bpe_token(&tok, tok.merges[i][0], &ll), *rr = bpe_token(&tok, tok.merges[i][1], &lr);
+        const uint8_t *m = bpe_token(&tok, 256 + i, &lm);
+        assert_int_equal(lm, ll + lr);
+        assert_memory_equal(m, l, ll);
+        assert_memory_equal(m + ll, rr, lr);
+    }
+    uint32_t ids[3] = {'h', (uint32_t)tok.eot_id, 'i'};
+    uint8_t out[8];
+    assert_int_equal(bpe_decode(&tok, ids, 3, out, sizeof out), 2);
+    assert_memory_equal(out, "hi", 2);
+    bpe_free(&tok);
+}
+
+static void test_chunked_encoding_matches_whole(void **state) {
+    Tokenizer tok;
+    train_text(&tok, ENGLISH, 350);
+    Rng r;
+    rng_seed(&r, 5);
+    const uint8_t *t = (const uint8_t *)ENGLISH;
+    size_t n = strlen(ENGLISH);
+    uint32_t whole[1024], parts[1024];
+    size_t n_whole = bpe_encode(&tok, t, n, whole);
+    for (int trial = 0; trial < 50; trial++) {
+        size_t n_parts = 0;
+        for (size_t start = 0; start < n;) {   // cut after a random number of pieces
+            size_t end = start, k = 1 + rng_below(&r, 6);
+            while (end < n && k--) end = bpe_piece_end(t, n, end);
+            n_parts += bpe_encode(&tok, t + start, end - start, parts + n_parts);
+            start = end;
+        }
+        assert_int_equal(n_parts, n_whole);
+        assert_memory_equal(parts, whole, n_whole * sizeof *whole);
+    }
+    bpe_free(&tok);
+}
+
+// ---------------------------------------------------------------- files
+
+static void test_deterministic_files(void **state) {
+    Rng r;
+    rng_seed(&r, 3);
+    size_t n = 200000;
+    uint8_t *text = random_text(&r, n, "etaoin shrdlu\n,.");
+    Tokenizer a, b;
+    assert_int_equal(bpe_train(&a, text, n, 2000, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(bpe_train(&b, text, n, 2000, NULL, NULL, err, sizeof err), 0);
+    assert_int_equal(bpe_save(&a, "build/test_bpe_a.bin", err, sizeof err), 0);
+    assert_int_equal(bpe_save(&b, "build/test_bpe_b.bin", err, sizeof err), 0);
+    size_t na, nb;
+    uint8_t *fa = read_all("build/test_bpe_a.bin", &na), *fb = read_all("build/test_bpe_b.bin", &nb);
+    assert_int_equal(na, 24 + 8 * (size_t)a.n_merges);
+    assert_int_equal(na, nb);
+    assert_memory_equal(fa, fb, na);
+    // The layout: magic, version, vocab, eot, n_merges, then the merges.
+    assert_memory_equal(fa, "RLBPETOK", 8);
+    uint32_t head[4];
+    memcpy(head, fa + 8, 16);
+    assert_int_equal(head[0], 1);
+    assert_int_equal(head[1], a.vocab_size);
+    assert_int_equal(head[2], a.vocab_size - 1);
+    assert_int_equal(head[3], a.n_merges);
+    uint32_t m0[2];
+    memcpy(m0, fa + 24, 8);
+    assert_int_equal(m0[0], a.merges[0][0]);
+    assert_int_equal(m0[1], a.merges[0][1]);
+
+    // Load gives the same tokenizer, and the same encoding.
+    Tokenizer c;
+    assert_int_equal(bpe_load(&c, "build/test_bpe_a.bin", err, sizeof err), 0);
+    assert_int_equal(c.vocab_size, a.vocab_size);
+    assert_memory_equal(c.merges, a.merges, a.n_merges * sizeof *a.merges);
+    uint32_t *ia = malloc(n * sizeof *ia), *ic = malloc(n * sizeof *ic);
+    size_t ma = bpe_encode(&a, text, n, ia), mc = bpe_encode(&c, text, n, ic);
+    assert_int_equal(ma, mc);
+    assert_memory_equal(ia, ic, ma * sizeof *ia);
+    free(ia); free(ic); free(fa); free(fb); free(text);
+    bpe_free(&a); bpe_free(&b); bpe_free(&c);
+}
+
+// Writes a tokenizer file with the given header and merges; loads it; expects
+// failure with `want` in the message.
+static void expect_bad_file(const char *path, const void *bytes, size_t n, const char *want) {
+    write_all(path, bytes, n);
+    Tokenizer tok;
+    err[0] = 0;
+    assert_int_equal(bpe_load(&tok, path, err, sizeof err), -1);
+    if (!strstr(err, want) || strncmp(err, path, strlen(path)) != 0) {
+        print_error("error \"%s\" should name %s and say \"%s\"\n", err, path, want);
+        fail();
+    }
+}
+
+static void test_bad_tokenizer_files(void **state) {
+    const char *path = "build/test_bpe_bad.bin";
+    uint8_t f[24 + 16];
+    uint32_t v[4] = {1, 259, 258, 2}, m[4] = {'a', 'b', 256, 'c'};
+    memcpy(f, "RLBPETOK", 8);
+    memcpy(f + 8, v, 16);
+    memcpy(f + 24, m, 16);
+    Tokenizer tok;
+    write_all(path, f, sizeof f);   // the good file first
+    assert_int_equal(bpe_load(&tok, path, err, sizeof err), 0);
+    assert_int_equal(tok.vocab_size, 259);
+    int len;
+    assert_memory_equal(bpe_token(&tok, 257, &len), "abc", 3);
+    bpe_free(&tok);
+
+    assert_int_equal(bpe_load(&tok, "build/no_such_tokenizer.bin", err, sizeof err), -1);
+    assert_non_null(strstr(err, "build/no_such_tokenizer.bin: No such file"));
+
+    uint8_t g[sizeof f];
+    memcpy(g, f, sizeof f); g[0] = 'X';
+    expect_bad_file(path, g, sizeof g, "bad magic");
+    memcpy(g, f, sizeof f); g[8] = 2;
+    expect_bad_file(path, g, sizeof g, "version 2 is not supported");
+    expect_bad_file(path, f, 20, "too short");
+    expect_bad_file(path, f, sizeof f - 4, "file is 36 bytes, expected 40 for 2 merges");
+    memcpy(g, f, sizeof f); g[13] = 0;   // vocab 259 = 0x103 -> 3: out of range
+    expect_bad_file(path, g, sizeof g, "vocabulary size 3 out of range");
+    memcpy(g, f, sizeof f); g[12] = 4; g[16] = 3;   // vocab 260 with 2 merges
+    expect_bad_file(path, g, sizeof g, "does not match 2 merges");
+    memcpy(g, f, sizeof f); g[16] = 7;   // eot 263
+    expect_bad_file(path, g, sizeof g, "eot id");
+    memcpy(g, f, sizeof f); g[24 + 8] = 1; g[24 + 9] = 1;   // merge 1 left = 257: itself
+    expect_bad_file(path, g, sizeof g, "merge 1 refers to id 257");
+}
+
+static void test_bad_training_arguments(void **state) {
+    Tokenizer tok;
+    assert_int_equal(bpe_train(&tok, (const uint8_t *)"abc", 3, 256, NULL, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "vocabulary size 256 out of range"));
+    assert_int_equal(bpe_train(&tok, (const uint8_t *)"abc", 3, 65537, NULL, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "vocabulary size 65537 out of range"));
+    assert_int_equal(bpe_train(&tok, (const uint8_t *)"", 0, 300, NULL, NULL, err, sizeof err), -1);
+    assert_non_null(strstr(err, "empty"));
+    // 257: bytes and eot only, no merges.
+    train_text(&tok, "abc", 257);
+    assert_int_equal(tok.n_merges, 0);
+    assert_int_equal(tok.eot_id, 256);
+    bpe_free(&tok);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_presplit_rule),
+        cmocka_unit_test(test_hand_worked_merges),
+        cmocka_unit_test(test_counts_weight_merges),
+        cmocka_unit_test(test_train_matches_reference),
+        cmocka_unit_test(test_roundtrip_random_bytes),
+        cmocka_unit_test(test_eot_and_token_lookup),
+        cmocka_unit_test(test_chunked_encoding_matches_whole),
+        cmocka_unit_test(test_deterministic_files),
+        cmocka_unit_test(test_bad_tokenizer_files),
+        cmocka_unit_test(test_bad_training_arguments),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
