@@ -104,17 +104,18 @@ static void format_duration(char *buf, size_t n, double s) {
 void progress_update(Progress *p, int step, float train_loss, float val_loss, int evaluated,
                      double tokens_per_s, double eta_s) {
     if (p->quiet || (!p->is_tty && !evaluated)) return;
-    char eta[32], val[32] = "-", loss[32] = "-";
+    char eta[32], val[32] = "-", loss[32] = "-", speed[32] = "-";
     format_duration(eta, sizeof eta, eta_s);
     if (!isnan(val_loss)) snprintf(val, sizeof val, "%.4f", val_loss);
     if (!isnan(train_loss)) snprintf(loss, sizeof loss, "%.4f", train_loss);
+    if (tokens_per_s > 0) snprintf(speed, sizeof speed, "%.0f", tokens_per_s);
     if (p->is_tty) {
-        fprintf(stderr, "\rstep %d/%d | loss %s | val %s | %.0f tok/s | ETA %s\033[K",
-                step, p->steps, loss, val, tokens_per_s, eta);
+        fprintf(stderr, "\rstep %d/%d | loss %s | val %s | %s tok/s | ETA %s\033[K",
+                step, p->steps, loss, val, speed, eta);
         p->line_open = 1;
     } else {
-        fprintf(stderr, "step %d/%d | loss %s | val %s | %.0f tok/s | ETA %s\n",
-                step, p->steps, loss, val, tokens_per_s, eta);
+        fprintf(stderr, "step %d/%d | loss %s | val %s | %s tok/s | ETA %s\n",
+                step, p->steps, loss, val, speed, eta);
     }
     fflush(stderr);
 }

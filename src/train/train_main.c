@@ -2,10 +2,12 @@
 // docs/TRAINING.md and ./train --help).
 #include <stdio.h>
 
+#include "train/blas_cpu.h"
 #include "train/options.h"
 #include "train/trainer.h"
 
 int main(int argc, char **argv) {
+    blas_use_native_kernels(argv);
     TrainOptions opt;
     TrainArgs args;
     char err[1024];
