@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "data/bpe.h"
+#include "data/hashmap.h"   // data_realloc
 #include "data/tokens.h"
 
 typedef struct {
@@ -69,7 +70,7 @@ static double now_seconds(void) {
 // ------------------------------------------------------------ options
 
 static char *unescape(const char *s) {
-    char *out = malloc(strlen(s) + 1), *o = out;
+    char *out = data_realloc(NULL, strlen(s) + 1), *o = out;
     for (; *s; s++) {
         if (*s == '\\' && s[1]) {
             s++;
@@ -205,7 +206,7 @@ static void split_docs(const uint8_t *text, size_t n, const char *sep, Doc **doc
         int at_sep = seplen && i + seplen <= n && memcmp(text + i, sep, seplen) == 0;
         if (i == n || at_sep) {
             if (i > start) {
-                if (*n_docs == *cap) { *cap = *cap ? 2 * *cap : 64; *docs = realloc(*docs, *cap * sizeof **docs); }
+                if (*n_docs == *cap) { *cap = *cap ? 2 * *cap : 64; *docs = data_realloc(*docs, *cap * sizeof **docs); }
                 (*docs)[(*n_docs)++] = (Doc){text + start, i - start};
             }
             if (at_sep) { i += seplen - 1; start = i + 1; }
@@ -273,7 +274,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: no text left once the document separators are removed\n", o.inputs[0]);
         return 1;
     }
-    if (make_dirs(o.out_dir)) return 1;
     char path_tok[1100], path_train[1100], path_val[1100], err[1400];
     snprintf(path_tok, sizeof path_tok, "%s/tokenizer.bin", o.out_dir);
     snprintf(path_train, sizeof path_train, "%s/train.bin", o.out_dir);
@@ -297,7 +297,6 @@ int main(int argc, char **argv) {
         if (tok.vocab_size < o.vocab_size)
             fprintf(stderr, "note: the corpus ran out of pairs after %d merges; the vocabulary is %d, not %d\n",
                     tok.n_merges, tok.vocab_size, o.vocab_size);
-        if (bpe_save(&tok, path_tok, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
     }
     double t_train = now_seconds() - t0;
 
@@ -341,8 +340,11 @@ int main(int argc, char **argv) {
                 "need at least %zu in each (one window)\n", o.inputs[0], n_ids, split, n_val, min_split);
         return 1;
     }
-    // 5. Write.
-    if (tokens_write(path_train, ids, split, tok.vocab_size, err, sizeof err) ||
+    // 5. Write, only now that every check has passed. OUT always holds the
+    // tokenizer of its token files (a copy when one was given).
+    if (make_dirs(o.out_dir)) return 1;
+    if (bpe_save(&tok, path_tok, err, sizeof err) ||
+        tokens_write(path_train, ids, split, tok.vocab_size, err, sizeof err) ||
         tokens_write(path_val, ids + split, n_val, tok.vocab_size, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
         return 1;
@@ -365,5 +367,6 @@ int main(int argc, char **argv) {
     free(ids); free(docs);
     for (int i = 0; i < o.n_inputs; i++) free(texts[i]);
     free(texts);
+    free(o.inputs);
     return 0;
 }

@@ -42,7 +42,7 @@ int kv_cache_create(KVCache **out, const GPT *m, int max_len, char *err, size_t 
     kv->max_len = max_len;
     kv->k = malloc(L * max_len * C * sizeof(float));
     kv->v = malloc(L * max_len * C * sizeof(float));
-    kv->x = malloc((C * 14 + max_len + H * max_len) * sizeof(float));
+    kv->x = malloc((C * 15 + max_len + H * max_len) * sizeof(float));   // x ln qkv atty tmp fch fch_gelu, scores, bias
     if (!kv->k || !kv->v || !kv->x) {
         snprintf(err, errlen, "out of memory for a KV cache of %d positions", max_len);
         kv_cache_free(kv);

@@ -1,0 +1,251 @@
+// test_data_prepare.c: ./prepare end to end on a corpus the test writes
+// itself, and its bad-input errors and exit codes. Runs from the repo root;
+// `make test` builds ./prepare first.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <cmocka.h>
+
+#include "common/rng.h"
+#include "data/bpe.h"
+#include "data/tokens.h"
+
+#define DIR "build/test_prepare"
+#define N_DOCS 5
+static char err[1024];
+static char *docs[N_DOCS];   // the documents the corpus is made of
+
+static char *read_file(const char *path, size_t *n) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    size_t len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc(len + 1);
+    assert_int_equal(fread(b, 1, len, f), len);
+    b[len] = 0;
+    fclose(f);
+    if (n) *n = len;
+    return b;
+}
+
+static void write_file(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    if (n) assert_int_equal(fwrite(p, 1, n, f), n);
+    fclose(f);
+}
+
+// Runs ./prepare ARGS; returns its exit status, stderr in *errtext.
+static int run_prepare(const char *args, char **errtext) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "./prepare %s >" DIR "/stdout.txt 2>" DIR "/stderr.txt", args);
+    int status = system(cmd);
+    *errtext = read_file(DIR "/stderr.txt", NULL);
+    assert_true(WIFEXITED(status));
+    return WEXITSTATUS(status);
+}
+
+// Expects failure with exactly one error line (progress lines aside) that contains want.
+static void expect_failure(const char *args, const char *want) {
+    char *e;
+    int rc = run_prepare(args, &e);
+    int error_lines = 0, found = 0;
+    for (char *line = strtok(e, "\n"); line; line = strtok(NULL, "\n")) {
+        if (!strncmp(line, "training merges", 15) || !strncmp(line, "encoding", 8) || !strncmp(line, "note:", 5))
+            continue;   // progress and notes are not errors
+        error_lines++;
+        found |= strstr(line, want) != NULL;
+    }
+    if (rc == 0 || error_lines != 1 || !found) {
+        print_error("./prepare %s: exit %d, %d error lines, want one with \"%s\"; stderr:\n%s\n",
+                    args, rc, error_lines, want, e);
+        fail();
+    }
+    free(e);
+}
+
+static int setup(void **state) {
+    mkdir("build", 0755);
+    if (system("rm -rf " DIR) != 0) return -1;
+    mkdir(DIR, 0755);
+    // Pseudo-English documents, joined with the separator line "===".
+    const char *words[] = {"the", "LORD", "and", "said", "unto", "him", "of", "Israel", "in",
+                           "that", "day", "king", "house", "land", "caf\xc3\xa9", "42", "Moses"};
+    Rng r;
+    rng_seed(&r, 17);
+    FILE *f = fopen(DIR "/corpus.txt", "wb");
+    for (int d = 0; d < N_DOCS; d++) {
+        size_t cap = 20000, n = 0;
+        docs[d] = malloc(cap);
+        for (int line = 0; n < 8000; line++) {
+            n += snprintf(docs[d] + n, cap - n, "%d:%d", d + 1, line + 1);
+            int len = 5 + (int)rng_below(&r, 12);
+            for (int k = 0; k < len; k++) {
+                if (rng_below(&r, 3)) {
+                    n += snprintf(docs[d] + n, cap - n, " %s", words[rng_below(&r, 17)]);
+                } else {   // a made-up name of 2 to 4 syllables: many distinct words
+                    const char *syl[] = {"ab", "el", "iah", "ner", "zar", "ith", "ma", "ku", "on", "dri"};
+                    n += snprintf(docs[d] + n, cap - n, " ");
+                    for (int q = 2 + (int)rng_below(&r, 3); q > 0; q--)
+                        n += snprintf(docs[d] + n, cap - n, "%s", syl[rng_below(&r, 10)]);
+                }
+                if (rng_below(&r, 8) == 0) n += snprintf(docs[d] + n, cap - n, ",");
+            }
+            n += snprintf(docs[d] + n, cap - n, ".\n");
+        }
+        fputs(docs[d], f);
+        if (d + 1 < N_DOCS) fputs("===\n", f);
+    }
+    fclose(f);
+    return 0;
+}
+
+static int teardown(void **state) {
+    for (int d = 0; d < N_DOCS; d++) free(docs[d]);
+    return 0;
+}
+
+// Decodes a token file; checks ids; appends to out (eot as the byte '\x01').
+static size_t decode_file(const char *path, const Tokenizer *tok, char *out) {
+    TokenFile tf;
+    int rc = tokens_open(&tf, path, tok->vocab_size, err, sizeof err);
+    if (rc) print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    size_t n = 0;
+    for (size_t i = 0; i < tf.n_tokens; i++) {
+        uint32_t id = tokens_get(&tf, i);
+        if (id == (uint32_t)tok->eot_id) { out[n++] = '\x01'; continue; }
+        n += bpe_decode(tok, &id, 1, (uint8_t *)out + n, 64);
+    }
+    tokens_close(&tf);
+    return n;
+}
+
+static void test_prepare_end_to_end(void **state) {
+    char *e;
+    int rc = run_prepare("--vocab-size 600 --val-fraction 0.1 --doc-sep '===\\n' --out-dir " DIR "/out "
+                         DIR "/corpus.txt", &e);
+    if (rc) print_error("%s\n", e);
+    assert_int_equal(rc, 0);
+    free(e);
+    char *summary = read_file(DIR "/stdout.txt", NULL);
+    assert_non_null(strstr(summary, "bytes per token"));
+    assert_non_null(strstr(summary, "5 documents"));
+    assert_non_null(strstr(summary, "vocab 600"));
+    free(summary);
+
+    Tokenizer tok;
+    assert_int_equal(bpe_load(&tok, DIR "/out/tokenizer.bin", err, sizeof err), 0);
+    assert_int_equal(tok.vocab_size, 600);
+    // train + val decode to eot + doc for every document, in order.
+    size_t corpus_len;
+    free(read_file(DIR "/corpus.txt", &corpus_len));
+    char *stream = malloc(2 * corpus_len), *want = malloc(2 * corpus_len);
+    size_t n_train = decode_file(DIR "/out/train.bin", &tok, stream);
+    size_t n = n_train + decode_file(DIR "/out/val.bin", &tok, stream + n_train);
+    size_t nw = 0;
+    for (int d = 0; d < N_DOCS; d++) {
+        want[nw++] = '\x01';
+        memcpy(want + nw, docs[d], strlen(docs[d]));
+        nw += strlen(docs[d]);
+    }
+    assert_int_equal(n, nw);
+    assert_memory_equal(stream, want, n);
+    // The validation split is the last 10% of the tokens.
+    TokenFile tr, va;
+    assert_int_equal(tokens_open(&tr, DIR "/out/train.bin", 600, err, sizeof err), 0);
+    assert_int_equal(tokens_open(&va, DIR "/out/val.bin", 600, err, sizeof err), 0);
+    double total = tr.n_tokens + va.n_tokens;
+    assert_true(llabs((long long)va.n_tokens - (long long)(0.1 * total + 0.5)) <= 1);
+    // Compression: well over one byte per token on this repetitive text.
+    assert_true(corpus_len / (total - N_DOCS) > 2.0);
+    tokens_close(&tr); tokens_close(&va);
+    free(stream); free(want);
+    bpe_free(&tok);
+}
+
+static int same_file(const char *a, const char *b) {
+    size_t na, nb;
+    char *fa = read_file(a, &na), *fb = read_file(b, &nb);
+    int same = fa && fb && na == nb && memcmp(fa, fb, na) == 0;
+    free(fa); free(fb);
+    return same;
+}
+
+static void test_prepare_deterministic_and_reuse(void **state) {
+    char *e;
+    assert_int_equal(run_prepare("--vocab-size 500 --out-dir " DIR "/d1 " DIR "/corpus.txt", &e), 0); free(e);
+    assert_int_equal(run_prepare("--vocab-size 500 --out-dir " DIR "/d2 " DIR "/corpus.txt", &e), 0); free(e);
+    assert_true(same_file(DIR "/d1/tokenizer.bin", DIR "/d2/tokenizer.bin"));
+    assert_true(same_file(DIR "/d1/train.bin", DIR "/d2/train.bin"));
+    assert_true(same_file(DIR "/d1/val.bin", DIR "/d2/val.bin"));
+    // An existing tokenizer gives the same token files, and is copied to OUT.
+    assert_int_equal(run_prepare("--tokenizer " DIR "/d1/tokenizer.bin --out-dir " DIR "/d3 " DIR "/corpus.txt", &e), 0);
+    free(e);
+    assert_true(same_file(DIR "/d1/train.bin", DIR "/d3/train.bin"));
+    assert_true(same_file(DIR "/d1/tokenizer.bin", DIR "/d3/tokenizer.bin"));
+}
+
+static void test_prepare_split_docs(void **state) {
+    char *e;
+    int rc = run_prepare("--vocab-size 400 --val-fraction 0.3 --split docs --doc-sep '===\\n' --out-dir "
+                         DIR "/docs " DIR "/corpus.txt", &e);
+    if (rc) print_error("%s\n", e);
+    assert_int_equal(rc, 0);
+    free(e);
+    Tokenizer tok;
+    assert_int_equal(bpe_load(&tok, DIR "/docs/tokenizer.bin", err, sizeof err), 0);
+    // Validation = whole documents: it starts with eot and holds the last two
+    // documents (30% of five equal documents reaches back into the fourth).
+    char *val = malloc(100000);
+    size_t n = decode_file(DIR "/docs/val.bin", &tok, val);
+    size_t want = 2 + strlen(docs[3]) + strlen(docs[4]);
+    assert_int_equal(n, want);
+    assert_int_equal(val[0], '\x01');
+    assert_memory_equal(val + 1, docs[3], strlen(docs[3]));
+    free(val);
+    bpe_free(&tok);
+}
+
+static void test_prepare_bad_inputs(void **state) {
+    write_file(DIR "/empty.txt", "", 0);
+    write_file(DIR "/nul.txt", "text\0more", 9);
+    write_file(DIR "/latin1.txt", "caf\xe9 au lait", 12);
+    write_file(DIR "/tiny.txt", "hi", 2);
+    expect_failure(DIR "/missing.txt", DIR "/missing.txt: No such file or directory");
+    expect_failure(DIR "/empty.txt", DIR "/empty.txt: the file is empty");
+    expect_failure(DIR "/nul.txt", DIR "/nul.txt: not UTF-8 text (NUL byte 0x00 at offset 4");
+    expect_failure(DIR "/latin1.txt", DIR "/latin1.txt: not UTF-8 text (invalid byte 0xe9 at offset 3");
+    expect_failure("--vocab-size 256 " DIR "/corpus.txt", "--vocab-size 256: out of range (257..65536");
+    expect_failure("--vocab-size 70000 " DIR "/corpus.txt", "--vocab-size 70000: out of range");
+    expect_failure("--vocab-size 300 --out-dir " DIR "/tiny " DIR "/tiny.txt", DIR "/tiny.txt: corpus too short");
+    expect_failure("--vocab-size 300 --block-size 100000 --out-dir " DIR "/big " DIR "/corpus.txt",
+                   "need at least 100001 in each");
+    expect_failure("--tokenizer " DIR "/corpus.txt --out-dir " DIR "/bad " DIR "/corpus.txt",
+                   DIR "/corpus.txt: bad magic");
+    expect_failure("--split docs --out-dir " DIR "/one " DIR "/corpus.txt", "--split docs needs at least two documents");
+    expect_failure("--val-fraction 0.9 " DIR "/corpus.txt", "--val-fraction 0.9");
+    expect_failure("--frobnicate 1 " DIR "/corpus.txt", "unknown option --frobnicate");
+    expect_failure("", "no input file");
+    // A failed run leaves nothing behind.
+    struct stat st;
+    assert_int_not_equal(stat(DIR "/tiny", &st), 0);
+    assert_int_not_equal(stat(DIR "/bad", &st), 0);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prepare_end_to_end),
+        cmocka_unit_test(test_prepare_deterministic_and_reuse),
+        cmocka_unit_test(test_prepare_split_docs),
+        cmocka_unit_test(test_prepare_bad_inputs),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

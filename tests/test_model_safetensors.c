@@ -1,0 +1,306 @@
+// test_model_safetensors.c: the checkpoint file. Round trips are exact;
+// every kind of corrupt file is rejected with its own one-line message.
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+#include <omp.h>
+
+#include "model/gpt.h"
+#include "model/safetensors.h"
+#include "util_gradcheck.h"
+
+static char dir[256];
+static char path_buf[512];
+
+static const char *tmp_path(const char *name) {
+    snprintf(path_buf, sizeof path_buf, "%s/%s", dir, name);
+    return path_buf;
+}
+
+static GPT *small_model(PosKind pos) {
+    GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 16, .vocab_size = 32, .block_size = 8};
+    gpt_config_defaults(&cfg);
+    cfg.pos = pos;
+    cfg.rope_base = 500.0f;
+    cfg.rope_dims = 4;
+    cfg.t5_num_buckets = 16;
+    cfg.t5_max_distance = 64;
+    char err[256];
+    GPT *m;
+    assert_int_equal(gpt_create(&m, &cfg, 11, err, sizeof err), 0);
+    gc_randomize_params(m, 12);   // no zero/one tensors: every value must survive
+    return m;
+}
+
+static void test_round_trip(void **s) {
+    (void)s;
+    char err[512];
+    for (int k = 0; k < POS_COUNT; k++) {
+        GPT *m = small_model((PosKind)k), *back;
+        const char *path = tmp_path("rt.safetensors");
+        assert_int_equal(gpt_save(m, path, err, sizeof err), 0);
+        assert_int_equal(gpt_load(&back, path, 0, err, sizeof err), 0);
+        assert_int_equal(gpt_num_params(back), gpt_num_params(m));
+        assert_memory_equal(gpt_params(back), gpt_params(m), gpt_num_params(m) * sizeof(float));
+        const GPTConfig *a = gpt_config(m), *b = gpt_config(back);
+        assert_int_equal(a->pos, b->pos);
+        assert_int_equal(a->n_layer, b->n_layer);
+        assert_int_equal(a->d_model, b->d_model);
+        assert_int_equal(a->rope_dims, b->rope_dims);
+        assert_true(a->rope_base == b->rope_base);
+        assert_int_equal(a->t5_num_buckets, b->t5_num_buckets);
+        assert_int_equal(a->t5_max_distance, b->t5_max_distance);
+        // the raw file: names, F32, shapes and the metadata strings
+        StFile *f;
+        assert_int_equal(st_open(&f, path, err, sizeof err), 0);
+        assert_string_equal(st_meta(f, "pos"), pos_kind_name((PosKind)k));
+        assert_string_equal(st_meta(f, "n_layer"), "2");
+        assert_string_equal(st_meta(f, "d_model"), "16");
+        assert_string_equal(st_meta(f, "rope_base"), "500");
+        assert_string_equal(st_meta(f, "t5_num_buckets"), "16");
+        const StTensor *t = st_find(f, "h.1.mlp.c_fc.weight");
+        assert_non_null(t);
+        assert_int_equal(t->dtype, ST_F32);
+        assert_int_equal(t->ndim, 2);
+        assert_int_equal(t->shape[0], 64);
+        assert_int_equal(t->shape[1], 16);
+        assert_int_equal(st_num_tensors(f), 2 * 12 + 3 + (k == POS_LEARNED || k == POS_T5));
+        st_close(f);
+        gpt_free(back);
+        gpt_free(m);
+    }
+}
+
+// Generic tensors of every dtype, plus the header's 8-byte alignment.
+static void test_generic_round_trip(void **s) {
+    (void)s;
+    char err[512];
+    int32_t ints[6] = {1, -2, 3, 2147483647, -5, 6};
+    int64_t longs[2] = {INT64_MIN, 42};
+    uint8_t bytes[3] = {0, 128, 255};
+    float one[1] = {3.25f};
+    StTensorOut t[] = {
+        {"inputs", ST_I32, 2, {2, 3}, ints},
+        {"steps", ST_I64, 1, {2}, longs},
+        {"raw", ST_U8, 1, {3}, bytes},
+        {"loss", ST_F32, 1, {1}, one},
+        {"empty", ST_F32, 2, {0, 4}, NULL},
+    };
+    StMeta meta[] = {{"note", "hello \"json\""}};
+    const char *path = tmp_path("gen.safetensors");
+    assert_int_equal(st_write(path, t, 5, meta, 1, err, sizeof err), 0);
+    StFile *f;
+    assert_int_equal(st_open(&f, path, err, sizeof err), 0);
+    assert_string_equal(st_meta(f, "note"), "hello \"json\"");
+    assert_null(st_meta(f, "other"));
+    assert_memory_equal(st_find(f, "inputs")->data, ints, sizeof ints);
+    assert_memory_equal(st_find(f, "steps")->data, longs, sizeof longs);
+    assert_memory_equal(st_find(f, "raw")->data, bytes, sizeof bytes);
+    assert_memory_equal(st_find(f, "loss")->data, one, sizeof one);
+    assert_int_equal(st_find(f, "empty")->nbytes, 0);
+    assert_int_equal(st_find(f, "steps")->dtype, ST_I64);
+    st_close(f);
+    FILE *fp = fopen(path, "rb");
+    uint8_t len8[8];
+    assert_int_equal(fread(len8, 1, 8, fp), 8);
+    fclose(fp);
+    assert_int_equal(len8[0] % 8, 0);
+    assert_int_equal(access(tmp_path("gen.safetensors.tmp"), F_OK), -1);   // no temporary left
+}
+
+// Writes a file with a hand-made header and data_len bytes of data.
+static const char *write_raw(const char *name, const char *header, uint64_t hlen_field, size_t data_len) {
+    const char *path = tmp_path(name);
+    FILE *f = fopen(path, "wb");
+    uint8_t len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (uint8_t)(hlen_field >> (8 * i));
+    fwrite(len8, 1, 8, f);
+    fwrite(header, 1, strlen(header), f);
+    for (size_t i = 0; i < data_len; i++) fputc(0, f);
+    fclose(f);
+    return path;
+}
+
+static void expect_open_error(const char *path, const char *msg) {
+    char err[512], want[1024];
+    StFile *f = NULL;
+    assert_int_equal(st_open(&f, path, err, sizeof err), -1);
+    assert_null(f);
+    snprintf(want, sizeof want, "%s: %s", path, msg);
+    if (strcmp(err, want) != 0) printf("got:  %s\nwant: %s\n", err, want);
+    assert_string_equal(err, want);
+}
+
+static void test_corrupt_headers(void **s) {
+    (void)s;
+    char p[512];
+    // bad header length: more than the file holds
+    snprintf(p, sizeof p, "%s", write_raw("len.safetensors", "{}", 1000, 0));
+    expect_open_error(p, "bad header length 1000 (file has 10 bytes)");
+    // invalid JSON
+    const char *bad = "{\"a\": {\"dtype\": \"F32\",, }";
+    snprintf(p, sizeof p, "%s", write_raw("json.safetensors", bad, strlen(bad), 0));
+    expect_open_error(p, "header is not valid JSON (error near byte 23)");
+    // too short to hold the length
+    snprintf(p, sizeof p, "%s", tmp_path("short.safetensors"));
+    FILE *f = fopen(p, "wb");
+    fputs("abc", f);
+    fclose(f);
+    expect_open_error(p, "file too short for a safetensors header (3 bytes)");
+    // unknown dtype
+    const char *bf = "{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}";
+    snprintf(p, sizeof p, "%s", write_raw("dtype.safetensors", bf, strlen(bf), 4));
+    expect_open_error(p, "tensor a has unsupported dtype BF16");
+    // shape and byte range disagree
+    const char *sz = "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}";
+    snprintf(p, sizeof p, "%s", write_raw("size.safetensors", sz, strlen(sz), 8));
+    expect_open_error(p, "tensor a has data_offsets [0, 8] (8 bytes) but its shape needs 12 bytes");
+    // offsets out of range (the bytes are all there, but b points past them)
+    const char *oor = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                      "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[16,24]}}";
+    snprintf(p, sizeof p, "%s", write_raw("range.safetensors", oor, strlen(oor), 16));
+    expect_open_error(p, "tensor b has data_offsets out of range (end 24, data is 16 bytes)");
+    // overlapping tensors
+    const char *ov = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]},"
+                     "\"b\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[4,12]}}";
+    snprintf(p, sizeof p, "%s", write_raw("overlap.safetensors", ov, strlen(ov), 16));
+    expect_open_error(p, "tensors a and b overlap");
+    // bytes that belong to no tensor
+    const char *gap = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    snprintf(p, sizeof p, "%s", write_raw("gap.safetensors", gap, strlen(gap), 12));
+    expect_open_error(p, "4 bytes after the last tensor belong to no tensor");
+    // negative or fractional numbers
+    const char *neg = "{\"a\":{\"dtype\":\"F32\",\"shape\":[-2],\"data_offsets\":[0,8]}}";
+    snprintf(p, sizeof p, "%s", write_raw("neg.safetensors", neg, strlen(neg), 8));
+    expect_open_error(p, "tensor a has a bad shape entry");
+    // a missing file
+    snprintf(p, sizeof p, "%s", tmp_path("nope.safetensors"));
+    expect_open_error(p, "cannot open: No such file or directory");
+}
+
+// Model-level problems: written with st_write so the file itself is valid.
+static void expect_load_error(const char *path, int allow_extra, const char *msg) {
+    char err[512], want[1024];
+    GPT *m = NULL;
+    assert_int_equal(gpt_load(&m, path, allow_extra, err, sizeof err), -1);
+    assert_null(m);
+    snprintf(want, sizeof want, "%s: %s", path, msg);
+    if (strcmp(err, want) != 0) printf("got:  %s\nwant: %s\n", err, want);
+    assert_string_equal(err, want);
+}
+
+static const char *meta_override_key, *meta_override_value;
+
+static void write_variant(GPT *m, const char *path, const char *drop, const char *reshape,
+                          const char *retype, int add_extra, const char *drop_meta) {
+    const ParamEntry *e;
+    int n = gpt_param_entries(m, &e), k = 0;
+    StTensorOut *t = calloc((size_t)n + 1, sizeof *t);
+    for (int i = 0; i < n; i++) {
+        if (drop && !strcmp(e[i].name, drop)) continue;
+        StTensorOut o = {e[i].name, ST_F32, e[i].ndim, {e[i].shape[0], e[i].shape[1]}, gpt_params(m) + e[i].offset};
+        if (reshape && !strcmp(e[i].name, reshape)) { o.shape[0] = e[i].shape[1]; o.shape[1] = e[i].shape[0]; }
+        if (retype && !strcmp(e[i].name, retype)) o.dtype = ST_I32;
+        t[k++] = o;
+    }
+    static float extra[4];
+    if (add_extra) t[k++] = (StTensorOut){"adamw.m.wte", ST_F32, 1, {4}, extra};
+    GPTMetadata md;
+    gpt_metadata(m, &md);
+    StMeta meta[GPT_META_COUNT];
+    int nm = 0;
+    for (int i = 0; i < GPT_META_COUNT; i++)
+        if (!drop_meta || strcmp(md.items[i].key, drop_meta)) {
+            meta[nm] = md.items[i];
+            if (meta_override_key && !strcmp(meta[nm].key, meta_override_key)) meta[nm].value = meta_override_value;
+            nm++;
+        }
+    char err[512];
+    assert_int_equal(st_write(path, t, k, meta, nm, err, sizeof err), 0);
+    free(t);
+}
+
+static void test_model_file_errors(void **s) {
+    (void)s;
+    GPT *m = small_model(POS_LEARNED), *back;
+    char p[512], err[512];
+    snprintf(p, sizeof p, "%s", tmp_path("bad.safetensors"));
+    write_variant(m, p, "ln_f.bias", NULL, NULL, 0, NULL);
+    expect_load_error(p, 0, "missing tensor ln_f.bias");
+    write_variant(m, p, "wpe", NULL, NULL, 0, NULL);
+    expect_load_error(p, 0, "missing tensor wpe");
+    write_variant(m, p, NULL, "h.1.mlp.c_fc.weight", NULL, 0, NULL);
+    expect_load_error(p, 0, "tensor h.1.mlp.c_fc.weight has shape [16, 64], expected [64, 16]");
+    write_variant(m, p, NULL, NULL, "h.0.ln_2.bias", 0, NULL);
+    expect_load_error(p, 0, "tensor h.0.ln_2.bias has dtype I32, expected F32");
+    write_variant(m, p, NULL, NULL, NULL, 1, NULL);
+    expect_load_error(p, 0, "unexpected tensor adamw.m.wte (not a parameter of pos=learned)");
+    assert_int_equal(gpt_load(&back, p, 1, err, sizeof err), 0);   // allowed in a training checkpoint
+    assert_memory_equal(gpt_params(back), gpt_params(m), gpt_num_params(m) * sizeof(float));
+    gpt_free(back);
+    write_variant(m, p, NULL, NULL, NULL, 0, "n_head");
+    expect_load_error(p, 0, "metadata lacks key n_head");
+    // truncated file: cut the last 100 bytes of a good checkpoint
+    assert_int_equal(gpt_save(m, p, err, sizeof err), 0);
+    FILE *f = fopen(p, "rb");
+    fseek(f, 0, SEEK_END);
+    long size = ftell(f);
+    fclose(f);
+    assert_int_equal(truncate(p, size - 100), 0);
+    uint8_t len8[8];
+    f = fopen(p, "rb");
+    assert_int_equal(fread(len8, 1, 8, f), 8);
+    fclose(f);
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8; i++) hlen |= (uint64_t)len8[i] << (8 * i);
+    char msg[256];
+    snprintf(msg, sizeof msg, "file is truncated (header says %zu bytes of data, file has %llu)",
+             gpt_num_params(m) * sizeof(float), (unsigned long long)(size - 100 - 8 - (long)hlen));
+    expect_load_error(p, 0, msg);
+    gpt_free(m);
+    // metadata values that are not a valid config
+    m = small_model(POS_ROPE);
+    meta_override_key = "d_model";
+    meta_override_value = "15";
+    write_variant(m, p, NULL, NULL, NULL, 0, NULL);
+    expect_load_error(p, 0, "bad model metadata: d_model (15) is not divisible by n_head (2)");
+    meta_override_value = "16x";
+    write_variant(m, p, NULL, NULL, NULL, 0, NULL);
+    expect_load_error(p, 0, "metadata d_model=16x is not an integer");
+    meta_override_key = "pos";
+    meta_override_value = "xpos";
+    write_variant(m, p, NULL, NULL, NULL, 0, NULL);
+    expect_load_error(p, 0, "metadata pos=xpos is not a known scheme");
+    meta_override_key = NULL;
+    gpt_free(m);
+}
+
+static int setup(void **s) {
+    (void)s;
+    snprintf(dir, sizeof dir, "/tmp/ropelab_st_XXXXXX");
+    return mkdtemp(dir) ? 0 : -1;
+}
+
+static int teardown(void **s) {
+    (void)s;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+int main(void) {
+    omp_set_num_threads(1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_generic_round_trip),
+        cmocka_unit_test(test_corrupt_headers), cmocka_unit_test(test_model_file_errors),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
