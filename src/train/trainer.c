@@ -240,49 +240,62 @@ static int sigint_hook_step(void) {
     return s ? atoi(s) : -1;
 }
 
-static int train_loop(Trainer *t) {
-    const TrainOptions *opt = t->opt;
-    LrSchedule sched = {opt->lr, opt->min_lr, opt->warmup_steps, opt->steps};
+// Gradients of one step: grad_accum micro-batches, each backward scaled by
+// 1/grad_accum so the sum is the gradient of the mean loss. Returns that mean.
+static float accumulate_gradients(Trainer *t) {
+    const int B = t->opt->batch_size, T = t->opt->block_size, accum = t->opt->grad_accum;
+    gpt_zero_grad(t->model);
+    double loss_sum = 0.0;
+    for (int a = 0; a < accum; a++) {
+        loader_next_batch(&t->train);
+        loss_sum += gpt_forward(t->model, t->train.inputs, t->train.targets, B, T);
+        gpt_backward(t->model, 1.0f / accum);
+    }
+    return (float)(loss_sum / accum);
+}
+
+// One optimizer update (0-based index s). Returns 0, or an exit status on divergence.
+static int train_step(Trainer *t, int s, float lr, float *loss, double *norm) {
     const ParamEntry *entries;
     int n_entries = gpt_param_entries(t->model, &entries);
     size_t n_params = gpt_num_params(t->model);
-    float *params = gpt_params(t->model), *grads = gpt_grads(t->model);
-    const int B = opt->batch_size, T = opt->block_size, accum = opt->grad_accum;
-    const double tokens_per_step = (double)B * T * accum;
-    const int hook_step = sigint_hook_step();
+    float *grads = gpt_grads(t->model);
+    *loss = accumulate_gradients(t);
+    *norm = grad_global_norm(grads, n_params);
+    if (!isfinite(*loss)) return diverged(t, s + 1, "the training loss", *loss);
+    if (!isfinite(*norm)) return diverged(t, s + 1, "the gradient norm", *norm);
+    grad_clip(grads, n_params, *norm, t->opt->grad_clip);
+    adamw_step(&t->adamw, gpt_params(t->model), grads, entries, n_entries, lr, s + 1);
+    return 0;
+}
 
+static int train_loop(Trainer *t) {
+    const TrainOptions *opt = t->opt;
+    LrSchedule sched = {opt->lr, opt->min_lr, opt->warmup_steps, opt->steps};
+    const double tokens_per_step = (double)opt->batch_size * opt->block_size * opt->grad_accum;
+    const int hook_step = sigint_hook_step();
     double t_begin = now_s(), elapsed0 = t->state.elapsed_s;
     int first_step = t->state.step;
     float last_val = NAN;
+
     progress_init(&t->progress, t->args->quiet, opt->steps);
     if (!t->args->quiet)
         fprintf(stderr, "%s %s: %zu parameters, vocab %d, %.0f tokens per step, %d threads, step %d of %d\n",
-                first_step ? "resuming" : "training", opt->out_dir, n_params, t->vocab_size,
+                first_step ? "resuming" : "training", opt->out_dir, gpt_num_params(t->model), t->vocab_size,
                 tokens_per_step, omp_get_max_threads(), first_step, opt->steps);
-    if (first_step == 0) {
+    if (first_step == 0) {                   // row 0: the initial weights
         last_val = evaluate(t);
         if (!isfinite(last_val)) return diverged(t, 0, "the validation loss", last_val);
         runlog_row(&t->log, 0, NAN, last_val, NAN, NAN, NAN, elapsed0 + now_s() - t_begin);
         progress_update(&t->progress, 0, NAN, last_val, 1, 0, NAN);
     }
     while (t->state.step < opt->steps) {
-        int s = t->state.step;                 // 0-based index of this update
-        float lr = lr_at_step(&sched, s);
-        double t0 = now_s();
-        gpt_zero_grad(t->model);
-        double loss_sum = 0.0;
-        for (int a = 0; a < accum; a++) {
-            loader_next_batch(&t->train);
-            loss_sum += gpt_forward(t->model, t->train.inputs, t->train.targets, B, T);
-            gpt_backward(t->model, 1.0f / accum);
-        }
-        float loss = (float)(loss_sum / accum);
-        double norm = grad_global_norm(grads, n_params);
-        if (!isfinite(loss)) return diverged(t, s + 1, "the training loss", loss);
-        if (!isfinite(norm)) return diverged(t, s + 1, "the gradient norm", norm);
-        grad_clip(grads, n_params, norm, opt->grad_clip);
-        adamw_step(&t->adamw, params, grads, entries, n_entries, lr, s + 1);
-        t->state.step = ++s;
+        int s = t->state.step;               // 0-based index of this update
+        float lr = lr_at_step(&sched, s), loss;
+        double norm, t0 = now_s();
+        int rc = train_step(t, s, lr, &loss, &norm);
+        if (rc) return rc;
+        t->state.step = ++s;                 // from here on, s counts updates done
         double tok_s = tokens_per_step / (now_s() - t0);
 
         int evaluated = s == opt->steps || (opt->eval_every > 0 && s % opt->eval_every == 0);
