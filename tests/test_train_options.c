@@ -265,6 +265,8 @@ static void test_resume_fixes_model_keys(void **state) {
     assert_non_null(strstr(err, "--d_model: cannot be changed on --resume"));
     assert_int_equal(parse(&o, &a, err, sizeof err, "--resume", dir, "--seed=2", NULL), -1);
     assert_int_equal(parse(&o, &a, err, sizeof err, "--resume", dir, "configs/tiny.ini", NULL), -1);
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--resume", dir, "--debug-state=x", NULL), -1);
+    assert_non_null(strstr(err, "--debug-state: cannot be combined with --resume"));
 }
 
 // Every key survives config.ini -> options_load_file unchanged, and the hash

@@ -396,6 +396,10 @@ int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args
 
     char resume_ini[OPT_STR_MAX + 32];
     if (args->resume_dir) {
+        if (args->debug_state) {
+            snprintf(err, errlen, "--debug-state: cannot be combined with --resume (it uses the initial weights)");
+            return -1;
+        }
         if (args->config_path) {
             snprintf(err, errlen, "--resume: give a config file or --resume RUN_DIR, not both "
                      "(a resumed run reads RUN_DIR/config.ini)");
