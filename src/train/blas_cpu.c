@@ -1,0 +1,25 @@
+// blas_cpu.c: re-exec with OPENBLAS_CORETYPE when OpenBLAS misdetects the CPU
+// (see blas_cpu.h).
+#include "train/blas_cpu.h"
+
+#include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+void blas_use_native_kernels(char **argv) {
+    if (getenv("OPENBLAS_CORETYPE") || getenv("ROPELAB_NO_BLAS_REEXEC")) return;
+    const char *core = openblas_get_corename();
+    if (!core || strcasecmp(core, "prescott") != 0) return;
+    __builtin_cpu_init();
+    const char *better = NULL;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        better = "SkylakeX";
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        better = "Haswell";
+    if (!better) return;
+    // Setting the variable first also guarantees at most one re-exec.
+    if (setenv("OPENBLAS_CORETYPE", better, 1) != 0) return;
+    execv("/proc/self/exe", argv);
+}

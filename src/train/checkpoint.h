@@ -1,0 +1,52 @@
+// checkpoint.h: training checkpoints and the debug-state file.
+//
+// RUN_DIR/checkpoint.safetensors holds everything a resumed run needs, in one
+// file so it is always self-consistent:
+//   every parameter under its contract name (as in model.safetensors),
+//   adamw.m.NAME and adamw.v.NAME (the AdamW moments, F32, shape of NAME),
+//   metadata: the contract keys (pos, n_layer, ...) plus
+//     ropelab_checkpoint = "1", step (updates done), data_rng (4 decimal
+//     uint64 of the loader's xoshiro state, space separated), elapsed_s,
+//     config_hash (options_model_hash, hex).
+// gpt_load(path, allow_extra = 1) reads it as a weights file too.
+// Files are written with st_write: temporary file, fsync, rename, so a crash
+// at any moment leaves the previous checkpoint whole.
+#ifndef ROPELAB_TRAIN_CHECKPOINT_H
+#define ROPELAB_TRAIN_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/rng.h"
+#include "model/gpt.h"
+#include "model/safetensors.h"
+#include "train/adamw.h"
+
+typedef struct {
+    int step;            // updates done
+    Rng data_rng;        // training loader state after those updates
+    double elapsed_s;    // training wall time so far
+    uint64_t config_hash;
+} TrainState;
+
+// The contract's __metadata__ for cfg: fills meta (up to CONTRACT_META_MAX
+// entries, values stored in buf) and returns the count.
+#define CONTRACT_META_MAX 10
+typedef struct { char value[CONTRACT_META_MAX][48]; } ContractMetaBuf;
+int contract_metadata(const GPTConfig *cfg, ContractMetaBuf *buf, StMeta *meta);
+
+int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainState *state,
+                    char *err, size_t errlen);
+
+// Loads into an existing model and optimizer built from the same options.
+// Checks the format marker, config_hash (against state->config_hash on entry),
+// every tensor's dtype and shape, and that nothing is missing or extra.
+int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
+                    char *err, size_t errlen);
+
+// The debug-state file of the contract: parameters, inputs and targets (I32 [B,T]),
+// loss (F32 [1]) and grad.NAME for every parameter, with the contract metadata.
+int debug_state_save(const char *path, GPT *model, const int *inputs, const int *targets,
+                     int B, int T, float loss, char *err, size_t errlen);
+
+#endif

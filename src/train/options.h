@@ -1,0 +1,97 @@
+// options.h: the configuration of a training run.
+//
+// One table (options.c, OPTION_TABLE) lists every key once: its section,
+// type, default, range, help text and the field of TrainOptions it fills.
+// That table drives the INI reader (libinih), the --key=value command line,
+// --help, and the resolved config.ini written into the run directory, so a
+// key cannot be documented in one place and forgotten in another.
+//
+// Errors name where the bad value came from: "configs/x.ini:7: message" for
+// a file line, "--key: message" for the command line.
+#ifndef ROPELAB_TRAIN_OPTIONS_H
+#define ROPELAB_TRAIN_OPTIONS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "model/gpt.h"
+
+#define OPT_STR_MAX 512
+#define OPT_MAX_KEYS 64
+
+typedef struct {
+    // [model]
+    int n_layer, n_head, d_model, block_size;
+    // [positions]
+    char pos[OPT_STR_MAX];
+    float rope_base;
+    int rope_dims;              // 0 in a file = head_dim; resolved by options_check
+    int t5_num_buckets, t5_max_distance;
+    // [data]
+    char tokenizer[OPT_STR_MAX], train_file[OPT_STR_MAX], val_file[OPT_STR_MAX];
+    // [optim]
+    float lr, min_lr;
+    int warmup_steps;
+    float beta1, beta2, eps, weight_decay, grad_clip;
+    int batch_size, grad_accum;
+    // [run]
+    int steps, eval_every, eval_batches, save_every;
+    uint64_t seed;
+    int threads;
+    char out_dir[OPT_STR_MAX];  // "" = runs/<pos>-<config name>-s<seed>, resolved by options_check
+
+    // Not keys: where each value came from, for error messages.
+    char config_name[128];           // basename of the config file without .ini ("default" if none)
+    char src_file[OPT_STR_MAX];      // the config file read, if any
+    int src_line[OPT_MAX_KEYS];      // per key: 0 default, >0 line in src_file, -1 command line
+} TrainOptions;
+
+// Flags of ./train that are not configuration keys.
+typedef struct {
+    const char *config_path;   // positional argument, NULL if none
+    const char *resume_dir;    // --resume DIR
+    const char *debug_state;   // --debug-state FILE
+    int quiet;                 // --quiet: no progress output
+    int overwrite;             // --overwrite: start over in an existing run directory
+    int help;                  // --help
+} TrainArgs;
+
+void options_defaults(TrainOptions *opt);
+
+// Reads an INI file over opt. Unknown keys, keys in the wrong section,
+// duplicates and bad values fail with "path:line: message".
+int options_load_file(TrainOptions *opt, const char *path, char *err, size_t errlen);
+
+// Sets one key from text; errors read "--name: message" (line < 0) or
+// "src_file:line: message" (line > 0).
+int options_set(TrainOptions *opt, const char *name, const char *value, int line,
+                char *err, size_t errlen);
+
+// Checks combinations (d_model % n_head, rope_dims even and <= head_dim, ...)
+// and resolves rope_dims = 0 and out_dir = "". The message names the source
+// of the key that was set last among the keys involved.
+int options_check(TrainOptions *opt, char *err, size_t errlen);
+
+// The whole command line: flags, the optional config file (or RUN_DIR/config.ini
+// with --resume), then every --key=value over it, then options_check.
+// On --resume, keys that define the model or the data cannot be overridden.
+// Returns 0, or -1 with a message (the caller exits with status 2).
+int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args,
+                       char *err, size_t errlen);
+
+// --help: usage and every key with its default, range and meaning.
+void options_print_help(FILE *f);
+
+// The resolved configuration as an INI file that options_load_file reads back.
+int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size,
+                      char *err, size_t errlen);
+
+// Hash of the keys that fix the model and the data (sections model, positions,
+// data, and seed): a checkpoint records it and --resume checks it.
+uint64_t options_model_hash(const TrainOptions *opt);
+
+// The model configuration these options describe.
+void options_gpt_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg);
+
+#endif

@@ -1,0 +1,23 @@
+// trainer.h: a whole training run (and the --debug-state pass), as ./train runs it.
+//
+// Exit statuses (also the return values):
+//   0   finished (or --debug-state written)
+//   1   an input or output problem (missing or bad tokenizer/token file, disk full, ...)
+//   2   a bad configuration (reported before any work starts)
+//   3   the loss, validation loss or gradient norm became NaN or Inf; the last
+//       checkpoint on disk is the last good one
+//   130 / 143  stopped by SIGINT / SIGTERM after saving a checkpoint at the end
+//       of the current step (continue with --resume RUN_DIR)
+#ifndef ROPELAB_TRAIN_TRAINER_H
+#define ROPELAB_TRAIN_TRAINER_H
+
+#include "train/options.h"
+
+enum { TRAIN_OK = 0, TRAIN_EIO = 1, TRAIN_ECONFIG = 2, TRAIN_EDIVERGED = 3 };
+
+// Sets the OpenMP and OpenBLAS thread counts together (0 = all cores); returns the count.
+int train_set_threads(int threads);
+
+int train_run(const TrainOptions *opt, const TrainArgs *args);
+
+#endif

@@ -1,0 +1,340 @@
+// test_train_options.c: the configuration of ./train: defaults, INI values,
+// the command line winning, every kind of bad configuration (as a parser
+// error "file:line: message" / "--key: message", and for a few through the
+// ./train binary with exit status 2), --help and config.ini round trips.
+// Run from the repository root with ./train built.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "train/options.h"
+
+static char tmpdir[256];
+
+static int setup_dir(void **state) {
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/ropelab_opts_XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    return 0;
+}
+
+static int teardown_dir(void **state) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+// Writes text to tmpdir/name and returns the path (static buffer per call site is enough).
+static const char *write_file(const char *name, const char *text) {
+    static char path[8][512];
+    static int next = 0;
+    char *p = path[next++ % 8];
+    snprintf(p, 512, "%s/%s", tmpdir, name);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    return p;
+}
+
+// Parses a command line given as a NULL-terminated list after "train".
+static int parse(TrainOptions *opt, TrainArgs *args, char *err, size_t errlen, ...) {
+    char *argv[32] = {"train"};
+    int argc = 1;
+    va_list ap;
+    va_start(ap, errlen);
+    for (char *a; (a = va_arg(ap, char *)) != NULL;) argv[argc++] = a;
+    va_end(ap);
+    err[0] = 0;
+    return options_parse_args(argc, argv, opt, args, err, errlen);
+}
+
+// Runs a shell command, captures stdout+stderr, returns the exit status.
+static int run(const char *cmd, char *out, size_t cap) {
+    char full[2048];
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, cap - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void test_defaults(void **state) {
+    TrainOptions o;
+    options_defaults(&o);
+    assert_int_equal(o.n_layer, 4);
+    assert_int_equal(o.n_head, 4);
+    assert_int_equal(o.d_model, 128);
+    assert_int_equal(o.block_size, 128);
+    assert_string_equal(o.pos, "rope");
+    assert_true(o.rope_base == 10000.0f);
+    assert_int_equal(o.rope_dims, 0);
+    assert_int_equal(o.t5_num_buckets, 32);
+    assert_int_equal(o.t5_max_distance, 128);
+    assert_string_equal(o.tokenizer, "data/kjv/tokenizer.bin");
+    assert_string_equal(o.train_file, "data/kjv/train.bin");
+    assert_string_equal(o.val_file, "data/kjv/val.bin");
+    assert_true(o.beta1 == 0.9f && o.beta2 == 0.95f && o.eps == 1e-8f);
+    assert_int_equal(o.grad_accum, 1);
+    assert_true(o.seed == 1);
+    assert_int_equal(o.threads, 0);
+    assert_string_equal(o.out_dir, "");
+    char err[512];
+    assert_int_equal(options_check(&o, err, sizeof err), 0);
+    assert_int_equal(o.rope_dims, 32);                       // resolved to head_dim = 128 / 4
+    assert_string_equal(o.out_dir, "runs/rope-default-s1");
+}
+
+// configs/small.ini states the built-in defaults explicitly.
+static void test_small_ini_equals_defaults(void **state) {
+    TrainOptions d, s;
+    char err[512];
+    options_defaults(&d);
+    options_defaults(&s);
+    assert_int_equal(options_load_file(&s, "configs/small.ini", err, sizeof err), 0);
+    assert_string_equal(s.config_name, "small");
+    size_t n = offsetof(TrainOptions, config_name);
+    assert_memory_equal(&d, &s, n);
+    // and tiny/medium load cleanly and pass the checks
+    const char *others[] = {"configs/tiny.ini", "configs/medium.ini"};
+    for (int i = 0; i < 2; i++) {
+        options_defaults(&s);
+        assert_int_equal(options_load_file(&s, others[i], err, sizeof err), 0);
+        assert_int_equal(options_check(&s, err, sizeof err), 0);
+    }
+}
+
+static void test_file_values_and_cli_wins(void **state) {
+    const char *path = write_file("a.ini",
+        "; comment\n"
+        "[model]\n"
+        "n_layer = 3\n"
+        "d_model = 96   ; inline comment\n"
+        "n_head = 6\n"
+        "[positions]\n"
+        "pos = t5\n"
+        "[optim]\n"
+        "lr = 3e-4\n"
+        "min_lr = 1e-5\n"
+        "[run]\n"
+        "seed = 18446744073709551615\n"
+        "out_dir = /tmp/somewhere\n");
+    TrainOptions o;
+    TrainArgs a;
+    char err[512];
+    assert_int_equal(parse(&o, &a, err, sizeof err, (char *)path, "--n_layer=5", "--rope-dims=8", NULL), 0);
+    assert_int_equal(o.n_layer, 5);                 // command line wins
+    assert_int_equal(o.d_model, 96);
+    assert_int_equal(o.n_head, 6);
+    assert_int_equal(o.rope_dims, 8);               // --rope-dims spelled with a hyphen
+    assert_string_equal(o.pos, "t5");
+    assert_true(o.lr == 3e-4f && o.min_lr == 1e-5f);
+    assert_true(o.seed == UINT64_MAX);
+    assert_string_equal(o.out_dir, "/tmp/somewhere");
+    assert_string_equal(o.config_name, "a");
+    assert_int_equal(o.block_size, 128);            // untouched default
+    assert_string_equal(a.config_path, path);
+    assert_null(a.resume_dir);
+    // default out_dir uses pos, config name and seed
+    assert_int_equal(parse(&o, &a, err, sizeof err, (char *)path, "--out_dir=", "--seed=7", NULL), 0);
+    assert_string_equal(o.out_dir, "runs/t5-a-s7");
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--quiet", "--overwrite", "--debug-state", "x.st", NULL), 0);
+    assert_true(a.quiet && a.overwrite);
+    assert_string_equal(a.debug_state, "x.st");
+}
+
+typedef struct {
+    const char *ini;         // file body
+    int line;                // expected line in "path:line: "
+    const char *needle;      // expected in the message
+} BadFile;
+
+static void test_bad_files(void **state) {
+    const BadFile cases[] = {
+        {"[model]\nn_layer = 2\nfoo = 1\n", 3, "unknown key 'foo'"},
+        {"[model]\nlr = 0.1\n", 2, "belongs in section [optim]"},
+        {"[modle]\nn_layer = 2\n", 2, "unknown section [modle]"},
+        {"n_layer = 2\n", 1, "outside any [section]"},
+        {"[model]\nn_layer = two\n", 2, "'two' is not an integer"},
+        {"[model]\nn_layer = 2.5\n", 2, "not an integer"},
+        {"[model]\nn_layer = 0\n", 2, "out of range"},
+        {"[model]\nn_layer =\n", 2, "not an integer"},
+        {"[optim]\nlr = fast\n", 2, "'fast' is not a number"},
+        {"[optim]\nbeta2 = 1.5\n", 2, "out of range"},
+        {"[optim]\nlr = nan\n", 2, "not a number"},
+        {"[run]\nseed = -3\n", 2, "not a non-negative integer"},
+        {"[positions]\npos = rotary\n", 2, "unknown positional scheme 'rotary'"},
+        {"[data]\ntokenizer =\n", 2, "must not be empty"},
+        {"[model]\nn_layer = 2\n\nn_layer = 3\n", 4, "already set on line 2"},
+        {"[model]\nn_layer 2\n", 2, "syntax error"},
+        {"[model\nn_layer = 2\n", 1, "syntax error"},
+        // combinations: the later of the keys involved is named
+        {"[model]\nd_model = 100\nn_head = 3\n", 3, "d_model (100) is not divisible by n_head (3)"},
+        {"[model]\nn_head = 4\nd_model = 64\n[positions]\nrope_dims = 7\n", 5, "rope_dims (7) must be even"},
+        {"[model]\nn_head = 4\nd_model = 64\n[positions]\nrope_dims = 18\n", 5, "larger than head_dim"},
+        {"[positions]\nt5_num_buckets = 32\nt5_max_distance = 16\n", 3, "t5_max_distance (16)"},
+        {"[optim]\nmin_lr = 0.5\nlr = 0.1\n", 3, "min_lr (0.5) is larger than lr (0.1)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const char *path = write_file("bad.ini", cases[i].ini);
+        TrainOptions o;
+        TrainArgs a;
+        char err[512], want[600];
+        int rc = parse(&o, &a, err, sizeof err, (char *)path, NULL);
+        snprintf(want, sizeof want, "%s:%d: ", path, cases[i].line);
+        if (rc != -1 || strncmp(err, want, strlen(want)) != 0 || !strstr(err, cases[i].needle))
+            fail_msg("case %zu: rc %d, message '%s'; wanted '%s...%s'", i, rc, err, want, cases[i].needle);
+    }
+}
+
+typedef struct {
+    const char *arg;
+    const char *prefix;      // expected start of the message
+    const char *needle;
+} BadArg;
+
+static void test_bad_command_lines(void **state) {
+    const BadArg cases[] = {
+        {"--nlayer=3", "--nlayer: ", "unknown key"},
+        {"--n_layer=x", "--n_layer: ", "not an integer"},
+        {"--n_layer=100000", "--n_layer: ", "out of range"},
+        {"--lr=-1", "--lr: ", "out of range"},
+        {"--pos=bogus", "--pos: ", "unknown positional scheme"},
+        {"--n_head=3", "--n_head: ", "d_model (128) is not divisible by n_head (3)"},
+        {"--rope_dims=5", "--rope_dims: ", "must be even"},
+        {"--rope_dims=34", "--rope_dims: ", "larger than head_dim"},
+        {"--min_lr=1", "--min_lr: ", "larger than lr"},
+        {"--steps", "--steps: ", "expected --steps=VALUE"},
+        {"-x", "-x: ", "unknown flag"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TrainOptions o;
+        TrainArgs a;
+        char err[512];
+        int rc = parse(&o, &a, err, sizeof err, (char *)cases[i].arg, NULL);
+        if (rc != -1 || strncmp(err, cases[i].prefix, strlen(cases[i].prefix)) != 0 || !strstr(err, cases[i].needle))
+            fail_msg("case %s: rc %d, message '%s'", cases[i].arg, rc, err);
+    }
+    // A combination split between file and command line names the command line.
+    const char *path = write_file("c.ini", "[model]\nd_model = 100\n");
+    TrainOptions o;
+    TrainArgs a;
+    char err[512];
+    assert_int_equal(parse(&o, &a, err, sizeof err, (char *)path, "--n_head=3", NULL), -1);
+    assert_true(strncmp(err, "--n_head: ", 10) == 0);
+    // ... and the file line when the file's key is the later one.
+    path = write_file("c2.ini", "[model]\nn_head = 3\n");
+    assert_int_equal(parse(&o, &a, err, sizeof err, (char *)path, "--d_model=100", "--n_head=3", NULL), -1);
+    assert_true(strncmp(err, "--", 2) == 0);
+    assert_int_equal(parse(&o, &a, err, sizeof err, (char *)path, NULL), -1);
+    assert_non_null(strstr(err, ":2: d_model (128) is not divisible by n_head (3)"));
+    // Missing config file, two config files.
+    assert_int_equal(parse(&o, &a, err, sizeof err, "/nonexistent/x.ini", NULL), -1);
+    assert_non_null(strstr(err, "/nonexistent/x.ini: "));
+    assert_int_equal(parse(&o, &a, err, sizeof err, (char *)path, (char *)path, NULL), -1);
+    assert_non_null(strstr(err, "only one config file"));
+}
+
+static void test_resume_fixes_model_keys(void **state) {
+    char dir[512], err[512];
+    snprintf(dir, sizeof dir, "%s/run", tmpdir);
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
+    assert_int_equal(system(cmd), 0);
+    TrainOptions o;
+    TrainArgs a;
+    options_defaults(&o);
+    o.n_layer = 3;
+    assert_int_equal(options_check(&o, err, sizeof err), 0);
+    char ini[600];
+    snprintf(ini, sizeof ini, "%s/config.ini", dir);
+    assert_int_equal(options_write_ini(&o, ini, 300, err, sizeof err), 0);
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--resume", dir, "--steps=77", "--threads=1", NULL), 0);
+    assert_int_equal(o.n_layer, 3);
+    assert_int_equal(o.steps, 77);
+    assert_string_equal(o.out_dir, dir);
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--resume", dir, "--d_model=64", NULL), -1);
+    assert_non_null(strstr(err, "--d_model: cannot be changed on --resume"));
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--resume", dir, "--seed=2", NULL), -1);
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--resume", dir, "configs/tiny.ini", NULL), -1);
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--resume", dir, "--debug-state=x", NULL), -1);
+    assert_non_null(strstr(err, "--debug-state: cannot be combined with --resume"));
+}
+
+// Every key survives config.ini -> options_load_file unchanged, and the hash
+// of the model keys ignores [optim]/[run] but not [model].
+static void test_write_ini_round_trip(void **state) {
+    const char *path = write_file("r.ini",
+        "[model]\nn_layer = 3\nd_model = 96\nn_head = 6\n[positions]\npos = alibi\nrope_base = 12345.5\n"
+        "[optim]\nlr = 0.0007\neps = 1.5e-7\n[run]\nseed = 99\n");
+    TrainOptions o, back;
+    TrainArgs a;
+    char err[512], out[512];
+    assert_int_equal(parse(&o, &a, err, sizeof err, (char *)path, NULL), 0);
+    snprintf(out, sizeof out, "%s/config.ini", tmpdir);
+    assert_int_equal(options_write_ini(&o, out, 512, err, sizeof err), 0);
+    options_defaults(&back);
+    assert_int_equal(options_load_file(&back, out, err, sizeof err), 0);
+    assert_int_equal(options_check(&back, err, sizeof err), 0);
+    assert_memory_equal(&o, &back, offsetof(TrainOptions, config_name));
+    uint64_t h = options_model_hash(&o);
+    back.lr = 0.5f;
+    back.steps = 3;
+    assert_true(options_model_hash(&back) == h);
+    back.n_layer = 4;
+    assert_true(options_model_hash(&back) != h);
+}
+
+static const char *ALL_KEYS[] = {"n_layer", "n_head", "d_model", "block_size", "pos", "rope_base", "rope_dims",
+    "t5_num_buckets", "t5_max_distance", "tokenizer", "train_file", "val_file", "lr", "min_lr", "warmup_steps",
+    "beta1", "beta2", "eps", "weight_decay", "grad_clip", "batch_size", "grad_accum", "steps", "eval_every",
+    "eval_batches", "save_every", "seed", "threads", "out_dir"};
+
+static void test_binary_help_and_exit_codes(void **state) {
+    static char out[65536];
+    assert_int_equal(run("./train --help", out, sizeof out), 0);
+    for (size_t i = 0; i < sizeof ALL_KEYS / sizeof ALL_KEYS[0]; i++) {
+        char want[64];
+        snprintf(want, sizeof want, "  %s ", ALL_KEYS[i]);
+        if (!strstr(out, want)) fail_msg("--help does not list %s", ALL_KEYS[i]);
+    }
+    assert_non_null(strstr(out, "--resume"));
+    assert_non_null(strstr(out, "--debug-state"));
+
+    const char *path = write_file("b.ini", "[model]\nn_layer = 2\n[optim]\nlearning_rate = 0.1\n");
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "./train %s", path);
+    assert_int_equal(run(cmd, out, sizeof out), 2);
+    char want[600];
+    snprintf(want, sizeof want, "%s:4: unknown key 'learning_rate'", path);
+    assert_non_null(strstr(out, want));
+
+    assert_int_equal(run("./train --n_head=3", out, sizeof out), 2);
+    assert_true(strncmp(out, "--n_head: d_model (128) is not divisible by n_head (3)", 50) == 0);
+    assert_int_equal(run("./train --pos=rotary", out, sizeof out), 2);
+    assert_true(strncmp(out, "--pos: unknown positional scheme", 30) == 0);
+    assert_int_equal(run("./train --rope_dims=3", out, sizeof out), 2);
+    assert_int_equal(run("./train --lr=abc", out, sizeof out), 2);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults),
+        cmocka_unit_test(test_small_ini_equals_defaults),
+        cmocka_unit_test(test_file_values_and_cli_wins),
+        cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_bad_command_lines),
+        cmocka_unit_test(test_resume_fixes_model_keys),
+        cmocka_unit_test(test_write_ini_round_trip),
+        cmocka_unit_test(test_binary_help_and_exit_codes),
+    };
+    return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
+}

@@ -1,0 +1,363 @@
+// test_train_run.c: ./train end to end on a small structured corpus that the
+// test writes and tokenises with ./prepare: every positional scheme learns,
+// an interrupted and resumed run logs exactly the losses of a straight run,
+// a crash in the middle of a save leaves the previous checkpoint usable,
+// --debug-state holds true gradients, and a diverging run stops with a
+// message naming the step. Run from the repository root with ./train and
+// ./prepare built.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/rng.h"
+#include "model/gpt.h"
+#include "model/safetensors.h"
+
+static char dir[256];        // temporary directory of this test run
+static char data_args[1024]; // --tokenizer=... --train_file=... --val_file=...
+// Tiny models gain nothing from threads, and 2 OpenMP threads on a 2-core
+// machine that is busy with other work can be many times slower: runs use one
+// thread, except the exact-resume tests, which use two so that the
+// determinism of the parallel loops is checked too.
+static char out[1 << 16];    // output of the last command
+
+// Sentences from a small grammar: easy to learn, so the loss must fall fast.
+static void write_corpus(const char *path) {
+    static const char *subj[] = {"the king", "the people", "his son", "the lord", "a man", "the servant"};
+    static const char *verb[] = {"went", "came", "spake", "looked", "fled"};
+    static const char *obj[] = {"unto the city", "into the house", "over the river", "before the gate"};
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    Rng r;
+    rng_seed(&r, 42);
+    for (int i = 0; i < 6000; i++)
+        fprintf(f, "%d %s %s %s.\n", i % 10, subj[rng_below(&r, 6)], verb[rng_below(&r, 5)], obj[rng_below(&r, 4)]);
+    fclose(f);
+}
+
+// Runs a shell command, captures stdout and stderr in out, returns the exit status.
+static int run(const char *fmt, ...) {
+    char cmd[4096], full[4200];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static int setup(void **state) {
+    snprintf(dir, sizeof dir, "/tmp/ropelab_train_XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    char corpus[512];
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus);
+    if (run("./prepare --vocab-size 320 --val-fraction 0.1 --out-dir %s/data %s", dir, corpus) != 0) {
+        fprintf(stderr, "prepare failed: %s\n", out);
+        return -1;
+    }
+    snprintf(data_args, sizeof data_args, "--tokenizer=%s/data/tokenizer.bin --train_file=%s/data/train.bin "
+             "--val_file=%s/data/val.bin", dir, dir, dir);
+    return 0;
+}
+
+static int teardown(void **state) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+// The rows of RUN/log.csv cut to their first five fields
+// (step, train_loss, val_loss, lr, grad_norm: everything but the timings).
+static int read_log(const char *run_dir, char rows[][160], int max_rows) {
+    char path[600], line[512];
+    snprintf(path, sizeof path, "%s/log.csv", run_dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "step,train_loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n");
+    int n = 0;
+    while (n < max_rows && fgets(line, sizeof line, f)) {
+        char *c = line;
+        for (int commas = 0; *c && commas < 5; c++) commas += *c == ',';
+        c[-1] = 0;
+        snprintf(rows[n++], 160, "%.159s", line);
+    }
+    fclose(f);
+    return n;
+}
+
+// val_loss of a log row (third field), NAN if empty.
+static double row_val(const char *row) {
+    const char *c = strchr(strchr(row, ',') + 1, ',') + 1;
+    return *c == ',' ? NAN : atof(c);
+}
+
+static long long checkpoint_step(const char *path) {
+    StFile *f;
+    char err[512];
+    if (st_open(&f, path, err, sizeof err) != 0) fail_msg("%s", err);
+    const char *s = st_meta(f, "step");
+    assert_non_null(s);
+    long long step = atoll(s);
+    st_close(f);
+    return step;
+}
+
+static void test_every_scheme_learns(void **state) {
+    static const char *schemes[] = {"rope", "learned", "sinusoidal", "t5", "alibi", "none"};
+    static char rows[200][160];
+    for (int i = 0; i < 6; i++) {
+        char run_dir[512], path[600], err[512];
+        snprintf(run_dir, sizeof run_dir, "%s/learn-%s", dir, schemes[i]);
+        int rc = run("./train configs/tiny.ini %s --threads=1 --pos=%s --out_dir=%s --quiet", data_args, schemes[i], run_dir);
+        if (rc != 0) fail_msg("%s: exit %d: %s", schemes[i], rc, out);
+        int n = read_log(run_dir, rows, 200);
+        assert_int_equal(n, 61);                        // row 0 + 60 steps of configs/tiny.ini
+        double first = row_val(rows[0]), last = row_val(rows[n - 1]);
+        printf("  %-10s val loss %.3f -> %.3f\n", schemes[i], first, last);
+        if (!(last <= 0.7 * first)) fail_msg("%s: val loss %.4f -> %.4f, not below 70%%", schemes[i], first, last);
+        // the weights file is the contract file; the checkpoint is one too, with extras
+        GPT *m;
+        snprintf(path, sizeof path, "%s/model.safetensors", run_dir);
+        if (gpt_load(&m, path, 0, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_string_equal(pos_kind_name(gpt_config(m)->pos), schemes[i]);
+        assert_int_equal(gpt_config(m)->vocab_size, 320);
+        gpt_free(m);
+        snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
+        assert_int_equal(gpt_load(&m, path, 0, err, sizeof err), -1);
+        if (gpt_load(&m, path, 1, err, sizeof err) != 0) fail_msg("%s", err);
+        gpt_free(m);
+        assert_int_equal(checkpoint_step(path), 60);
+    }
+    // A second run into the same directory is refused (exit 2) unless --overwrite.
+    assert_int_equal(run("./train configs/tiny.ini %s --out_dir=%s/learn-rope --quiet", data_args, dir), 2);
+    assert_non_null(strstr(out, "already holds a run"));
+    // A missing data file is an I/O error (exit 1) naming the file.
+    assert_int_equal(run("./train configs/tiny.ini --tokenizer=%s/nope.bin --out_dir=%s/x --quiet", dir, dir), 1);
+    assert_non_null(strstr(out, "nope.bin"));
+}
+
+// The reference: 40 straight steps with t5 (shared bias table, so its
+// gradient accumulation is covered too), evaluations every 10 steps.
+#define RUN_ARGS "configs/tiny.ini %s --threads=2 --pos=t5 --steps=40 --eval_every=10 --save_every=10"
+
+static int straight_rows(char rows[][160]) {
+    static int done = 0;
+    char run_dir[512];
+    snprintf(run_dir, sizeof run_dir, "%s/straight", dir);
+    if (!done) {
+        if (run("./train " RUN_ARGS " --out_dir=%s --quiet", data_args, run_dir) != 0) fail_msg("%s", out);
+        done = 1;
+    }
+    return read_log(run_dir, rows, 100);
+}
+
+static void assert_same_rows(char a[][160], int na, char b[][160], int nb) {
+    assert_int_equal(na, nb);
+    for (int i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0) fail_msg("row %d differs:\n  %s\n  %s", i, a[i], b[i]);
+}
+
+static int files_equal(const char *a, const char *b) {
+    return run("cmp -s '%s' '%s'", a, b) == 0;
+}
+
+static void test_interrupt_and_resume_is_exact(void **state) {
+    static char ref[100][160], got[100][160];
+    int n_ref = straight_rows(ref);
+    assert_int_equal(n_ref, 41);
+    char run_dir[512];
+    snprintf(run_dir, sizeof run_dir, "%s/interrupted", dir);
+    // SIGINT during step 15 (not an evaluation or save step): saved at the end of the step.
+    int rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 ./train " RUN_ARGS " --out_dir=%s", data_args, run_dir);
+    assert_int_equal(rc, 130);
+    assert_non_null(strstr(out, "stopped by SIGINT after step 15"));
+    assert_non_null(strstr(out, "step 10/40"));           // not a terminal: a plain line per evaluation
+    char path[600];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
+    assert_int_equal(checkpoint_step(path), 15);
+    assert_int_equal(read_log(run_dir, got, 100), 16);
+    rc = run("./train --resume %s --quiet", run_dir);
+    if (rc != 0) fail_msg("resume: exit %d: %s", rc, out);
+    assert_same_rows(ref, n_ref, got, read_log(run_dir, got, 100));
+    char a[600], b[600];
+    snprintf(a, sizeof a, "%s/straight/model.safetensors", dir);
+    snprintf(b, sizeof b, "%s/model.safetensors", run_dir);
+    assert_true(files_equal(a, b));                       // bit-identical final weights
+    // Resuming a finished run does nothing; --steps may be raised to continue it.
+    assert_int_equal(run("./train --resume %s --quiet", run_dir), 0);
+    assert_int_equal(read_log(run_dir, got, 100), 41);
+    assert_int_equal(run("./train --resume %s --d_model=64", run_dir), 2);
+    assert_non_null(strstr(out, "--d_model: cannot be changed on --resume"));
+}
+
+static void test_crash_in_save_keeps_previous_checkpoint(void **state) {
+    static char ref[100][160], got[100][160];
+    int n_ref = straight_rows(ref);
+    char run_dir[512], path[600], tmp[640], err[512];
+    snprintf(run_dir, sizeof run_dir, "%s/crashed", dir);
+    int rc = run("ROPELAB_TEST_CRASH_IN_SAVE=20 ./train " RUN_ARGS " --out_dir=%s --quiet", data_args, run_dir);
+    assert_int_equal(rc, 1);
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    assert_int_equal(access(tmp, F_OK), 0);               // the half-written file is there ...
+    StFile *f;
+    assert_int_equal(st_open(&f, tmp, err, sizeof err), -1);   // ... and is not a valid file
+    assert_int_equal(checkpoint_step(path), 10);          // the previous checkpoint is intact
+    assert_int_equal(read_log(run_dir, got, 100), 21);    // rows up to the crash
+    rc = run("./train --resume %s --quiet", run_dir);
+    if (rc != 0) fail_msg("resume: exit %d: %s", rc, out);
+    assert_same_rows(ref, n_ref, got, read_log(run_dir, got, 100));
+    assert_int_equal(access(tmp, F_OK), -1);              // the next save replaced it
+}
+
+// kill -9 at arbitrary moments of a run that saves every step.
+static void test_kill9_during_saves(void **state) {
+    static char rows[400][160];
+    char run_dir[512], path[600], cmd[2048];
+    snprintf(run_dir, sizeof run_dir, "%s/killed", dir);
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
+    const int delays_ms[] = {700, 300, 450};
+    for (int k = 0; k < 3; k++) {
+        snprintf(cmd, sizeof cmd, "exec ./train %s --resume %s --quiet >/dev/null 2>&1", "", run_dir);
+        if (k == 0)
+            snprintf(cmd, sizeof cmd, "exec ./train configs/tiny.ini %s --threads=1 --steps=300 --save_every=1 --eval_every=50 "
+                     "--out_dir=%s --quiet >/dev/null 2>&1", data_args, run_dir);
+        pid_t pid = fork();
+        assert_true(pid >= 0);
+        if (pid == 0) {
+            execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+            _exit(127);
+        }
+        usleep(delays_ms[k] * 1000);
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        if (access(path, F_OK) == 0) {
+            long long step = checkpoint_step(path);       // whole and readable wherever the kill landed
+            printf("  kill %d after %d ms: checkpoint at step %lld\n", k, delays_ms[k], step);
+        }
+    }
+    int rc = run("./train --resume %s --quiet", run_dir);
+    if (rc != 0) fail_msg("resume after kill -9: exit %d: %s", rc, out);
+    int n = read_log(run_dir, rows, 400);
+    assert_int_equal(n, 301);                             // every step exactly once
+    for (int i = 0; i < n; i++) assert_int_equal(atoi(rows[i]), i);
+    assert_int_equal(checkpoint_step(path), 300);
+}
+
+static void test_debug_state(void **state) {
+    char path[600], err[512];
+    snprintf(path, sizeof path, "%s/debug.safetensors", dir);
+    int rc = run("./train configs/tiny.ini %s --pos=learned --threads=1 --debug-state %s --quiet", data_args, path);
+    if (rc != 0) fail_msg("exit %d: %s", rc, out);
+    StFile *f;
+    if (st_open(&f, path, err, sizeof err) != 0) fail_msg("%s", err);
+    GPT *m;
+    if (gpt_load(&m, path, 1, err, sizeof err) != 0) fail_msg("%s", err);
+    const GPTConfig *cfg = gpt_config(m);
+    assert_int_equal(cfg->pos, POS_LEARNED);
+    assert_string_equal(st_meta(f, "pos"), "learned");
+    assert_string_equal(st_meta(f, "vocab_size"), "320");
+    const ParamEntry *e;
+    int n = gpt_param_entries(m, &e);
+    assert_int_equal(st_num_tensors(f), 2 * n + 3);
+    for (int i = 0; i < n; i++) {
+        char gname[96];
+        snprintf(gname, sizeof gname, "grad.%s", e[i].name);
+        const StTensor *p = st_find(f, e[i].name), *g = st_find(f, gname);
+        if (!p || !g) fail_msg("missing %s or %s", e[i].name, gname);
+        assert_int_equal(g->dtype, ST_F32);
+        assert_int_equal(g->ndim, e[i].ndim);
+        for (int d = 0; d < e[i].ndim; d++) assert_int_equal(g->shape[d], e[i].shape[d]);
+    }
+    const StTensor *in = st_find(f, "inputs"), *tg = st_find(f, "targets"), *loss = st_find(f, "loss");
+    assert_non_null(in); assert_non_null(tg); assert_non_null(loss);
+    assert_int_equal(in->dtype, ST_I32);
+    assert_int_equal(tg->dtype, ST_I32);
+    assert_int_equal(loss->dtype, ST_F32);
+    assert_int_equal(in->ndim, 2);
+    assert_int_equal(in->shape[0], 8);                   // batch_size of tiny.ini
+    assert_int_equal(in->shape[1], 32);                  // block_size of tiny.ini
+    assert_int_equal(tg->shape[0], 8);
+    assert_int_equal(tg->shape[1], 32);
+    assert_int_equal(loss->ndim, 1);
+    assert_int_equal(loss->shape[0], 1);
+    const int *inputs = in->data, *targets = tg->data;
+    for (int b = 0; b < 8; b++)                          // targets are the inputs shifted by one
+        for (int t = 0; t + 1 < 32; t++) assert_int_equal(targets[b * 32 + t], inputs[b * 32 + t + 1]);
+    float L = *(const float *)loss->data;
+    assert_true(fabsf(L - logf(320.0f)) < 0.5f);          // near ln V at initialisation
+
+    // The file's loss and gradients are the real ones: recompute the loss from
+    // the stored parameters and check a few gradients by central differences.
+    assert_int_equal(gpt_alloc_activations(m, 8, 32, err, sizeof err), 0);
+    assert_float_equal(gpt_forward(m, inputs, targets, 8, 32), L, 1e-5);
+    float *params = gpt_params(m);
+    const char *checks[] = {"ln_f.bias", "wpe", "h.1.mlp.c_fc.weight", "wte"};
+    for (int c = 0; c < 4; c++) {
+        char gname[96];
+        snprintf(gname, sizeof gname, "grad.%s", checks[c]);
+        const StTensor *g = st_find(f, gname);
+        const float *grad = g->data;
+        size_t numel = g->nbytes / 4, best = 0;
+        for (size_t i = 0; i < numel; i++) if (fabsf(grad[i]) > fabsf(grad[best])) best = i;
+        size_t off = 0;
+        for (int i = 0; i < n; i++) if (strcmp(e[i].name, checks[c]) == 0) off = e[i].offset;
+        float *p = &params[off + best], saved = *p, h = 1e-2f;
+        *p = saved + h;
+        double lp = gpt_forward(m, inputs, targets, 8, 32);
+        *p = saved - h;
+        double lm = gpt_forward(m, inputs, targets, 8, 32);
+        *p = saved;
+        double fd = (lp - lm) / (2 * h);
+        if (fabs(fd - grad[best]) > 0.05 * fabs(grad[best]) + 1e-4)
+            fail_msg("%s[%zu]: file grad %g, finite difference %g", checks[c], best, grad[best], fd);
+    }
+    gpt_free(m);
+    st_close(f);
+}
+
+static void test_divergence_stops(void **state) {
+    char run_dir[512], path[600];
+    snprintf(run_dir, sizeof run_dir, "%s/nan", dir);
+    int rc = run("./train configs/tiny.ini %s --threads=1 --lr=1e30 --min_lr=0 --save_every=1 --out_dir=%s --quiet",
+                 data_args, run_dir);
+    assert_int_equal(rc, 3);
+    int step = -1;
+    const char *s = strstr(out, "step ");
+    assert_non_null(s);
+    assert_int_equal(sscanf(s, "step %d:", &step), 1);
+    assert_true(strstr(out, "nan") || strstr(out, "inf"));
+    printf("  diverged: %s", out);
+    assert_true(step >= 1);
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
+    if (step > 1) assert_int_equal(checkpoint_step(path), step - 1);   // the last good one stays
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_every_scheme_learns),
+        cmocka_unit_test(test_interrupt_and_resume_is_exact),
+        cmocka_unit_test(test_crash_in_save_keeps_previous_checkpoint),
+        cmocka_unit_test(test_kill9_during_saves),
+        cmocka_unit_test(test_debug_state),
+        cmocka_unit_test(test_divergence_stops),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
