@@ -73,3 +73,4 @@ clean:
 	rm -rf build $(PROGRAMS)
 
 -include $(shell find build -name '*.d' 2>/dev/null)
+.SECONDARY:

@@ -55,7 +55,7 @@ make --no-print-directory -s all
 data_file=$(sed -n 's/^[[:space:]]*train_file[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p' "$config" | head -1)
 if [ -n "$data_file" ] && [ ! -f "$data_file" ] && [[ "$data_file" == data/kjv/* ]]; then
   bash scripts/get_data.sh
-  ./prepare --vocab-size 4096 --val-fraction 0.05 --out-dir data/kjv data/kjv.txt
+  ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir data/kjv data/kjv.txt
 fi
 
 mkdir -p "$out"

@@ -21,11 +21,15 @@ make -j2 --no-print-directory all
 step "3/5 default corpus"
 bash scripts/get_data.sh
 if [ ! -f data/kjv/val.bin ]; then
-  ./prepare --vocab-size 4096 --val-fraction 0.05 --out-dir data/kjv data/kjv.txt
+  ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir data/kjv data/kjv.txt
 fi
 step "4/5 train $CONFIG with --pos=$POS"
 run_dir=runs/small-$POS
-./train --pos="$POS" --out_dir="$run_dir" "$CONFIG"
+if [ -f "$run_dir/checkpoint.safetensors" ]; then
+  ./train --resume "$run_dir"          # continues an interrupted run; a finished one says so
+else
+  ./train --pos="$POS" --out_dir="$run_dir" "$CONFIG"
+fi
 step "5/5 a sample from $run_dir"
 ./sample --weights "$run_dir/model.safetensors" --tokenizer data/kjv/tokenizer.bin \
          --prompt "And God said" --tokens 120 --temperature 0.8 --top-k 40 --seed 1

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/blas_cpu.h"
 #include "common/threads.h"
 #include "data/loader.h"
 #include "model/gpt.h"
@@ -65,6 +66,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
 }
 
 int main(int argc, char **argv) {
+    blas_use_native_kernels(argv);
     EvalArgs a;
     parse_args(argc, argv, &a);
     threads_set(a.threads);

@@ -21,6 +21,7 @@
 #include "common/rng.h"
 #include "data/bpe.h"
 #include "model/gpt.h"
+#include "common/blas_cpu.h"
 #include "common/threads.h"
 
 typedef struct {
@@ -130,6 +131,7 @@ static void print_token(const Tokenizer *tok, int id) {
 }
 
 int main(int argc, char **argv) {
+    blas_use_native_kernels(argv);
     SampleArgs a;
     parse_args(argc, argv, &a);
     threads_set(a.threads);

@@ -2,7 +2,7 @@
 // docs/TRAINING.md and ./train --help).
 #include <stdio.h>
 
-#include "train/blas_cpu.h"
+#include "common/blas_cpu.h"
 #include "train/options.h"
 #include "train/trainer.h"
 

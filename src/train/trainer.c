@@ -4,6 +4,8 @@
 // learning rate, a log row, validation and checkpoints on schedule.
 #include "train/trainer.h"
 
+#include "common/threads.h"
+
 #include <cblas.h>
 #include <errno.h>
 #include <math.h>
@@ -59,13 +61,6 @@ static double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-int train_set_threads(int threads) {
-    int n = threads > 0 ? threads : omp_get_num_procs();
-    omp_set_num_threads(n);
-    openblas_set_num_threads(n);
-    return n;
 }
 
 static int file_exists(const char *path) {
@@ -334,7 +329,7 @@ int train_run(const TrainOptions *opt, const TrainArgs *args) {
     memset(&t, 0, sizeof t);
     t.opt = opt;
     t.args = args;
-    train_set_threads(opt->threads);
+    threads_set(opt->threads);
     int rc = setup_model_and_data(&t, args->debug_state == NULL);
     if (rc == TRAIN_OK && args->debug_state) rc = run_debug_state(&t);
     else if (rc == TRAIN_OK) {

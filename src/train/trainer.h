@@ -15,9 +15,6 @@
 
 enum { TRAIN_OK = 0, TRAIN_EIO = 1, TRAIN_ECONFIG = 2, TRAIN_EDIVERGED = 3 };
 
-// Sets the OpenMP and OpenBLAS thread counts together (0 = all cores); returns the count.
-int train_set_threads(int threads);
-
 int train_run(const TrainOptions *opt, const TrainArgs *args);
 
 #endif

@@ -3,14 +3,14 @@
 // OpenBLAS picks its kernels once, when the library is loaded, from the CPU
 // model number. On CPUs newer than the OpenBLAS build (or virtual CPUs that
 // report a generic model) it falls back to "Prescott", SSE3-only kernels that
-// are 1.5-3x slower here, although the CPU has AVX2 or AVX-512. The only
+// are about 3x slower here, although the CPU has AVX2 or AVX-512. The only
 // switch is the OPENBLAS_CORETYPE environment variable, read at load time, so
 // a program that wants the fast kernels must set it and start itself again.
-#ifndef ROPELAB_TRAIN_BLAS_CPU_H
-#define ROPELAB_TRAIN_BLAS_CPU_H
+#ifndef ROPELAB_COMMON_BLAS_CPU_H
+#define ROPELAB_COMMON_BLAS_CPU_H
 
 // If OPENBLAS_CORETYPE is unset, OpenBLAS chose Prescott and the CPU has
-// AVX-512 (SkylakeX kernels) or AVX2+FMA (Haswell kernels): sets the variable
+// AVX2+FMA: sets the variable to Haswell
 // and re-executes /proc/self/exe with the same argv. Returns if nothing needs
 // doing or the re-exec failed (the program then runs with the slow kernels).
 // Call it first thing in main. ROPELAB_NO_BLAS_REEXEC=1 turns it off.
