@@ -102,7 +102,7 @@ if [ ! -f "$extrap" ] || [ "$(wc -l < "$extrap")" -ne $(( total * 3 + 1 )) ]; th
         fi
         # The same tokens at every length: 2T and 4T windows cover 4T-token spans.
         line=$(./eval --weights "$out/$pos-s$seed/model.safetensors" --data "$val_file" \
-                      --seq-len "$len" --batch-size $((4 / mult)) --batches 8)
+                      --seq-len "$len" --batch-size $((4 / mult)) --batches 32 --threads 0)
         loss=$(sed -n 's/.* loss=\([^ ]*\).*/\1/p' <<< "$line")
         echo "$pos,$seed,$len,$loss" >> "$extrap.tmp"
       done
