@@ -123,10 +123,11 @@ def main():
     steps_total = int(max(r["val"][-1]["step"] for rs in runs.values() for r in rs))
     ref = "learned" if "learned" in runs else schemes[0]
     # Targets: the reference's final loss, and its mean loss at 1/4 and 1/2 of training.
-    targets = [("final " + ref, final[ref][0])]
+    targets = []
     for frac in (0.25, 0.5):
         rows = [min(r["val"], key=lambda v: abs(v["step"] - frac * steps_total)) for r in runs[ref]]
-        targets.insert(0, (f"{ref} at step {int(rows[0]['step'])}", statistics.mean(v["val_loss"] for v in rows)))
+        targets.append((f"{ref} at step {int(rows[0]['step'])}", statistics.mean(v["val_loss"] for v in rows)))
+    targets.append(("final " + ref, final[ref][0]))
 
     lines = [f"# Positional schemes compared\n",
              f"Config: `{os.path.join(out, 'config.ini')}`; {steps_total} steps; seeds: "
@@ -144,7 +145,7 @@ def main():
 
     lines += ["\n## Steps to reach a target validation loss\n",
               f"Steps read off each seed's curve (interpolated between evaluations), mean ± sd over seeds; "
-              f"speed-up = steps({ref}) / steps(scheme); n/a: not reached within {steps_total} steps.\n",
+              f"speed-up = steps({ref}) / steps(scheme); *not reached*: no seed reached it within {steps_total} steps; (k/n seeds): the mean is over the k seeds that did.\n",
               "| scheme | " + " | ".join(f"{name} ({t:.4f}): steps, speed-up" for name, t in targets) + " |",
               "|---|" + "---|" * len(targets)]
     for p, rs in runs.items():
@@ -154,7 +155,11 @@ def main():
             mref, _ = mean_std([first_crossing(r["val"], t) for r in runs[ref]])
             reached = sum(not math.isnan(first_crossing(r["val"], t)) for r in rs)
             note = "" if reached == len(rs) else f" ({reached}/{len(rs)} seeds)"
-            cells.append(f"{fmt(m, '.0f')} ± {fmt(sd, '.0f')}{note}, {fmt(mref / m if m == m and m > 0 else math.nan, '.2f')}x")
+            if reached == 0:
+                cells.append("not reached")
+            else:
+                speedup = mref / m if m > 0 and not math.isnan(mref) else math.nan
+                cells.append(f"{m:.0f} ± {sd:.0f}{note}, {fmt(speedup, '.2f')}x")
         lines.append(f"| {p} | " + " | ".join(cells) + " |")
 
     extrap_path = os.path.join(out, "extrapolation.csv")
