@@ -8,7 +8,8 @@
 // PyTorch and fails on any difference beyond float32 rounding (loss rel 1e-5,
 // each gradient 1e-3 of its tensor's largest entry). It also runs
 // tests/torch_check.sh: the reference against a plain-loop NumPy model and the
-// checker's own mutation tests. Skipped (not failed) where python3-torch is
+// checker's own mutation tests. And a trained model.safetensors gives the same
+// validation loss in the training log, in ./eval and in PyTorch. Skipped (not failed) where python3-torch is
 // missing; .ci/run installs it.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -82,6 +83,49 @@ static void test_alibi(void **state)        { skip_without_torch(); check_scheme
 static void test_alibi_6_heads(void **state){ skip_without_torch(); check_scheme("alibi6", "--pos=alibi --n_head=6 --d_model=36"); }
 static void test_none(void **state)         { skip_without_torch(); check_scheme("none", "--pos=none"); }
 
+// Runs cmd and returns the number after "key=" in its output (-1 if absent).
+static double number_after(const char *cmd, const char *key) {
+    FILE *p = popen(cmd, "r");
+    char out[4096];
+    size_t n = fread(out, 1, sizeof out - 1, p);
+    out[n] = '\0';
+    pclose(p);
+    const char *at = strstr(out, key);
+    return at ? atof(at + strlen(key)) : -1.0;
+}
+
+// A trained checkpoint gives the same loss three ways: the validation loss
+// the training loop logged at its last step, ./eval with the run's batch
+// size and eval_batches, and the PyTorch reference loading model.safetensors.
+static void test_checkpoint_loss_in_pytorch(void **state) {
+    skip_without_torch();
+    const char *schemes[] = {"rope", "learned", "t5"};
+    for (int i = 0; i < 3; i++) {
+        char cmd[2048];
+        snprintf(cmd, sizeof cmd,
+                 "./train configs/tiny.ini --quiet --threads=1 --pos=%s --tokenizer=%s/data/tokenizer.bin "
+                 "--train_file=%s/data/train.bin --val_file=%s/data/val.bin --batch_size=4 --block_size=16 "
+                 "--steps=20 --eval_every=10 --eval_batches=2 --out_dir=%s/run_%s",
+                 schemes[i], dir, dir, dir, dir, schemes[i]);
+        assert_int_equal(system(cmd), 0);
+        snprintf(cmd, sizeof cmd, "tail -1 %s/run_%s/log.csv | cut -d, -f3", dir, schemes[i]);
+        FILE *p = popen(cmd, "r");
+        double logged = -1;
+        assert_int_equal(fscanf(p, "%lf", &logged), 1);
+        pclose(p);
+        snprintf(cmd, sizeof cmd, "./eval --weights %s/run_%s/model.safetensors --data %s/data/val.bin "
+                 "--batch-size 4 --batches 2 --threads 1", dir, schemes[i], dir);
+        double c_eval = number_after(cmd, " loss=");
+        snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/torch_eval.py --weights %s/run_%s/model.safetensors "
+                 "--data %s/data/val.bin --batch-size 4 --batches 2", dir, schemes[i], dir);
+        double torch_eval = number_after(cmd, "loss=");
+        fprintf(stderr, "%s: logged %.6f, ./eval %.6f, PyTorch %.6f\n", schemes[i], logged, c_eval, torch_eval);
+        assert_true(logged > 0.5);
+        assert_float_equal(c_eval, logged, 2e-6 * logged);     // both printed with ~6 decimals
+        assert_float_equal(torch_eval, c_eval, 1e-5 * c_eval);  // float32 vs float64
+    }
+}
+
 static void test_reference_self_checks(void **state) {
     skip_without_torch();
     assert_int_equal(system("bash tests/torch_check.sh > /tmp/ropelab_torch_check.log 2>&1 || "
@@ -94,6 +138,7 @@ int main(void) {
         cmocka_unit_test(test_learned), cmocka_unit_test(test_sinusoidal),
         cmocka_unit_test(test_t5), cmocka_unit_test(test_alibi),
         cmocka_unit_test(test_alibi_6_heads), cmocka_unit_test(test_none),
+        cmocka_unit_test(test_checkpoint_loss_in_pytorch),
         cmocka_unit_test(test_reference_self_checks),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
