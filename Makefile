@@ -67,7 +67,7 @@ run:
 	@bash scripts/run.sh
 
 compare: $(PROGRAMS)
-	@bash scripts/compare.sh $(if $(QUICK),--quick)
+	@bash scripts/compare.sh $(if $(QUICK),--quick) $(if $(JOBS),--jobs $(JOBS))
 
 clean:
 	rm -rf build $(PROGRAMS)

@@ -2,11 +2,15 @@
 # `make compare`: train every positional scheme on the same corpus and config
 # for several seeds, then evaluate length extrapolation and write a report.
 #
-#   scripts/compare.sh [--quick] [--extras] [--seeds N] [--config FILE] [--out DIR]
+#   scripts/compare.sh [--quick] [--extras] [--seeds N] [--jobs N] [--config FILE] [--out DIR]
 #
 #   --quick    the tiny version (configs/compare-quick.ini, 2 seeds): a couple of minutes
 #   --extras   also alibi and none
 #   --seeds N  seeds 1..N (default 3)
+#   --jobs N   runs at a time, each on one thread (default: the number of cores);
+#              --jobs 1 runs one at a time on the config's threads.
+#              Small models gain little from a second thread, so on 2 cores two
+#              one-thread runs side by side finish the comparison sooner.
 #
 # Every run is identical but for --pos: same config, same seed -> same data
 # order and the same initial values in every parameter the schemes share.
@@ -18,13 +22,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-quick=0; extras=0; seeds=3; config=""; out=""
+quick=0; extras=0; seeds=3; jobs=$(nproc); config=""; out=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --extras) extras=1 ;;
     --seeds) seeds=$2; shift ;;
     --seeds=*) seeds=${1#*=} ;;
+    --jobs) jobs=$2; shift ;;
+    --jobs=*) jobs=${1#*=} ;;
     --config) config=$2; shift ;;
     --config=*) config=${1#*=} ;;
     --out) out=$2; shift ;;
@@ -61,30 +67,51 @@ fi
 mkdir -p "$out"
 cp "$config" "$out/config.ini"
 total=$(( ${#schemes[@]} * seeds ))
-n=0; spent=0; timed=0
 start_all=$(date +%s)
+
+# One run: fresh, or resumed from its checkpoint; RUN/done marks it finished.
+run_one() {
+  local pos=$1 seed=$2 dir="$out/$1-s$2" extra=()
+  [ "$jobs" -gt 1 ] && extra=(--threads=1 --quiet)
+  if [ -f "$dir/checkpoint.safetensors" ]; then
+    ./train --resume "$dir" "${extra[@]}"
+  else
+    rm -rf "$dir"
+    ./train --pos="$pos" --seed="$seed" --out_dir="$dir" "${extra[@]}" "$config"
+  fi && touch "$dir/done"
+}
+
+n=0; finished=0; reused=0; running=0; failed=0
 for seed in $(seq 1 "$seeds"); do
   for pos in "${schemes[@]}"; do
     n=$((n+1))
-    dir="$out/$pos-s$seed"
-    if [ -f "$dir/done" ]; then
+    if [ -f "$out/$pos-s$seed/done" ]; then
       echo "[compare $n/$total] $pos seed $seed: finished earlier, reused"
-      continue
+      finished=$((finished+1)); reused=$((reused+1)); continue
+    fi
+    if [ "$running" -ge "$jobs" ]; then
+      wait -n || failed=$((failed+1))
+      running=$((running-1)); finished=$((finished+1))
     fi
     eta="?"
-    [ $timed -gt 0 ] && eta="$(( (total - n + 1) * spent / timed / 60 )) min"
-    echo "[compare $n/$total] $pos seed $seed (whole comparison ETA $eta)"
-    t0=$(date +%s)
-    if [ -f "$dir/checkpoint.safetensors" ]; then
-      ./train --resume "$dir"
+    spent=$(( $(date +%s) - start_all ))
+    trained=$((finished - reused))     # runs trained by this call, for the ETA
+    [ "$trained" -gt 0 ] && eta="$(( (total - finished) * spent / trained / 60 )) min"
+    echo "[compare $n/$total] $pos seed $seed started ($finished finished; whole comparison ETA $eta)"
+    if [ "$jobs" -gt 1 ]; then
+      run_one "$pos" "$seed" > "$out/$pos-s$seed.log" 2>&1 &
+      running=$((running+1))
     else
-      rm -rf "$dir"
-      ./train --pos="$pos" --seed="$seed" --out_dir="$dir" "$config"
+      run_one "$pos" "$seed" || failed=$((failed+1))
+      finished=$((finished+1))
     fi
-    touch "$dir/done"
-    spent=$(( spent + $(date +%s) - t0 )); timed=$((timed+1))
   done
 done
+while [ "$running" -gt 0 ]; do wait -n || failed=$((failed+1)); running=$((running-1)); done
+if [ "$failed" -gt 0 ]; then
+  echo "compare.sh: $failed run(s) failed; see $out/*.log (run again to continue)" >&2
+  exit 1
+fi
 
 # Length extrapolation: each final model at T, 2T and 4T on the validation split.
 T=$(sed -n 's/^[[:space:]]*block_size[[:space:]]*=[[:space:]]*\([0-9]*\).*/\1/p' "$config" | head -1)
