@@ -140,7 +140,7 @@ static void test_write_rejects_bad_ids(void **state) {
     FILE *f = fopen(path, "rb");
     assert_null(f);   // nothing written
     assert_int_equal(tokens_write("build/no_such_dir/x.bin", t, 3, 501, err, sizeof err), -1);
-    assert_non_null(strstr(err, "build/no_such_dir/x.bin: cannot write"));
+    assert_non_null(strstr(err, "build/no_such_dir/x.bin: cannot create"));
 }
 
 int main(void) {

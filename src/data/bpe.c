@@ -24,6 +24,8 @@
 // The file size must be exactly 24 + 8 n_merges.
 #include "data/bpe.h"
 
+#include "common/atomic_file.h"
+
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -168,20 +170,11 @@ int bpe_save(const Tokenizer *tok, const char *path, char *err, size_t errlen) {
         put_u32(buf + BPE_HEADER_BYTES + 8 * i + 4, tok->merges[i][1]);
     }
     // Atomic: a crash leaves the old file or the new one, never half of one.
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    int ok = f && fwrite(buf, 1, bytes, f) == bytes && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int saved_errno = errno;
-    if (f && fclose(f) != 0) ok = 0;
+    AtomicFile af;
+    FILE *f = atomic_open(&af, path, err, errlen);
+    int ok = f && fwrite(buf, 1, bytes, f) == bytes;
     free(buf);
-    if (!ok || rename(tmp, path) != 0) {
-        if (ok) saved_errno = errno;
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(saved_errno));
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    return f ? atomic_commit(&af, ok, err, errlen) : -1;
 }
 
 int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen) {

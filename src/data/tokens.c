@@ -7,6 +7,8 @@
 // (as llm.c does); the tokens are used in place, without a copy.
 #include "data/tokens.h"
 
+#include "common/atomic_file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -116,10 +118,9 @@ int tokens_write(const char *path, const uint32_t *tokens, size_t n, int vocab_s
     header[1] = wide ? VERSION_U32 : VERSION_U16;
     header[2] = (int32_t)n;
 
-    char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%d", path, (int)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) { snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno)); return -1; }
+    AtomicFile af;
+    FILE *f = atomic_open(&af, path, err, errlen);
+    if (!f) return -1;
     int ok = fwrite(header, 1, HEADER_BYTES, f) == HEADER_BYTES;
     if (wide) {
         ok = ok && fwrite(tokens, 4, n, f) == n;
@@ -131,14 +132,5 @@ int tokens_write(const char *path, const uint32_t *tokens, size_t n, int vocab_s
             ok = fwrite(chunk, 2, m, f) == m;
         }
     }
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int saved_errno = errno;
-    if (fclose(f) != 0) ok = 0;
-    if (!ok || rename(tmp, path) != 0) {
-        if (ok) saved_errno = errno;
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(saved_errno));
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    return atomic_commit(&af, ok, err, errlen);
 }

@@ -14,6 +14,8 @@
 
 #include "model/safetensors.h"
 
+#include "common/atomic_file.h"
+
 #define ST_MAX_HEADER (100u << 20)   // 100 MB, as the reference implementation
 
 static const char *const DTYPE_NAMES[] = {"F32", "I32", "I64", "U8"};
@@ -84,14 +86,9 @@ int st_write(const char *path, const StTensorOut *t, int n, const StMeta *meta, 
     size_t hlen = 0;
     char *header = build_header(t, n, meta, n_meta, &hlen);
     if (!header) { snprintf(err, errlen, "%s: out of memory building the header", path); return -1; }
-    char tmp[4096];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot create %s: %s", path, tmp, strerror(errno));
-        free(header);
-        return -1;
-    }
+    AtomicFile af;
+    FILE *f = atomic_open(&af, path, err, errlen);
+    if (!f) { free(header); return -1; }
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));
     int ok = write_all(f, len8, 8) && write_all(f, header, hlen);
@@ -101,21 +98,7 @@ int st_write(const char *path, const StTensorOut *t, int n, const StMeta *meta, 
         ok = write_all(f, t[i].data, numel * st_dtype_size(t[i].dtype));
     }
     free(header);
-    ok = ok && fflush(f) == 0 && fsync(fileno(f)) == 0;
-    int saved_errno = errno;
-    if (fclose(f) != 0) ok = 0;
-    if (ok && rename(tmp, path) != 0) { saved_errno = errno; ok = 0; }
-    if (!ok) {
-        snprintf(err, errlen, "%s: write failed: %s", path, strerror(saved_errno));
-        unlink(tmp);
-        return -1;
-    }
-    // make the rename itself durable
-    char dir_buf[4096];
-    snprintf(dir_buf, sizeof dir_buf, "%s", path);
-    int dfd = open(dirname(dir_buf), O_RDONLY | O_DIRECTORY);
-    if (dfd >= 0) { fsync(dfd); close(dfd); }
-    return 0;
+    return atomic_commit(&af, ok, err, errlen);
 }
 
 /* ---------------------------------------------------------------- reading */
