@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# bench.sh: training speed of ropelab against PyTorch, side by side, in one
+# run and one environment. Run by `make bench` (after building build/bench_model).
+#
+#   - OpenBLAS kernels: if OPENBLAS_CORETYPE is unset, it is set to Haswell
+#     for BOTH sides (this virtual CPU otherwise gets the SSE3 Prescott
+#     kernels); if it is set, both sides use it as it is. Each side's
+#     OpenBLAS core name is printed.
+#   - sgemm peak: measured here, once, with the same thread count; every
+#     model-FLOP utilisation (MFU) is against it.
+#   - per config (S, M) and scheme (rope, learned, sinusoidal, t5):
+#     build/bench_model, then scripts/torch_baseline.py (when torch imports).
+#   - prints a Markdown table (paste into docs/PERFORMANCE.md / README).
+#
+# Environment: THREADS (default: all cores), STEPS (timed steps, default 10),
+# WARMUP (default 2), CONFIGS (default "S M"), SCHEMES (default
+# "rope learned sinusoidal t5"), NO_TORCH=1 to skip PyTorch.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+THREADS=${THREADS:-$(nproc)}
+STEPS=${STEPS:-10}
+WARMUP=${WARMUP:-2}
+CONFIGS=${CONFIGS:-"S M"}
+SCHEMES=${SCHEMES:-"rope learned sinusoidal t5"}
+PY=/usr/bin/python3
+[ -x "$PY" ] || PY=python3
+
+if [ -z "${OPENBLAS_CORETYPE:-}" ]; then
+    export OPENBLAS_CORETYPE=Haswell
+    core_note="OPENBLAS_CORETYPE was unset: exported OPENBLAS_CORETYPE=Haswell for both ropelab and PyTorch"
+else
+    core_note="OPENBLAS_CORETYPE=$OPENBLAS_CORETYPE (as set) for both ropelab and PyTorch"
+fi
+
+[ -x build/bench_model ] || make build/bench_model >/dev/null
+kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }   # kv LINE KEY -> value
+
+have_torch=0
+if [ -z "${NO_TORCH:-}" ] && "$PY" -c "import torch" 2>/dev/null; then have_torch=1; fi
+
+echo "# ropelab training benchmark ($(date -u '+%Y-%m-%d %H:%M UTC'))"
+echo "machine: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "threads: $THREADS; $STEPS timed steps after $WARMUP warm-up steps, medians"
+echo "$core_note"
+head_line=$(build/bench_model --peak --threads "$THREADS")
+echo "ropelab: $(grep '^# openblas' <<<"$head_line" | sed 's/^# //')"
+if [ $have_torch = 1 ]; then
+    "$PY" - "$THREADS" <<'EOF'
+import ctypes, sys, torch
+torch.set_num_threads(int(sys.argv[1]))
+x = torch.randn(256, 256); (x @ x).sum()
+libs = sorted({l.split()[-1] for l in open('/proc/self/maps') if 'openblas' in l and '.so' in l})
+core = '?'
+for lib in libs:
+    try:
+        f = ctypes.CDLL(lib).openblas_get_corename
+        f.restype = ctypes.c_char_p
+        core = f().decode()
+        break
+    except (OSError, AttributeError):
+        pass
+print(f"torch {torch.__version__}: openblas core={core} ({', '.join(libs) or 'no OpenBLAS loaded'}), "
+      f"threads={torch.get_num_threads()}")
+EOF
+else
+    echo "torch: not installed (or NO_TORCH set): ropelab only"
+fi
+grep '^sgemm n=' <<<"$head_line"
+PEAK=$(kv "$(grep '^sgemm_peak' <<<"$head_line")" gflops)
+echo "sgemm peak (best of square 1024/1536/2048, $THREADS threads): $PEAK GFLOP/s"
+echo
+
+declare -A TOK
+rows=()
+for cfg in $CONFIGS; do
+    for pos in $SCHEMES; do
+        line=$(build/bench_model --config "$cfg" --pos "$pos" --steps "$STEPS" --warmup "$WARMUP" \
+               --threads "$THREADS" --peak-gflops "$PEAK" | grep '^ropelab ')
+        echo "$line"
+        tline=""
+        if [ $have_torch = 1 ]; then
+            tline=$("$PY" scripts/torch_baseline.py --config "$cfg" --pos "$pos" --threads "$THREADS" \
+                    --steps "$STEPS" --warmup "$WARMUP" 2>/dev/null | grep '^torch ' || true)
+            echo "$tline"
+        fi
+        tok=$(kv "$line" tokens_per_s)
+        TOK[$cfg.$pos]=$tok
+        ttok=$(kv "$tline" tokens_per_s)
+        if [ -n "$ttok" ]; then
+            speedup=$(awk -v a="$tok" -v b="$ttok" 'BEGIN{printf "%.2fx", a/b}')
+            tcol="$(printf '%.0f' "$ttok") | $speedup"
+        else
+            tcol="- | -"
+        fi
+        rows+=("| $cfg | $pos | $(printf '%.0f' "$tok") | $(kv "$line" fwd_ms) | $(kv "$line" bwd_ms) | $(kv "$line" opt_ms) | $(kv "$line" ms_per_step) | $(kv "$line" gflops) | $(awk -v m="$(kv "$line" mfu)" 'BEGIN{printf "%.0f%%", 100*m}') | $(kv "$line" rss_mb) | $(awk -v s="$(kv "$line" state_mb)" -v a="$(kv "$line" act_mb)" 'BEGIN{printf "%.1f + %.1f", s, a}') | $(kv "$line" rss_ratio) | $tcol |")
+    done
+done
+
+echo
+echo "| config | pos | ropelab tokens/s | fwd ms | bwd ms | opt ms | ms/step | GFLOP/s | MFU | peak RSS MB | accounted MB (state + activations) | RSS / accounted | PyTorch tokens/s | speed-up |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+printf '%s\n' "${rows[@]}"
+echo
+echo "S: L=4 C=128 H=4 T=128 B=32 V=2048; M: L=6 C=256 H=8 T=256 B=8 V=4096. threads=$THREADS, sgemm peak $PEAK GFLOP/s."
+echo "Model FLOPs per step = 3 x forward; forward = 2*B*T*(12*L*C^2 + V*C) (matmuls) + 2*B*L*C*T*(T+1) (causal q.k and p.v)."
+echo "State = params, grads, AdamW m and v (4 x 4 bytes per parameter); activations = gpt_activation_bytes()."
+for cfg in $CONFIGS; do
+    l=${TOK[$cfg.learned]:-}
+    [ -n "$l" ] || continue
+    for pos in $SCHEMES; do
+        [ "$pos" = learned ] && continue
+        awk -v c="$cfg" -v p="$pos" -v a="${TOK[$cfg.$pos]}" -v l="$l" \
+            'BEGIN{printf "%s: %s is %.1f%% %s than learned\n", c, p, (a>l?100*(a/l-1):100*(1-a/l)), (a>l?"faster":"slower")}'
+    done
+done
+echo
+build/bench_model --rope-micro --threads "$THREADS" | grep '^rope_micro' | while read -r line; do
+    dir=$(kv "$line" dir)
+    if [ -n "$dir" ]; then
+        echo "RoPE $dir on $(kv "$line" vectors) head vectors of $(kv "$line" head_dim): block-diagonal matrix $(kv "$line" matrix_ms) ms, elementwise $(kv "$line" elementwise_ms) ms ($(kv "$line" speedup)x)"
+    else
+        echo "RoPE matrix vs elementwise: max |difference| $(kv "$line" max_abs_diff)"
+    fi
+done
