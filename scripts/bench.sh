@@ -115,11 +115,16 @@ for cfg in $CONFIGS; do
     done
 done
 echo
+echo "RoPE micro-benchmark (q and k of config M; ms, median of 9; speed-up of elementwise over matrix / matrix-sgemm):"
+echo
+echo "| RoPE pass | head vectors x head_dim | block-diagonal matrix (mat-vec per vector) | block-diagonal matrix (sgemm per position) | elementwise (cos/sin tables) | elementwise speed-up |"
+echo "|---|---|---|---|---|---|"
 build/bench_model --rope-micro --threads "$THREADS" | grep '^rope_micro' | while read -r line; do
     dir=$(kv "$line" dir)
     if [ -n "$dir" ]; then
-        echo "RoPE $dir on $(kv "$line" vectors) head vectors of $(kv "$line" head_dim): block-diagonal matrix $(kv "$line" matrix_ms) ms, elementwise $(kv "$line" elementwise_ms) ms ($(kv "$line" speedup)x)"
+        echo "| $dir | $(kv "$line" vectors) x $(kv "$line" head_dim) | $(kv "$line" matrix_ms) | $(kv "$line" matrix_sgemm_ms) | $(kv "$line" elementwise_ms) | $(kv "$line" speedup)x / $(kv "$line" speedup_sgemm)x |"
     else
+        echo
         echo "RoPE matrix vs elementwise: max |difference| $(kv "$line" max_abs_diff)"
     fi
 done

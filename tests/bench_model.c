@@ -94,28 +94,32 @@ static double sgemm_peak(int reps) {
     return best;
 }
 
-// RoPE on (N, D) head vectors at positions n % T, two ways:
+// RoPE on the q and k head vectors of config M (B=8, H=8, T=256, D=32, q and
+// k: N = 2 B H T vectors; vector n sits at position n % T), three ways:
 //   matrix:      u' = R_m u with R_m the D x D block-diagonal rotation of
-//                RoFormer eq. (34) (stored dense, as the paper writes it)
-//   elementwise: u'[2i], u'[2i+1] from cos/sin tables (what the model does)
+//                RoFormer eq. (34), stored dense as the paper writes it,
+//                one matrix-vector product per head vector (2 D^2 FLOPs)
+//   matrix-sgemm the same products batched per position m with sgemm: the
+//                vectors at position m form a (N/T, D) matrix (row stride T*D)
+//   elementwise: u'[2i], u'[2i+1] from cos/sin tables (3 D FLOPs; the model)
 // Backward applies R_m^T (the matrix transposed / the rotation by -angle).
 static void rope_micro(int reps) {
-    const int T = 256, D = 32, N = 8 * 8 * T;   // config M: B=8, H=8, head_dim 32
-    float *cs = malloc((size_t)T * D / 2 * sizeof(float)), *sn = malloc((size_t)T * D / 2 * sizeof(float));
+    enum { T = 256, D = 32, N = 2 * 8 * 8 * T, HALF = D / 2 };
+    float *cs = malloc(sizeof(float) * T * HALF), *sn = malloc(sizeof(float) * T * HALF);
     float *R = calloc((size_t)T * D * D, sizeof(float));
-    float *u = malloc((size_t)N * D * sizeof(float)), *w = malloc((size_t)N * D * sizeof(float));
+    float *u = malloc(sizeof(float) * N * D), *w = malloc(sizeof(float) * N * D),
+          *w2 = malloc(sizeof(float) * N * D), *e = malloc(sizeof(float) * N * D);
     rope_build_tables(cs, sn, T, D, 10000.0f);
     for (int m = 0; m < T; m++)
-        for (int i = 0; i < D / 2; i++) {
-            float *r = R + (size_t)m * D * D;
-            float c = cs[m * D / 2 + i], s = sn[m * D / 2 + i];
+        for (int i = 0; i < HALF; i++) {
+            float *r = R + (size_t)m * D * D, c = cs[m * HALF + i], s = sn[m * HALF + i];
             r[(2 * i) * D + 2 * i] = c;      r[(2 * i) * D + 2 * i + 1] = -s;
             r[(2 * i + 1) * D + 2 * i] = s;  r[(2 * i + 1) * D + 2 * i + 1] = c;
         }
     Rng rng;
     rng_seed(&rng, 7);
     for (size_t i = 0; i < (size_t)N * D; i++) u[i] = (float)rng_normal(&rng);
-    double t_mat[2][16], t_elem[2][16], max_diff = 0.0;
+    double t_mat[2][16], t_gemm[2][16], t_elem[2][16], max_diff = 0.0;
     for (int r = 0; r < reps; r++)
         for (int dir = 0; dir < 2; dir++) {   // 0 forward (R), 1 backward (R^T)
             double t0 = now_s();
@@ -123,39 +127,51 @@ static void rope_micro(int reps) {
             for (int n = 0; n < N; n++) {
                 const float *Rm = R + (size_t)(n % T) * D * D, *x = u + (size_t)n * D;
                 float *y = w + (size_t)n * D;
-                for (int a = 0; a < D; a++) {
-                    float acc = 0.0f;
-                    for (int b = 0; b < D; b++) acc += (dir ? Rm[b * D + a] : Rm[a * D + b]) * x[b];
-                    y[a] = acc;
-                }
+                if (dir == 0)
+                    for (int a = 0; a < D; a++) {
+                        float acc = 0.0f;
+                        for (int b = 0; b < D; b++) acc += Rm[a * D + b] * x[b];
+                        y[a] = acc;
+                    }
+                else
+                    for (int a = 0; a < D; a++) {
+                        float acc = 0.0f;
+                        for (int b = 0; b < D; b++) acc += Rm[b * D + a] * x[b];
+                        y[a] = acc;
+                    }
             }
             t_mat[dir][r] = now_s() - t0;
-            // elementwise, on a copy so both see the same input
-            float *e = malloc((size_t)N * D * sizeof(float));
-            memcpy(e, u, (size_t)N * D * sizeof(float));
+            t0 = now_s();
+            #pragma omp parallel for
+            for (int m = 0; m < T; m++)   // Y_m (N/T, D) = U_m R_m^T (forward) or U_m R_m (backward)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, dir ? CblasNoTrans : CblasTrans, N / T, D, D,
+                            1.0f, u + (size_t)m * D, T * D, R + (size_t)m * D * D, D, 0.0f,
+                            w2 + (size_t)m * D, T * D);
+            t_gemm[dir][r] = now_s() - t0;
+            memcpy(e, u, sizeof(float) * N * D);   // elementwise works in place
             t0 = now_s();
             #pragma omp parallel for
             for (int n = 0; n < N; n++) {
                 int m = n % T;
-                if (dir) rope_rotate_back(e + (size_t)n * D, cs + m * D / 2, sn + m * D / 2, D);
-                else rope_rotate(e + (size_t)n * D, cs + m * D / 2, sn + m * D / 2, D);
+                if (dir) rope_rotate_back(e + (size_t)n * D, cs + m * HALF, sn + m * HALF, D);
+                else rope_rotate(e + (size_t)n * D, cs + m * HALF, sn + m * HALF, D);
             }
             t_elem[dir][r] = now_s() - t0;
             for (size_t i = 0; i < (size_t)N * D; i++) {
-                double d = fabs((double)e[i] - w[i]);
+                double d = fmax(fabs((double)e[i] - w[i]), fabs((double)e[i] - w2[i]));
                 if (d > max_diff) max_diff = d;
             }
-            free(e);
         }
     const char *dir_name[2] = {"forward", "backward"};
     for (int dir = 0; dir < 2; dir++) {
-        double tm = median(t_mat[dir], reps) * 1e3, te = median(t_elem[dir], reps) * 1e3;
-        printf("rope_micro dir=%s vectors=%d head_dim=%d matrix_ms=%.3f elementwise_ms=%.3f "
-               "matrix_flops=%d elementwise_flops=%d speedup=%.1f\n",
-               dir_name[dir], N, D, tm, te, 2 * D * D, 3 * D, tm / te);
+        double tm = median(t_mat[dir], reps) * 1e3, tg = median(t_gemm[dir], reps) * 1e3,
+               te = median(t_elem[dir], reps) * 1e3;
+        printf("rope_micro dir=%s vectors=%d head_dim=%d matrix_ms=%.3f matrix_sgemm_ms=%.3f "
+               "elementwise_ms=%.3f matrix_flops=%d elementwise_flops=%d speedup=%.1f speedup_sgemm=%.1f\n",
+               dir_name[dir], N, D, tm, tg, te, 2 * D * D, 3 * D, tm / te, tg / te);
     }
     printf("rope_micro max_abs_diff=%.2e\n", max_diff);
-    free(cs); free(sn); free(R); free(u); free(w);
+    free(cs); free(sn); free(R); free(u); free(w); free(w2); free(e);
 }
 
 static int run_model(const BenchConfig *bc, PosKind pos, int steps, int warmup, double peak) {
@@ -258,7 +274,7 @@ int main(int argc, char **argv) {
     printf("# openblas core=%s config=%s threads=%d\n", core ? core : "?", openblas_get_config(),
            omp_get_max_threads());
     if (do_peak) { printf("sgemm_peak gflops=%.1f\n", sgemm_peak(5)); return 0; }
-    if (do_rope) { rope_micro(7); return 0; }
+    if (do_rope) { rope_micro(9); return 0; }
     const BenchConfig *bc = NULL;
     for (size_t i = 0; config && i < sizeof CONFIGS / sizeof CONFIGS[0]; i++)
         if (!strcmp(config, CONFIGS[i].name)) bc = &CONFIGS[i];
