@@ -4,7 +4,7 @@
 // micro-benchmark. Run by scripts/bench.sh (`make bench`).
 //
 //   build/bench_model --config S --pos rope [--steps 10] [--warmup 2] [--threads 2]
-//                     [--peak-gflops X]
+//                     [--peak-gflops X] [--batch B (default: the config's)]
 //   build/bench_model --peak            sgemm peak, square 1024..2048, same threads
 //   build/bench_model --rope-micro      RoPE: block-diagonal matrix vs elementwise
 //
@@ -247,7 +247,7 @@ static int run_model(const BenchConfig *bc, PosKind pos, int steps, int warmup, 
 
 static void usage(void) {
     fprintf(stderr, "usage: bench_model --config S|M [--pos rope] [--steps 10] [--warmup 2] "
-                    "[--threads N] [--peak-gflops X]\n"
+                    "[--threads N] [--peak-gflops X] [--batch B]\n"
                     "       bench_model --peak [--threads N]\n"
                     "       bench_model --rope-micro [--threads N]\n");
 }
@@ -255,7 +255,7 @@ static void usage(void) {
 int main(int argc, char **argv) {
     blas_use_native_kernels(argv);
     const char *config = NULL, *pos_name = "rope";
-    int steps = 10, warmup = 2, threads = 0, do_peak = 0, do_rope = 0;
+    int steps = 10, warmup = 2, threads = 0, do_peak = 0, do_rope = 0, batch = 0;
     double peak = 0.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -267,6 +267,7 @@ int main(int argc, char **argv) {
         else if (v && !strcmp(a, "--warmup")) { warmup = atoi(v); i++; }
         else if (v && !strcmp(a, "--threads")) { threads = atoi(v); i++; }
         else if (v && !strcmp(a, "--peak-gflops")) { peak = atof(v); i++; }
+        else if (v && !strcmp(a, "--batch")) { batch = atoi(v); i++; }
         else { usage(); return 2; }
     }
     threads_set(threads);
@@ -283,5 +284,7 @@ int main(int argc, char **argv) {
         usage();
         return 2;
     }
-    return run_model(bc, pos, steps, warmup, peak);
+    BenchConfig custom = *bc;
+    if (batch > 0) custom.B = batch;   // smaller batches for profiling under valgrind
+    return run_model(&custom, pos, steps, warmup, peak);
 }
