@@ -71,7 +71,7 @@ PEAK=$(kv "$(grep '^sgemm_peak' <<<"$head_line")" gflops)
 echo "sgemm peak (best of square 1024/1536/2048, $THREADS threads): $PEAK GFLOP/s"
 echo
 
-declare -A TOK
+declare -A TOK MFU RATIO SPEEDUP
 rows=()
 for cfg in $CONFIGS; do
     for pos in $SCHEMES; do
@@ -86,9 +86,12 @@ for cfg in $CONFIGS; do
         fi
         tok=$(kv "$line" tokens_per_s)
         TOK[$cfg.$pos]=$tok
+        MFU[$cfg.$pos]=$(kv "$line" mfu)
+        RATIO[$cfg.$pos]=$(kv "$line" rss_ratio)
         ttok=$(kv "$tline" tokens_per_s)
         if [ -n "$ttok" ]; then
             speedup=$(awk -v a="$tok" -v b="$ttok" 'BEGIN{printf "%.2fx", a/b}')
+            SPEEDUP[$cfg.$pos]=${speedup%x}
             tcol="$(printf '%.0f' "$ttok") | $speedup"
         else
             tcol="- | -"
@@ -105,13 +108,24 @@ echo
 echo "S: L=4 C=128 H=4 T=128 B=32 V=2048; M: L=6 C=256 H=8 T=256 B=8 V=4096. threads=$THREADS, sgemm peak $PEAK GFLOP/s."
 echo "Model FLOPs per step = 3 x forward; forward = 2*B*T*(12*L*C^2 + V*C) (matmuls) + 2*B*L*C*T*(T+1) (causal q.k and p.v)."
 echo "State = params, grads, AdamW m and v (4 x 4 bytes per parameter); activations = gpt_activation_bytes()."
+echo
+echo "Targets (this run):"
+verdict() { awk -v x="$1" -v lim="$2" -v dir="$3" 'BEGIN{ok = dir == "min" ? x >= lim : x <= lim; print ok ? "met" : "MISSED"}'; }
 for cfg in $CONFIGS; do
+    for pos in $SCHEMES; do
+        sp=${SPEEDUP[$cfg.$pos]:-}
+        [ -n "$sp" ] && echo "  $cfg $pos: ${sp}x PyTorch's tokens/s (target >= 2.5x): $(verdict "$sp" 2.5 min)"
+        [ "$cfg" = M ] && echo "  M $pos: MFU $(awk -v m="${MFU[M.$pos]}" 'BEGIN{printf "%.1f%%", 100*m}') of the sgemm peak (target >= 55%): $(verdict "${MFU[M.$pos]}" 0.55 min)"
+        echo "  $cfg $pos: peak RSS ${RATIO[$cfg.$pos]}x the accounting (target <= 1.3x): $(verdict "${RATIO[$cfg.$pos]}" 1.3 max)"
+    done
     l=${TOK[$cfg.learned]:-}
     [ -n "$l" ] || continue
-    for pos in $SCHEMES; do
-        [ "$pos" = learned ] && continue
-        awk -v c="$cfg" -v p="$pos" -v a="${TOK[$cfg.$pos]}" -v l="$l" \
-            'BEGIN{printf "%s: %s is %.1f%% %s than learned\n", c, p, (a>l?100*(a/l-1):100*(1-a/l)), (a>l?"faster":"slower")}'
+    for pos in rope t5; do
+        a=${TOK[$cfg.$pos]:-}
+        [ -n "$a" ] || continue
+        lim=$([ $pos = rope ] && echo 3 || echo 5)
+        slower=$(awk -v a="$a" -v l="$l" 'BEGIN{printf "%.1f", 100*(1-a/l)}')
+        echo "  $cfg $pos: ${slower}% slower than learned (negative: faster; target <= ${lim}%): $(verdict "$slower" "$lim" max)"
     done
 done
 echo
