@@ -101,7 +101,7 @@ for cfg in $CONFIGS; do
 done
 
 echo
-echo "| config | pos | ropelab tokens/s | fwd ms | bwd ms | opt ms | ms/step | GFLOP/s | MFU | peak RSS MB | accounted MB (state + activations) | RSS / accounted | PyTorch tokens/s | speed-up |"
+echo "| config | pos | ropelab tokens/s | fwd ms | bwd ms | opt ms | ms/step | GFLOP/s | MFU | peak RSS MiB | accounted MiB (state + activations) | RSS / accounted | PyTorch tokens/s | speed-up |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 printf '%s\n' "${rows[@]}"
 echo
