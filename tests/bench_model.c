@@ -7,6 +7,8 @@
 //                     [--peak-gflops X] [--batch B (default: the config's)]
 //   build/bench_model --peak            sgemm peak, square 1024..2048, same threads
 //   build/bench_model --rope-micro      RoPE: block-diagonal matrix vs elementwise
+//   build/bench_model --compare-schemes --config M   the four schemes' step times,
+//                                       interleaved step by step in one process
 //
 // One machine-readable line per measurement (key=value), read by bench.sh.
 //
@@ -245,9 +247,75 @@ static int run_model(const BenchConfig *bc, PosKind pos, int steps, int warmup, 
     return 0;
 }
 
+// Scheme overhead, robust to drift: this shared VM's speed wanders by +-10%
+// over tens of seconds, more than the differences between schemes. So all
+// four schemes are built in one process and trained in turn, one step each,
+// round-robin (the order rotates each step): every scheme sees the same drift. Prints each scheme's median
+// step time and its difference from learned.
+typedef struct {
+    GPT *model;
+    AdamW opt;
+    const ParamEntry *entries;
+    int n_entries;
+} SchemeRun;
+
+static int compare_schemes(const BenchConfig *bc, int steps, int warmup) {
+    static const PosKind kinds[] = {POS_LEARNED, POS_ROPE, POS_SINUSOIDAL, POS_T5};
+    enum { K = 4 };
+    SchemeRun run[K];
+    AdamWConfig acfg = {0.9f, 0.95f, 1e-8f, 0.1f};
+    char err[256];
+    for (int k = 0; k < K; k++) {
+        GPTConfig cfg = {.n_layer = bc->L, .n_head = bc->H, .d_model = bc->C, .vocab_size = bc->V,
+                         .block_size = bc->T};
+        gpt_config_defaults(&cfg);
+        cfg.pos = kinds[k];
+        if (gpt_create(&run[k].model, &cfg, 1337, err, sizeof err) != 0 ||
+            gpt_alloc_activations(run[k].model, bc->B, bc->T, err, sizeof err) != 0 ||
+            adamw_init(&run[k].opt, &acfg, gpt_num_params(run[k].model)) != 0) {
+            fprintf(stderr, "bench_model: %s\n", err);
+            return 1;
+        }
+        run[k].n_entries = gpt_param_entries(run[k].model, &run[k].entries);
+    }
+    int BT = bc->B * bc->T;
+    int *inp = malloc(BT * sizeof(int)), *tgt = malloc(BT * sizeof(int));
+    double (*t)[K] = malloc(sizeof(double[K]) * steps);
+    Rng rng;
+    rng_seed(&rng, 42);
+    for (int s = 0; s < warmup + steps; s++) {
+        for (int i = 0; i < BT; i++) { inp[i] = (int)rng_below(&rng, bc->V); tgt[i] = (int)rng_below(&rng, bc->V); }
+        for (int kk = 0; kk < K; kk++) {   // the same batch for every scheme, in rotating order
+            int k = (s + kk) % K;
+            SchemeRun *r = &run[k];
+            size_t n = gpt_num_params(r->model);
+            double t0 = now_s();
+            gpt_zero_grad(r->model);
+            gpt_forward(r->model, inp, tgt, bc->B, bc->T);
+            gpt_backward(r->model, 1.0f);
+            float *g = gpt_grads(r->model);
+            grad_clip(g, n, grad_global_norm(g, n), 1.0f);
+            adamw_step(&r->opt, gpt_params(r->model), g, r->entries, r->n_entries, 3e-4f, s + 1);
+            if (s >= warmup) t[s - warmup][k] = now_s() - t0;
+        }
+    }
+    double med[K], col[1000];
+    for (int k = 0; k < K; k++) {
+        for (int s = 0; s < steps; s++) col[s] = t[s][k];
+        med[k] = median(col, steps);
+    }
+    for (int k = 0; k < K; k++)
+        printf("scheme_compare config=%s pos=%s ms_per_step=%.2f vs_learned_pct=%.1f steps=%d\n", bc->name,
+               pos_kind_name(kinds[k]), med[k] * 1e3, 100.0 * (med[k] / med[0] - 1.0), steps);
+    for (int k = 0; k < K; k++) { adamw_free(&run[k].opt); gpt_free(run[k].model); }
+    free(inp); free(tgt); free(t);
+    return 0;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: bench_model --config S|M [--pos rope] [--steps 10] [--warmup 2] "
                     "[--threads N] [--peak-gflops X] [--batch B]\n"
+                    "       bench_model --compare-schemes --config S|M [--steps N] [--threads N]\n"
                     "       bench_model --peak [--threads N]\n"
                     "       bench_model --rope-micro [--threads N]\n");
 }
@@ -255,12 +323,13 @@ static void usage(void) {
 int main(int argc, char **argv) {
     blas_use_native_kernels(argv);
     const char *config = NULL, *pos_name = "rope";
-    int steps = 10, warmup = 2, threads = 0, do_peak = 0, do_rope = 0, batch = 0;
+    int steps = 10, warmup = 2, threads = 0, do_peak = 0, do_rope = 0, batch = 0, do_compare = 0;
     double peak = 0.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--peak")) do_peak = 1;
         else if (!strcmp(a, "--rope-micro")) do_rope = 1;
+        else if (!strcmp(a, "--compare-schemes")) do_compare = 1;
         else if (v && !strcmp(a, "--config")) { config = v; i++; }
         else if (v && !strcmp(a, "--pos")) { pos_name = v; i++; }
         else if (v && !strcmp(a, "--steps")) { steps = atoi(v); i++; }
@@ -284,6 +353,7 @@ int main(int argc, char **argv) {
         usage();
         return 2;
     }
+    if (do_compare) return compare_schemes(bc, steps, warmup);
     BenchConfig custom = *bc;
     if (batch > 0) custom.B = batch;   // smaller batches for profiling under valgrind
     return run_model(&custom, pos, steps, warmup, peak);
