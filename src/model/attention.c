@@ -9,98 +9,153 @@
 //   dv_j += p_ij dy_i,  dp_ij = dy_i.v_j,  ds_ij = p_ij (dp_ij - sum_j' p_ij' dp_ij')
 //   dq_i += scale ds_ij k_j,  dk_j += scale ds_ij q_i,  dbias[h][i-j] += ds_ij
 //
+// As matrices, per (batch, head) and per block of query rows I = i0..i1-1
+// (keys J = 0..i1-1, all a causal row of the block can see):
+//   forward   S = scale Q_I K_J^T (+ bias),  P = softmax(S) masked,  Y_I = P V_J
+//   backward  dP = dY_I V_J^T,  dS = P * (dP - rowsum(P * dP)),
+//             dQ_I = scale dS K_J,  dK_J += scale dS^T Q_I,  dV_J += P^T dY_I
+// Each product is one call of smallgemm (smallgemm.c), a register-tiled
+// kernel for these small shapes (K or N is head_dim): the scalar loops did
+// a length-D dot product per (i, j) pair, one multiply-add at a time, and
+// cblas_sgemm spends as long on each small call's setup and packing as on
+// its arithmetic. q, k, v stay where c_attn wrote them: head h of q is the
+// (T, D) matrix at qkv + h*D with row stride 3C, read in place. Only K^T and
+// V^T (D, T) are copied once per (batch, head), so that the products with
+// them stream along contiguous rows. The query rows are split into blocks of
+// ATT_BLOCK so that only the diagonal blocks compute scores above the
+// diagonal (then masked): for T = 256 that is 5/8 of the full T x T square,
+// and the per-thread scratch is 2 x ATT_BLOCK x T + 2 x D x T floats instead
+// of T x T.
+//
 // Memory: the forward keeps only lse (B,H,T), not the (B,H,T,T)
-// probabilities; backward recomputes p_ij from q, k and lse, which are
-// stored anyway. That costs one more q.k product per pair in backward and
-// saves L*B*H*T*T floats. Each thread uses two rows of T floats of scratch.
+// probabilities; backward recomputes P from q, k and lse, which are stored
+// anyway. That costs one more Q K^T product in backward and saves L*B*H*T*T
+// floats.
 #include <math.h>
 #include <string.h>
 
 #include <omp.h>
 
+#include "model/fastmath.h"
 #include "model/layers.h"
 
+#ifndef ATT_BLOCK
+#define ATT_BLOCK 64   // query rows per block
+#endif
+
+static int att_block(int T) { return T < ATT_BLOCK ? T : ATT_BLOCK; }
+
+size_t attention_scratch_floats(int T, int D) { return 2 * (size_t)att_block(T) * T + 2 * (size_t)D * T; }
+
+// ut (D, T) = u^T for the (T, D) head matrix u with row stride ld.
+static void transpose_head(float *ut, const float *u, size_t ld, int T, int D) {
+    for (int t = 0; t < T; t++)
+        for (int d = 0; d < D; d++) ut[(size_t)d * T + t] = u[t * ld + d];
+}
+
+// Scores of query rows i0..i0+rows-1 against keys 0..keys-1 into s (rows, keys),
+// kt = K^T (D, T):
+// s = scale q k^T + bias, then P = exp(s - lse) with zeros above the diagonal.
+// If lse_out is set (forward) each row's lse is computed and stored there;
+// otherwise (backward) the stored lse_in is used.
+static void att_probs(float *s, const float *q, const float *kt, int T, size_t ld, const float *bias_h,
+                      const float *lse_in, float *lse_out, int i0, int rows, int keys, int D,
+                      float scale) {
+    smallgemm(rows, keys, D, scale, q + i0 * ld, ld, 1, kt, T, s, keys, 0);
+    for (int r = 0; r < rows; r++) {
+        int i = i0 + r, n = i + 1;   // keys 0..i are visible
+        float *row = s + (size_t)r * keys;
+        if (bias_h)
+            for (int j = 0; j < n; j++) row[j] += bias_h[i - j];
+        if (lse_out) {
+            float mx = -INFINITY;
+            #pragma omp simd reduction(max : mx)
+            for (int j = 0; j < n; j++) mx = row[j] > mx ? row[j] : mx;
+            float sum = 0.0f;
+            #pragma omp simd reduction(+ : sum)
+            for (int j = 0; j < n; j++) { row[j] = exp_fast(row[j] - mx); sum += row[j]; }
+            float inv = 1.0f / sum;
+            for (int j = 0; j < n; j++) row[j] *= inv;
+            lse_out[i] = mx + logf(sum);
+        } else {
+            float row_lse = lse_in[i];
+            for (int j = 0; j < n; j++) row[j] = exp_fast(row[j] - row_lse);
+        }
+        for (int j = n; j < keys; j++) row[j] = 0.0f;   // causal mask
+    }
+}
+
+// qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
 void attention_forward(float *out, float *lse, const float *qkv, const float *bias,
                        float *scratch, int n_threads, int B, int T, int C, int H) {
-    int D = C / H;
+    int D = C / H, nb = att_block(T);
     size_t C3 = 3 * (size_t)C;
     float scale = 1.0f / sqrtf((float)D);
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
-        float *s = scratch + (size_t)omp_get_thread_num() * 2 * T;
-        const float *base = qkv + (size_t)b * T * C3;
-        for (int i = 0; i < T; i++) {
-            const float *q = base + i * C3 + h * D;
-            float mx = -INFINITY;
-            for (int j = 0; j <= i; j++) {
-                const float *k = base + j * C3 + C + h * D;
-                float dot = 0.0f;
-                for (int d = 0; d < D; d++) dot += q[d] * k[d];
-                s[j] = dot * scale + (bias ? bias[h * T + (i - j)] : 0.0f);
-                if (s[j] > mx) mx = s[j];
-            }
-            float sum = 0.0f;
-            for (int j = 0; j <= i; j++) { s[j] = expf(s[j] - mx); sum += s[j]; }
-            float inv = 1.0f / sum;
-            float *y = out + ((size_t)b * T + i) * C + h * D;
-            memset(y, 0, (size_t)D * sizeof(float));
-            for (int j = 0; j <= i; j++) {
-                const float *v = base + j * C3 + 2 * C + h * D;
-                float p = s[j] * inv;
-                for (int d = 0; d < D; d++) y[d] += p * v[d];
-            }
-            lse[(size_t)bh * T + i] = mx + logf(sum);
+        float *s = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T, D);
+        float *kt = s + 2 * (size_t)nb * T;                       // K^T (D, T)
+        const float *q = qkv + (size_t)b * T * C3 + h * D, *k = q + C, *v = q + 2 * C;
+        const float *bias_h = bias ? bias + (size_t)h * T : NULL;
+        transpose_head(kt, k, C3, T, D);
+        for (int i0 = 0; i0 < T; i0 += nb) {
+            int rows = T - i0 < nb ? T - i0 : nb, keys = i0 + rows;
+            att_probs(s, q, kt, T, C3, bias_h, NULL, lse + (size_t)bh * T, i0, rows, keys, D, scale);
+            // Y_I (rows, D) = P (rows, keys) V_J (keys, D), written into out's head columns
+            smallgemm(rows, D, keys, 1.0f, s, keys, 1, v, C3, out + ((size_t)b * T + i0) * C + h * D, C, 0);
         }
     }
 }
 
+// dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
 void attention_backward(float *dqkv, float *dbias, const float *dout, const float *qkv,
                         const float *lse, const float *bias, float *scratch, int n_threads,
                         int B, int T, int C, int H) {
-    int D = C / H;
+    int D = C / H, nb = att_block(T);
     size_t C3 = 3 * (size_t)C;
     float scale = 1.0f / sqrtf((float)D);
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
-        float *p = scratch + (size_t)omp_get_thread_num() * 2 * T;
-        float *dp = p + T;
-        const float *base = qkv + (size_t)b * T * C3;
-        float *dbase = dqkv + (size_t)b * T * C3;
-        // this task owns the q, k, v columns of head h in batch row b
-        for (int t = 0; t < T; t++)
-            for (int part = 0; part < 3; part++)
-                memset(dbase + t * C3 + part * C + h * D, 0, (size_t)D * sizeof(float));
-        for (int i = 0; i < T; i++) {
-            const float *q = base + i * C3 + h * D;
-            const float *dy = dout + ((size_t)b * T + i) * C + h * D;
-            float *dq = dbase + i * C3 + h * D;
-            float row_lse = lse[(size_t)bh * T + i];
-            float sum_pd = 0.0f;
-            for (int j = 0; j <= i; j++) {
-                const float *k = base + j * C3 + C + h * D;
-                const float *v = base + j * C3 + 2 * C + h * D;
-                float dot = 0.0f, dpj = 0.0f;
-                for (int d = 0; d < D; d++) { dot += q[d] * k[d]; dpj += dy[d] * v[d]; }
-                float sij = dot * scale + (bias ? bias[h * T + (i - j)] : 0.0f);
-                p[j] = expf(sij - row_lse);
-                dp[j] = dpj;
-                sum_pd += p[j] * dpj;
+        float *p = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T, D);
+        float *dp = p + (size_t)nb * T, *kt = dp + (size_t)nb * T, *vt = kt + (size_t)D * T;
+        const float *q = qkv + (size_t)b * T * C3 + h * D, *k = q + C, *v = q + 2 * C;
+        float *dq = dqkv + (size_t)b * T * C3 + h * D, *dk = dq + C, *dv = dq + 2 * C;
+        const float *dy = dout + (size_t)b * T * C + h * D;
+        const float *bias_h = bias ? bias + (size_t)h * T : NULL;
+        float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
+        transpose_head(kt, k, C3, T, D);
+        transpose_head(vt, v, C3, T, D);
+        // this task owns the dk, dv columns of head h in batch row b; they
+        // are sums over query blocks, so they start from zero
+        for (int t = 0; t < T; t++) {
+            memset(dk + t * C3, 0, (size_t)D * sizeof(float));
+            memset(dv + t * C3, 0, (size_t)D * sizeof(float));
+        }
+        for (int i0 = 0; i0 < T; i0 += nb) {
+            int rows = T - i0 < nb ? T - i0 : nb, keys = i0 + rows;
+            att_probs(p, q, kt, T, C3, bias_h, lse + (size_t)bh * T, NULL, i0, rows, keys, D, scale);
+            // dP (rows, keys) = dY_I (rows, D) V_J^T
+            smallgemm(rows, keys, D, 1.0f, dy + (size_t)i0 * C, C, 1, vt, T, dp, keys, 0);
+            // dS = P * (dP - rowsum(P * dP)), in place in dp
+            for (int r = 0; r < rows; r++) {
+                int i = i0 + r, n = i + 1;
+                const float *pr = p + (size_t)r * keys;
+                float *dpr = dp + (size_t)r * keys;
+                float sum_pd = 0.0f;
+                #pragma omp simd reduction(+ : sum_pd)
+                for (int j = 0; j < n; j++) sum_pd += pr[j] * dpr[j];
+                for (int j = 0; j < n; j++) dpr[j] = pr[j] * (dpr[j] - sum_pd);
+                for (int j = n; j < keys; j++) dpr[j] = 0.0f;
+                if (dbias_bh)
+                    for (int j = 0; j < n; j++) dbias_bh[i - j] += dpr[j];
             }
-            for (int j = 0; j <= i; j++) {
-                const float *k = base + j * C3 + C + h * D;
-                float *dk = dbase + j * C3 + C + h * D;
-                float *dv = dbase + j * C3 + 2 * C + h * D;
-                float ds = p[j] * (dp[j] - sum_pd);
-                float dss = ds * scale;
-                for (int d = 0; d < D; d++) {
-                    dv[d] += p[j] * dy[d];
-                    dq[d] += dss * k[d];
-                    dk[d] += dss * q[d];
-                }
-                if (dbias) dbias[(size_t)bh * T + (i - j)] += ds;
-            }
+            // dQ_I (rows, D) = scale dS K_J  (each query row is in one block: overwrite)
+            smallgemm(rows, D, keys, scale, dp, keys, 1, k, C3, dq + (size_t)i0 * C3, C3, 0);
+            // dK_J (keys, D) += scale dS^T Q_I ;  dV_J (keys, D) += P^T dY_I
+            smallgemm(keys, D, rows, scale, dp, 1, keys, q + (size_t)i0 * C3, C3, dk, C3, 1);
+            smallgemm(keys, D, rows, 1.0f, p, 1, keys, dy + (size_t)i0 * C, C, dv, C3, 1);
         }
     }
 }

@@ -5,6 +5,8 @@
 //   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
 //   dw += dy * xhat,  db += dy   (summed over rows)
 // Only mean and rstd are saved; xhat is recomputed from the input.
+// The row sums are `omp simd` reductions: without them the compiler may not
+// reorder a float sum, so it would add one element at a time.
 #include <math.h>
 
 #include "model/layers.h"
@@ -19,9 +21,11 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
         const float *x = inp + (size_t)n * C;
         float *y = out + (size_t)n * C;
         float m = 0.0f;
+        #pragma omp simd reduction(+ : m)
         for (int c = 0; c < C; c++) m += x[c];
         m /= C;
         float v = 0.0f;
+        #pragma omp simd reduction(+ : v)
         for (int c = 0; c < C; c++) { float d = x[c] - m; v += d * d; }
         v /= C;
         float s = 1.0f / sqrtf(v + LN_EPS);
@@ -42,6 +46,7 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
         float *dx = dinp + (size_t)n * C;
         float m = mean[n], s = rstd[n];
         float g_mean = 0.0f, gx_mean = 0.0f;
+        #pragma omp simd reduction(+ : g_mean, gx_mean)
         for (int c = 0; c < C; c++) {
             float g = dy[c] * weight[c];
             g_mean += g;

@@ -29,7 +29,10 @@ void adamw_update(const AdamWConfig *cfg, float *param, const float *grad, float
     const float bias1 = (float)(1.0 - pow(cfg->beta1, t));   // bias corrections of the zero-initialised moments
     const float bias2 = (float)(1.0 - pow(cfg->beta2, t));
     const float shrink = decay ? 1.0f - lr * cfg->weight_decay : 1.0f;
-    #pragma omp parallel for schedule(static)
+    // One pass over param, grad, m, v (16 bytes read, 12 written per
+    // parameter): vectorised (sqrtf is one instruction under -fno-math-errno,
+    // see the Makefile) and split over threads, so it runs at memory speed.
+    #pragma omp parallel for simd schedule(static)
     for (size_t i = 0; i < n; i++) {
         float g = grad[i];
         m[i] = beta1 * m[i] + (1.0f - beta1) * g;

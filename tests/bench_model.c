@@ -1,0 +1,360 @@
+// bench_model.c: training speed of the model (forward, backward, AdamW) on
+// random tokens, its FLOP utilisation against a measured sgemm peak, its
+// memory (peak RSS against the program's own accounting), and a RoPE
+// micro-benchmark. Run by scripts/bench.sh (`make bench`).
+//
+//   build/bench_model --config S --pos rope [--steps 10] [--warmup 2] [--threads 2]
+//                     [--peak-gflops X] [--batch B (default: the config's)]
+//   build/bench_model --peak            sgemm peak, square 1024..2048, same threads
+//   build/bench_model --rope-micro      RoPE: block-diagonal matrix vs elementwise
+//   build/bench_model --compare-schemes --config M   the four schemes' step times,
+//                                       interleaved step by step in one process
+//
+// One machine-readable line per measurement (key=value), read by bench.sh.
+//
+// Model FLOPs per training step (the usual "6N" count, made exact here):
+//   forward matmuls   2 * B*T * (L * 12 C^2 + V C)        (c_attn 3C^2, attn c_proj C^2,
+//                                                         c_fc 4C^2, mlp c_proj 4C^2; tied head V C)
+//   forward attention 2 * 2 * B * L * C * T(T+1)/2        (q.k and p.v over the causal triangle)
+//   training step     3 x forward                         (backward = 2 x forward)
+// Recomputation in backward (attention scores) is not counted: it is not
+// model work, so it lowers the utilisation instead of inflating it.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+#include <cblas.h>
+#include <omp.h>
+
+#include "common/blas_cpu.h"
+#include "common/rng.h"
+#include "common/threads.h"
+#include "model/gpt.h"
+#include "model/pos.h"
+#include "train/adamw.h"
+
+static double now_s(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n) {
+    qsort(x, n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+static double peak_rss_mb(void) {
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    return ru.ru_maxrss / 1024.0;   // Linux: kilobytes
+}
+
+typedef struct { const char *name; int L, C, H, T, B, V; } BenchConfig;
+static const BenchConfig CONFIGS[] = {
+    {"S", 4, 128, 4, 128, 32, 2048},
+    {"M", 6, 256, 8, 256, 8, 4096},
+};
+
+static double model_flops_per_step(const BenchConfig *c) {
+    double BT = (double)c->B * c->T;
+    double mm = 2.0 * BT * (12.0 * c->L * c->C * c->C + (double)c->V * c->C);
+    double att = 4.0 * c->B * c->L * (double)c->C * c->T * (c->T + 1) / 2.0;
+    return 3.0 * (mm + att);
+}
+
+// Best median GFLOP/s of C = A B over square sizes 1024..2048 (all threads).
+static double sgemm_peak(int reps) {
+    static const int sizes[] = {1024, 1536, 2048};
+    double best = 0.0;
+    for (int si = 0; si < 3; si++) {
+        int n = sizes[si];
+        float *a = malloc((size_t)n * n * sizeof(float)), *b = malloc((size_t)n * n * sizeof(float)),
+              *c = malloc((size_t)n * n * sizeof(float));
+        if (!a || !b || !c) { free(a); free(b); free(c); continue; }
+        for (size_t i = 0; i < (size_t)n * n; i++) { a[i] = (float)(i % 7) * 0.1f; b[i] = (float)(i % 5) * 0.1f; }
+        double t[16];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+        for (int r = 0; r < reps; r++) {
+            double t0 = now_s();
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a, n, b, n, 0.0f, c, n);
+            t[r] = now_s() - t0;
+        }
+        double gf = 2.0 * n * n * (double)n / median(t, reps) / 1e9;
+        printf("sgemm n=%d threads=%d gflops=%.1f\n", n, omp_get_max_threads(), gf);
+        if (gf > best) best = gf;
+        free(a); free(b); free(c);
+    }
+    return best;
+}
+
+// RoPE on the q and k head vectors of config M (B=8, H=8, T=256, D=32, q and
+// k: N = 2 B H T vectors; vector n sits at position n % T), three ways:
+//   matrix:      u' = R_m u with R_m the D x D block-diagonal rotation of
+//                RoFormer eq. (34), stored dense as the paper writes it,
+//                one matrix-vector product per head vector (2 D^2 FLOPs)
+//   matrix-sgemm the same products batched per position m with sgemm: the
+//                vectors at position m form a (N/T, D) matrix (row stride T*D)
+//   elementwise: u'[2i], u'[2i+1] from cos/sin tables (3 D FLOPs; the model)
+// Backward applies R_m^T (the matrix transposed / the rotation by -angle).
+static void rope_micro(int reps) {
+    enum { T = 256, D = 32, N = 2 * 8 * 8 * T, HALF = D / 2 };
+    float *cs = malloc(sizeof(float) * T * HALF), *sn = malloc(sizeof(float) * T * HALF);
+    float *R = calloc((size_t)T * D * D, sizeof(float));
+    float *u = malloc(sizeof(float) * N * D), *w = malloc(sizeof(float) * N * D),
+          *w2 = malloc(sizeof(float) * N * D), *e = malloc(sizeof(float) * N * D);
+    rope_build_tables(cs, sn, T, D, 10000.0f);
+    for (int m = 0; m < T; m++)
+        for (int i = 0; i < HALF; i++) {
+            float *r = R + (size_t)m * D * D, c = cs[m * HALF + i], s = sn[m * HALF + i];
+            r[(2 * i) * D + 2 * i] = c;      r[(2 * i) * D + 2 * i + 1] = -s;
+            r[(2 * i + 1) * D + 2 * i] = s;  r[(2 * i + 1) * D + 2 * i + 1] = c;
+        }
+    Rng rng;
+    rng_seed(&rng, 7);
+    for (size_t i = 0; i < (size_t)N * D; i++) u[i] = (float)rng_normal(&rng);
+    double t_mat[2][16], t_gemm[2][16], t_elem[2][16], max_diff = 0.0;
+    for (int r = 0; r < reps; r++)
+        for (int dir = 0; dir < 2; dir++) {   // 0 forward (R), 1 backward (R^T)
+            double t0 = now_s();
+            #pragma omp parallel for
+            for (int n = 0; n < N; n++) {
+                const float *Rm = R + (size_t)(n % T) * D * D, *x = u + (size_t)n * D;
+                float *y = w + (size_t)n * D;
+                if (dir == 0)
+                    for (int a = 0; a < D; a++) {
+                        float acc = 0.0f;
+                        for (int b = 0; b < D; b++) acc += Rm[a * D + b] * x[b];
+                        y[a] = acc;
+                    }
+                else
+                    for (int a = 0; a < D; a++) {
+                        float acc = 0.0f;
+                        for (int b = 0; b < D; b++) acc += Rm[b * D + a] * x[b];
+                        y[a] = acc;
+                    }
+            }
+            t_mat[dir][r] = now_s() - t0;
+            t0 = now_s();
+            #pragma omp parallel for
+            for (int m = 0; m < T; m++)   // Y_m (N/T, D) = U_m R_m^T (forward) or U_m R_m (backward)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, dir ? CblasNoTrans : CblasTrans, N / T, D, D,
+                            1.0f, u + (size_t)m * D, T * D, R + (size_t)m * D * D, D, 0.0f,
+                            w2 + (size_t)m * D, T * D);
+            t_gemm[dir][r] = now_s() - t0;
+            memcpy(e, u, sizeof(float) * N * D);   // elementwise works in place
+            t0 = now_s();
+            #pragma omp parallel for
+            for (int n = 0; n < N; n++) {
+                int m = n % T;
+                if (dir) rope_rotate_back(e + (size_t)n * D, cs + m * HALF, sn + m * HALF, D);
+                else rope_rotate(e + (size_t)n * D, cs + m * HALF, sn + m * HALF, D);
+            }
+            t_elem[dir][r] = now_s() - t0;
+            for (size_t i = 0; i < (size_t)N * D; i++) {
+                double d = fmax(fabs((double)e[i] - w[i]), fabs((double)e[i] - w2[i]));
+                if (d > max_diff) max_diff = d;
+            }
+        }
+    const char *dir_name[2] = {"forward", "backward"};
+    for (int dir = 0; dir < 2; dir++) {
+        double tm = median(t_mat[dir], reps) * 1e3, tg = median(t_gemm[dir], reps) * 1e3,
+               te = median(t_elem[dir], reps) * 1e3;
+        printf("rope_micro dir=%s vectors=%d head_dim=%d matrix_ms=%.3f matrix_sgemm_ms=%.3f "
+               "elementwise_ms=%.3f matrix_flops=%d elementwise_flops=%d speedup=%.1f speedup_sgemm=%.1f\n",
+               dir_name[dir], N, D, tm, tg, te, 2 * D * D, 3 * D, tm / te, tg / te);
+    }
+    printf("rope_micro max_abs_diff=%.2e\n", max_diff);
+    free(cs); free(sn); free(R); free(u); free(w); free(w2); free(e);
+}
+
+static int run_model(const BenchConfig *bc, PosKind pos, int steps, int warmup, double peak) {
+    GPTConfig cfg = {.n_layer = bc->L, .n_head = bc->H, .d_model = bc->C, .vocab_size = bc->V,
+                     .block_size = bc->T, .pos = pos};
+    gpt_config_defaults(&cfg);
+    cfg.pos = pos;
+    char err[256];
+    GPT *model;
+    if (gpt_create(&model, &cfg, 1337, err, sizeof err) != 0 ||
+        gpt_alloc_activations(model, bc->B, bc->T, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_model: %s\n", err);
+        return 1;
+    }
+    size_t n_params = gpt_num_params(model);
+    AdamWConfig acfg = {0.9f, 0.95f, 1e-8f, 0.1f};
+    AdamW opt;
+    if (adamw_init(&opt, &acfg, n_params) != 0) { fprintf(stderr, "bench_model: out of memory\n"); return 1; }
+    const ParamEntry *entries;
+    int n_entries = gpt_param_entries(model, &entries);
+    int BT = bc->B * bc->T;
+    int *tok = malloc((size_t)(BT + bc->B) * sizeof(int)), *inp = malloc(BT * sizeof(int)),
+        *tgt = malloc(BT * sizeof(int));
+    Rng rng;
+    rng_seed(&rng, 42);
+    double *fwd = malloc(steps * sizeof(double)), *bwd = malloc(steps * sizeof(double)),
+           *upd = malloc(steps * sizeof(double)), *tot = malloc(steps * sizeof(double));
+    float loss_first = 0.0f, loss_last = 0.0f;
+    for (int s = 0; s < warmup + steps; s++) {
+        for (int i = 0; i < BT + bc->B; i++) tok[i] = (int)rng_below(&rng, (uint64_t)bc->V);
+        for (int b = 0; b < bc->B; b++)   // windows of T+1 tokens: targets are inputs shifted by one
+            for (int t = 0; t < bc->T; t++) {
+                inp[b * bc->T + t] = tok[b * (bc->T + 1) + t];
+                tgt[b * bc->T + t] = tok[b * (bc->T + 1) + t + 1];
+            }
+        double t0 = now_s();
+        gpt_zero_grad(model);
+        float loss = gpt_forward(model, inp, tgt, bc->B, bc->T);
+        double t1 = now_s();
+        gpt_backward(model, 1.0f);
+        double t2 = now_s();
+        float *g = gpt_grads(model);
+        double norm = grad_global_norm(g, n_params);   // as ./train does: norm, clip, update
+        grad_clip(g, n_params, norm, 1.0f);
+        adamw_step(&opt, gpt_params(model), g, entries, n_entries, 3e-4f, s + 1);
+        double t3 = now_s();
+        if (s == 0) loss_first = loss;
+        loss_last = loss;
+        if (s >= warmup) {
+            int k = s - warmup;
+            fwd[k] = t1 - t0; bwd[k] = t2 - t1; upd[k] = t3 - t2; tot[k] = t3 - t0;
+        }
+    }
+    double rss = peak_rss_mb();
+    double step = median(tot, steps);
+    double acct_state = 4.0 * 4.0 * n_params / (1024.0 * 1024.0);   // params, grads, m, v
+    double acct_act = gpt_activation_bytes(model) / (1024.0 * 1024.0);
+    double gflops = model_flops_per_step(bc) / step / 1e9;
+    printf("ropelab config=%s pos=%s L=%d C=%d H=%d V=%d B=%d T=%d threads=%d params=%zu "
+           "tokens_per_s=%.1f ms_per_step=%.2f fwd_ms=%.2f bwd_ms=%.2f opt_ms=%.2f "
+           "gflops=%.1f peak_gflops=%.1f mfu=%.3f rss_mb=%.1f state_mb=%.1f act_mb=%.1f "
+           "rss_ratio=%.2f steps=%d loss_first=%.4f loss_last=%.4f\n",
+           bc->name, pos_kind_name(pos), bc->L, bc->C, bc->H, bc->V, bc->B, bc->T,
+           omp_get_max_threads(), n_params, BT / step, step * 1e3, median(fwd, steps) * 1e3,
+           median(bwd, steps) * 1e3, median(upd, steps) * 1e3, gflops, peak,
+           peak > 0 ? gflops / peak : 0.0, rss, acct_state, acct_act,
+           rss / (acct_state + acct_act), steps, loss_first, loss_last);
+    free(fwd); free(bwd); free(upd); free(tot); free(tok); free(inp); free(tgt);
+    adamw_free(&opt);
+    gpt_free(model);
+    return 0;
+}
+
+// Scheme overhead, robust to drift: this shared VM's speed wanders by +-10%
+// over tens of seconds, more than the differences between schemes. So all
+// four schemes are built in one process and trained in turn, one step each,
+// round-robin (the order rotates each step): every scheme sees the same drift. Prints each scheme's median
+// step time and its difference from learned.
+typedef struct {
+    GPT *model;
+    AdamW opt;
+    const ParamEntry *entries;
+    int n_entries;
+} SchemeRun;
+
+static int compare_schemes(const BenchConfig *bc, int steps, int warmup) {
+    static const PosKind kinds[] = {POS_LEARNED, POS_ROPE, POS_SINUSOIDAL, POS_T5};
+    enum { K = 4 };
+    SchemeRun run[K];
+    AdamWConfig acfg = {0.9f, 0.95f, 1e-8f, 0.1f};
+    char err[256];
+    for (int k = 0; k < K; k++) {
+        GPTConfig cfg = {.n_layer = bc->L, .n_head = bc->H, .d_model = bc->C, .vocab_size = bc->V,
+                         .block_size = bc->T};
+        gpt_config_defaults(&cfg);
+        cfg.pos = kinds[k];
+        if (gpt_create(&run[k].model, &cfg, 1337, err, sizeof err) != 0 ||
+            gpt_alloc_activations(run[k].model, bc->B, bc->T, err, sizeof err) != 0 ||
+            adamw_init(&run[k].opt, &acfg, gpt_num_params(run[k].model)) != 0) {
+            fprintf(stderr, "bench_model: %s\n", err);
+            return 1;
+        }
+        run[k].n_entries = gpt_param_entries(run[k].model, &run[k].entries);
+    }
+    int BT = bc->B * bc->T;
+    int *inp = malloc(BT * sizeof(int)), *tgt = malloc(BT * sizeof(int));
+    double (*t)[K] = malloc(sizeof(double[K]) * steps);
+    Rng rng;
+    rng_seed(&rng, 42);
+    for (int s = 0; s < warmup + steps; s++) {
+        for (int i = 0; i < BT; i++) { inp[i] = (int)rng_below(&rng, bc->V); tgt[i] = (int)rng_below(&rng, bc->V); }
+        for (int kk = 0; kk < K; kk++) {   // the same batch for every scheme, in rotating order
+            int k = (s + kk) % K;
+            SchemeRun *r = &run[k];
+            size_t n = gpt_num_params(r->model);
+            double t0 = now_s();
+            gpt_zero_grad(r->model);
+            gpt_forward(r->model, inp, tgt, bc->B, bc->T);
+            gpt_backward(r->model, 1.0f);
+            float *g = gpt_grads(r->model);
+            grad_clip(g, n, grad_global_norm(g, n), 1.0f);
+            adamw_step(&r->opt, gpt_params(r->model), g, r->entries, r->n_entries, 3e-4f, s + 1);
+            if (s >= warmup) t[s - warmup][k] = now_s() - t0;
+        }
+    }
+    double med[K], col[1000];
+    for (int k = 0; k < K; k++) {
+        for (int s = 0; s < steps; s++) col[s] = t[s][k];
+        med[k] = median(col, steps);
+    }
+    for (int k = 0; k < K; k++)
+        printf("scheme_compare config=%s pos=%s ms_per_step=%.2f vs_learned_pct=%.1f steps=%d\n", bc->name,
+               pos_kind_name(kinds[k]), med[k] * 1e3, 100.0 * (med[k] / med[0] - 1.0), steps);
+    for (int k = 0; k < K; k++) { adamw_free(&run[k].opt); gpt_free(run[k].model); }
+    free(inp); free(tgt); free(t);
+    return 0;
+}
+
+static void usage(void) {
+    fprintf(stderr, "usage: bench_model --config S|M [--pos rope] [--steps 10] [--warmup 2] "
+                    "[--threads N] [--peak-gflops X] [--batch B]\n"
+                    "       bench_model --compare-schemes --config S|M [--steps N] [--threads N]\n"
+                    "       bench_model --peak [--threads N]\n"
+                    "       bench_model --rope-micro [--threads N]\n");
+}
+
+int main(int argc, char **argv) {
+    blas_use_native_kernels(argv);
+    const char *config = NULL, *pos_name = "rope";
+    int steps = 10, warmup = 2, threads = 0, do_peak = 0, do_rope = 0, batch = 0, do_compare = 0;
+    double peak = 0.0;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(a, "--peak")) do_peak = 1;
+        else if (!strcmp(a, "--rope-micro")) do_rope = 1;
+        else if (!strcmp(a, "--compare-schemes")) do_compare = 1;
+        else if (v && !strcmp(a, "--config")) { config = v; i++; }
+        else if (v && !strcmp(a, "--pos")) { pos_name = v; i++; }
+        else if (v && !strcmp(a, "--steps")) { steps = atoi(v); i++; }
+        else if (v && !strcmp(a, "--warmup")) { warmup = atoi(v); i++; }
+        else if (v && !strcmp(a, "--threads")) { threads = atoi(v); i++; }
+        else if (v && !strcmp(a, "--peak-gflops")) { peak = atof(v); i++; }
+        else if (v && !strcmp(a, "--batch")) { batch = atoi(v); i++; }
+        else { usage(); return 2; }
+    }
+    threads_set(threads);
+    const char *core = openblas_get_corename();
+    printf("# openblas core=%s config=%s threads=%d\n", core ? core : "?", openblas_get_config(),
+           omp_get_max_threads());
+    if (do_peak) { printf("sgemm_peak gflops=%.1f\n", sgemm_peak(5)); return 0; }
+    if (do_rope) { rope_micro(9); return 0; }
+    const BenchConfig *bc = NULL;
+    for (size_t i = 0; config && i < sizeof CONFIGS / sizeof CONFIGS[0]; i++)
+        if (!strcmp(config, CONFIGS[i].name)) bc = &CONFIGS[i];
+    PosKind pos;
+    if (!bc || pos_kind_from_name(pos_name, &pos) != 0 || steps < 1 || steps > 1000 || warmup < 0) {
+        usage();
+        return 2;
+    }
+    if (do_compare) return compare_schemes(bc, steps, warmup);
+    BenchConfig custom = *bc;
+    if (batch > 0) custom.B = batch;   // smaller batches for profiling under valgrind
+    return run_model(&custom, pos, steps, warmup, peak);
+}

@@ -1,0 +1,218 @@
+// test_model_kernels.c: the performance kernels against plain double-precision
+// references, at sizes where their blocking matters: exp_fast / tanh_fast
+// accuracy, smallgemm (tiles and edges), attention forward and backward over several query blocks (T not a
+// multiple of the block, with and without a bias table, 2 threads), GELU and
+// cross-entropy with the vectorised exp/tanh.
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "common/rng.h"
+#include "model/fastmath.h"
+#include "model/layers.h"
+
+static float *randn(size_t n, double std, uint64_t seed) {
+    Rng r;
+    rng_seed(&r, seed);
+    float *x = malloc(n * sizeof(float));
+    for (size_t i = 0; i < n; i++) x[i] = (float)(std * rng_normal(&r));
+    return x;
+}
+
+static void test_exp_tanh(void **s) {
+    (void)s;
+    double worst_exp = 0, worst_tanh = 0;
+    for (float x = -87.0f; x < 88.0f; x += 0.000731f) {
+        double e = exp((double)x), r = fabs(exp_fast(x) - e) / e;
+        worst_exp = r > worst_exp ? r : worst_exp;
+    }
+    for (float u = -30.0f; u < 30.0f; u += 0.0001f) {
+        double d = fabs(tanh_fast(u) - tanh((double)u));
+        worst_tanh = d > worst_tanh ? d : worst_tanh;
+    }
+    print_message("exp_fast worst relative error %.2e, tanh_fast worst absolute error %.2e\n",
+                  worst_exp, worst_tanh);
+    assert_true(worst_exp < 3e-7);
+    assert_true(worst_tanh < 3e-7);
+    assert_true(exp_fast(-1000.0f) < 1e-37f && exp_fast(-1000.0f) >= 0.0f);
+    assert_true(isnan(exp_fast(NAN)));
+    assert_true(tanh_fast(100.0f) == 1.0f && tanh_fast(-100.0f) == -1.0f);
+}
+
+// smallgemm against double, with tiles and edges (M % 4, N % 32 != 0), A and
+// A^T addressing, overwrite and accumulate.
+static void test_smallgemm(void **s) {
+    (void)s;
+    static const int shapes[][3] = {{4, 32, 5}, {7, 45, 13}, {64, 96, 32}, {3, 17, 70}, {130, 32, 64}};
+    double worst = 0;
+    for (int si = 0; si < 5; si++)
+        for (int trans = 0; trans < 2; trans++)
+            for (int acc = 0; acc < 2; acc++) {
+                int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], ldb = N + 3, ldc = N + 5;
+                float *A = randn((size_t)M * K, 1.0, 81), *B = randn((size_t)K * ldb, 1.0, 82),
+                      *C = randn((size_t)M * ldc, 1.0, 83), *C0 = malloc(sizeof(float) * M * ldc);
+                memcpy(C0, C, sizeof(float) * M * ldc);
+                size_t sai = trans ? 1 : K, sak = trans ? M : 1;   // A stored (M,K) or (K,M)
+                smallgemm(M, N, K, 0.5f, A, sai, sak, B, ldb, C, ldc, acc);
+                for (int i = 0; i < M; i++)
+                    for (int j = 0; j < ldc; j++) {
+                        double want = C0[i * ldc + j];   // columns >= N are untouched
+                        if (j < N) {
+                            double d = 0;
+                            for (int k = 0; k < K; k++) d += (double)A[i * sai + k * sak] * B[k * ldb + j];
+                            want = 0.5 * d + (acc ? C0[i * ldc + j] : 0.0);
+                        }
+                        worst = fmax(worst, fabs(want - C[i * ldc + j]));
+                    }
+                free(A); free(B); free(C); free(C0);
+            }
+    print_message("smallgemm: max abs error %.2e\n", worst);
+    assert_true(worst < 1e-5);
+}
+
+/* ---- attention over several query blocks, against double ---- */
+enum { KB = 2, KT = 150, KC = 32, KH = 2, KD = KC / KH };
+static double qkv_at(const float *qkv, int b, int t, int part, int h, int d) {
+    return qkv[((size_t)b * KT + t) * 3 * KC + part * KC + h * KD + d];
+}
+
+static void attention_blocks_case(const float *bias) {
+    float *qkv = randn((size_t)KB * KT * 3 * KC, 1.0, 51), *dout = randn((size_t)KB * KT * KC, 1.0, 52);
+    float *out = malloc(sizeof(float) * KB * KT * KC), *lse = malloc(sizeof(float) * KB * KH * KT);
+    float *dqkv = randn((size_t)KB * KT * 3 * KC, 1.0, 53);   // garbage: must be overwritten
+    float *dbias = calloc((size_t)KB * KH * KT, sizeof(float));
+    float *scratch = malloc(2 * attention_scratch_floats(KT, KD) * sizeof(float));
+    attention_forward(out, lse, qkv, bias, scratch, 2, KB, KT, KC, KH);
+    attention_backward(dqkv, bias ? dbias : NULL, dout, qkv, lse, bias, scratch, 2, KB, KT, KC, KH);
+    double *p = malloc(sizeof(double) * KT * KT), *dp = malloc(sizeof(double) * KT * KT);
+    double *ref_d = calloc((size_t)KT * 3 * KD, sizeof(double));
+    double err_y = 0, err_lse = 0, err_d = 0, err_bias = 0, scale = 1.0 / sqrt(KD);
+    for (int b = 0; b < KB; b++)
+        for (int h = 0; h < KH; h++) {
+            memset(ref_d, 0, sizeof(double) * KT * 3 * KD);
+            double dbias_ref[KT] = {0};
+            for (int i = 0; i < KT; i++) {
+                double mx = -1e300, sum = 0;
+                for (int j = 0; j <= i; j++) {
+                    double dot = 0;
+                    for (int d = 0; d < KD; d++) dot += qkv_at(qkv, b, i, 0, h, d) * qkv_at(qkv, b, j, 1, h, d);
+                    p[i * KT + j] = dot * scale + (bias ? bias[h * KT + i - j] : 0.0);
+                    mx = fmax(mx, p[i * KT + j]);
+                }
+                for (int j = 0; j <= i; j++) sum += exp(p[i * KT + j] - mx);
+                for (int j = 0; j <= i; j++) p[i * KT + j] = exp(p[i * KT + j] - mx) / sum;
+                err_lse = fmax(err_lse, fabs(mx + log(sum) - lse[((size_t)b * KH + h) * KT + i]));
+                double sum_pd = 0;
+                for (int j = 0; j <= i; j++) {
+                    double dpj = 0;
+                    for (int d = 0; d < KD; d++) dpj += dout[((size_t)b * KT + i) * KC + h * KD + d] * qkv_at(qkv, b, j, 2, h, d);
+                    dp[i * KT + j] = dpj;
+                    sum_pd += p[i * KT + j] * dpj;
+                }
+                for (int d = 0; d < KD; d++) {
+                    double y = 0;
+                    for (int j = 0; j <= i; j++) y += p[i * KT + j] * qkv_at(qkv, b, j, 2, h, d);
+                    err_y = fmax(err_y, fabs(y - out[((size_t)b * KT + i) * KC + h * KD + d]));
+                }
+                for (int j = 0; j <= i; j++) {
+                    double ds = p[i * KT + j] * (dp[i * KT + j] - sum_pd);
+                    dbias_ref[i - j] += ds;
+                    for (int d = 0; d < KD; d++) {
+                        ref_d[i * 3 * KD + d] += scale * ds * qkv_at(qkv, b, j, 1, h, d);
+                        ref_d[j * 3 * KD + KD + d] += scale * ds * qkv_at(qkv, b, i, 0, h, d);
+                        ref_d[j * 3 * KD + 2 * KD + d] += p[i * KT + j] * dout[((size_t)b * KT + i) * KC + h * KD + d];
+                    }
+                }
+            }
+            for (int t = 0; t < KT; t++)
+                for (int part = 0; part < 3; part++)
+                    for (int d = 0; d < KD; d++)
+                        err_d = fmax(err_d, fabs(ref_d[t * 3 * KD + part * KD + d] -
+                                                 dqkv[((size_t)b * KT + t) * 3 * KC + part * KC + h * KD + d]));
+            if (bias)
+                for (int n = 0; n < KT; n++)
+                    err_bias = fmax(err_bias, fabs(dbias_ref[n] - dbias[((size_t)b * KH + h) * KT + n]));
+        }
+    print_message("attention T=%d%s: max abs error y %.2e, lse %.2e, dqkv %.2e, dbias %.2e\n", KT,
+                  bias ? " with bias" : "", err_y, err_lse, err_d, err_bias);
+    assert_true(err_y < 2e-5);
+    assert_true(err_lse < 2e-5);
+    assert_true(err_d < 5e-5);
+    assert_true(err_bias < 5e-5);
+    free(qkv); free(dout); free(out); free(lse); free(dqkv); free(dbias); free(scratch);
+    free(p); free(dp); free(ref_d);
+}
+
+static void test_attention_blocks(void **s) {
+    (void)s;
+    attention_blocks_case(NULL);
+    float *bias = randn(KH * KT, 0.5, 54);
+    attention_blocks_case(bias);
+    free(bias);
+}
+
+static void test_gelu(void **s) {
+    (void)s;
+    enum { N = 10007 };
+    float *x = randn(N, 3.0, 61), *y = malloc(N * sizeof(float)), *dy = randn(N, 1.0, 62),
+          *dx = malloc(N * sizeof(float));
+    gelu_forward(y, x, N);
+    gelu_backward(dx, x, dy, N);
+    double err_y = 0, err_dx = 0, k = sqrt(2.0 / M_PI);
+    for (int i = 0; i < N; i++) {
+        double v = x[i], th = tanh(k * (v + 0.044715 * v * v * v));
+        double g = 0.5 * (1 + th) + 0.5 * v * (1 - th * th) * k * (1 + 3 * 0.044715 * v * v);
+        err_y = fmax(err_y, fabs(0.5 * v * (1 + th) - y[i]) / fmax(1.0, fabs(v)));
+        err_dx = fmax(err_dx, fabs(g * dy[i] - dx[i]) / fmax(1.0, fabs(dy[i])));
+    }
+    print_message("gelu: max error forward %.2e, backward %.2e\n", err_y, err_dx);
+    assert_true(err_y < 1e-6);
+    assert_true(err_dx < 5e-6);
+    free(x); free(y); free(dy); free(dx);
+}
+
+static void test_crossentropy(void **s) {
+    (void)s;
+    enum { N = 37, V = 1000 };
+    float *z = randn((size_t)N * V, 4.0, 71), losses[N], lse[N];
+    int targets[N];
+    for (int n = 0; n < N; n++) targets[n] = (n * 97) % V;
+    double mean = crossentropy_forward(losses, lse, z, targets, N, V), ref_mean = 0, err = 0, err_g = 0;
+    double ref_lse[N];
+    for (int n = 0; n < N; n++) {
+        double mx = -1e300, sum = 0;
+        for (int v = 0; v < V; v++) mx = fmax(mx, z[n * V + v]);
+        for (int v = 0; v < V; v++) sum += exp(z[n * V + v] - mx);
+        ref_lse[n] = mx + log(sum);
+        ref_mean += (ref_lse[n] - z[n * V + targets[n]]) / N;
+        err = fmax(err, fabs(ref_lse[n] - z[n * V + targets[n]] - losses[n]));
+    }
+    float *g = malloc(sizeof(float) * N * V);
+    memcpy(g, z, sizeof(float) * N * V);
+    crossentropy_backward(g, lse, targets, N, V, 0.5f);
+    for (int n = 0; n < N; n++)
+        for (int v = 0; v < V; v++) {
+            double want = 0.5 * (exp(z[n * V + v] - ref_lse[n]) - (v == targets[n]));
+            err_g = fmax(err_g, fabs(want - g[n * V + v]));
+        }
+    print_message("crossentropy: max loss error %.2e, mean %.2e, dlogits %.2e\n", err, fabs(mean - ref_mean), err_g);
+    assert_true(err < 1e-5 && fabs(mean - ref_mean) < 1e-5 && err_g < 1e-6);
+    free(z); free(g);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_exp_tanh),
+        cmocka_unit_test(test_smallgemm),
+        cmocka_unit_test(test_attention_blocks),
+        cmocka_unit_test(test_gelu),
+        cmocka_unit_test(test_crossentropy),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
