@@ -53,6 +53,9 @@ typedef struct {
 } PosScheme;
 
 const PosScheme *pos_scheme(PosKind kind);
+// The embedding hook's forward for any table of rows P (n_pos, C):
+// x[b,t] += P[pos0 + t] for x (B,T,C). Shared by learned (P = wpe) and sinusoidal.
+void pos_add_rows(float *x, const float *table, int B, int T, int pos0, int C);
 void pos_tables_free(PosCtx *p);
 
 extern const PosScheme pos_scheme_rope, pos_scheme_learned, pos_scheme_sinusoidal,

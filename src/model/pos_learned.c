@@ -5,13 +5,7 @@
 #include "model/pos.h"
 
 static void learned_embed_forward(const PosCtx *p, float *x, int B, int T, int pos0) {
-    int C = p->cfg->d_model;
-    #pragma omp parallel for
-    for (int bt = 0; bt < B * T; bt++) {
-        const float *w = p->wpe + (size_t)(pos0 + bt % T) * C;
-        float *row = x + (size_t)bt * C;
-        for (int c = 0; c < C; c++) row[c] += w[c];
-    }
+    pos_add_rows(x, p->wpe, B, T, pos0, p->cfg->d_model);
 }
 
 static void learned_embed_backward(const PosCtx *p, const float *dx, int B, int T) {

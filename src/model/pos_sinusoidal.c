@@ -27,13 +27,7 @@ static int sinusoidal_tables_init(PosCtx *p, int n_pos, char *err, size_t errlen
 }
 
 static void sinusoidal_embed_forward(const PosCtx *p, float *x, int B, int T, int pos0) {
-    int C = p->cfg->d_model;
-    #pragma omp parallel for
-    for (int bt = 0; bt < B * T; bt++) {
-        const float *pe = p->sinus + (size_t)(pos0 + bt % T) * C;
-        float *row = x + (size_t)bt * C;
-        for (int c = 0; c < C; c++) row[c] += pe[c];
-    }
+    pos_add_rows(x, p->sinus, B, T, pos0, p->cfg->d_model);
 }
 
 const PosScheme pos_scheme_sinusoidal = {
