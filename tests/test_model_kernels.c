@@ -1,6 +1,6 @@
 // test_model_kernels.c: the performance kernels against plain double-precision
 // references, at sizes where their blocking matters: exp_fast / tanh_fast
-// accuracy, smallgemm (tiles and edges), attention forward and backward over several query blocks (T not a
+// accuracy, attention forward and backward over several query blocks (T not a
 // multiple of the block, with and without a bias table, 2 threads), GELU and
 // cross-entropy with the vectorised exp/tanh.
 #include <math.h>
@@ -43,37 +43,6 @@ static void test_exp_tanh(void **s) {
     assert_true(exp_fast(-1000.0f) < 1e-37f && exp_fast(-1000.0f) >= 0.0f);
     assert_true(isnan(exp_fast(NAN)));
     assert_true(tanh_fast(100.0f) == 1.0f && tanh_fast(-100.0f) == -1.0f);
-}
-
-// smallgemm against double, with tiles and edges (M % 4, N % 32 != 0), A and
-// A^T addressing, overwrite and accumulate.
-static void test_smallgemm(void **s) {
-    (void)s;
-    static const int shapes[][3] = {{4, 32, 5}, {7, 45, 13}, {64, 96, 32}, {3, 17, 70}, {130, 32, 64}};
-    double worst = 0;
-    for (int si = 0; si < 5; si++)
-        for (int trans = 0; trans < 2; trans++)
-            for (int acc = 0; acc < 2; acc++) {
-                int M = shapes[si][0], N = shapes[si][1], K = shapes[si][2], ldb = N + 3, ldc = N + 5;
-                float *A = randn((size_t)M * K, 1.0, 81), *B = randn((size_t)K * ldb, 1.0, 82),
-                      *C = randn((size_t)M * ldc, 1.0, 83), *C0 = malloc(sizeof(float) * M * ldc);
-                memcpy(C0, C, sizeof(float) * M * ldc);
-                size_t sai = trans ? 1 : K, sak = trans ? M : 1;   // A stored (M,K) or (K,M)
-                smallgemm(M, N, K, 0.5f, A, sai, sak, B, ldb, C, ldc, acc);
-                for (int i = 0; i < M; i++)
-                    for (int j = 0; j < ldc; j++) {
-                        double want = C0[i * ldc + j];   // columns >= N are untouched
-                        if (j < N) {
-                            double d = 0;
-                            for (int k = 0; k < K; k++) d += (double)A[i * sai + k * sak] * B[k * ldb + j];
-                            want = 0.5 * d + (acc ? C0[i * ldc + j] : 0.0);
-                        }
-                        worst = fmax(worst, fabs(want - C[i * ldc + j]));
-                    }
-                free(A); free(B); free(C); free(C0);
-            }
-    print_message("smallgemm: max abs error %.2e\n", worst);
-    assert_true(worst < 1e-5);
 }
 
 /* ---- attention over several query blocks, against double ---- */
@@ -209,7 +178,6 @@ static void test_crossentropy(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exp_tanh),
-        cmocka_unit_test(test_smallgemm),
         cmocka_unit_test(test_attention_blocks),
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_crossentropy),

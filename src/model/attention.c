@@ -14,18 +14,14 @@
 //   forward   S = scale Q_I K_J^T (+ bias),  P = softmax(S) masked,  Y_I = P V_J
 //   backward  dP = dY_I V_J^T,  dS = P * (dP - rowsum(P * dP)),
 //             dQ_I = scale dS K_J,  dK_J += scale dS^T Q_I,  dV_J += P^T dY_I
-// Each product is one call of smallgemm (smallgemm.c), a register-tiled
-// kernel for these small shapes (K or N is head_dim): the scalar loops did
-// a length-D dot product per (i, j) pair, one multiply-add at a time, and
-// cblas_sgemm spends as long on each small call's setup and packing as on
-// its arithmetic. q, k, v stay where c_attn wrote them: head h of q is the
-// (T, D) matrix at qkv + h*D with row stride 3C, read in place. Only K^T and
-// V^T (D, T) are copied once per (batch, head), so that the products with
-// them stream along contiguous rows. The query rows are split into blocks of
+// Each product is one cblas_sgemm call with the transposes given as flags,
+// so q, k, v are read where c_attn wrote them, without copies: head h of q
+// is the (T, D) matrix at qkv + h*D with row stride 3C. The calls run inside
+// our parallel loop over (batch, head), so OpenBLAS (its OpenMP build) runs
+// each one on the calling thread. The query rows are split into blocks of
 // ATT_BLOCK so that only the diagonal blocks compute scores above the
 // diagonal (then masked): for T = 256 that is 5/8 of the full T x T square,
-// and the per-thread scratch is 2 x ATT_BLOCK x T + 2 x D x T floats instead
-// of T x T.
+// and the per-thread scratch is 2 x ATT_BLOCK x T floats instead of T x T.
 //
 // Memory: the forward keeps only lse (B,H,T), not the (B,H,T,T)
 // probabilities; backward recomputes P from q, k and lse, which are stored
@@ -34,6 +30,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <cblas.h>
 #include <omp.h>
 
 #include "model/fastmath.h"
@@ -45,23 +42,19 @@
 
 static int att_block(int T) { return T < ATT_BLOCK ? T : ATT_BLOCK; }
 
-size_t attention_scratch_floats(int T, int D) { return 2 * (size_t)att_block(T) * T + 2 * (size_t)D * T; }
+size_t attention_scratch_floats(int T, int D) { (void)D; return 2 * (size_t)att_block(T) * T; }
 
-// ut (D, T) = u^T for the (T, D) head matrix u with row stride ld.
-static void transpose_head(float *ut, const float *u, size_t ld, int T, int D) {
-    for (int t = 0; t < T; t++)
-        for (int d = 0; d < D; d++) ut[(size_t)d * T + t] = u[t * ld + d];
-}
-
-// Scores of query rows i0..i0+rows-1 against keys 0..keys-1 into s (rows, keys),
-// kt = K^T (D, T):
+// Scores of query rows i0..i0+rows-1 against keys 0..keys-1 into s (rows, keys);
+// q and k are (T, D) head matrices with row stride ld:
 // s = scale q k^T + bias, then P = exp(s - lse) with zeros above the diagonal.
 // If lse_out is set (forward) each row's lse is computed and stored there;
 // otherwise (backward) the stored lse_in is used.
-static void att_probs(float *s, const float *q, const float *kt, int T, size_t ld, const float *bias_h,
+static void att_probs(float *s, const float *q, const float *k, size_t ld, const float *bias_h,
                       const float *lse_in, float *lse_out, int i0, int rows, int keys, int D,
                       float scale) {
-    smallgemm(rows, keys, D, scale, q + i0 * ld, ld, 1, kt, T, s, keys, 0);
+    // S (rows, keys) = scale Q_I K_J^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, D, scale, q + i0 * ld, ld, k, ld,
+                0.0f, s, keys);
     for (int r = 0; r < rows; r++) {
         int i = i0 + r, n = i + 1;   // keys 0..i are visible
         float *row = s + (size_t)r * keys;
@@ -95,15 +88,14 @@ void attention_forward(float *out, float *lse, const float *qkv, const float *bi
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         float *s = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T, D);
-        float *kt = s + 2 * (size_t)nb * T;                       // K^T (D, T)
         const float *q = qkv + (size_t)b * T * C3 + h * D, *k = q + C, *v = q + 2 * C;
         const float *bias_h = bias ? bias + (size_t)h * T : NULL;
-        transpose_head(kt, k, C3, T, D);
         for (int i0 = 0; i0 < T; i0 += nb) {
             int rows = T - i0 < nb ? T - i0 : nb, keys = i0 + rows;
-            att_probs(s, q, kt, T, C3, bias_h, NULL, lse + (size_t)bh * T, i0, rows, keys, D, scale);
+            att_probs(s, q, k, C3, bias_h, NULL, lse + (size_t)bh * T, i0, rows, keys, D, scale);
             // Y_I (rows, D) = P (rows, keys) V_J (keys, D), written into out's head columns
-            smallgemm(rows, D, keys, 1.0f, s, keys, 1, v, C3, out + ((size_t)b * T + i0) * C + h * D, C, 0);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, keys, 1.0f, s, keys, v, C3,
+                        0.0f, out + ((size_t)b * T + i0) * C + h * D, C);
         }
     }
 }
@@ -119,14 +111,12 @@ void attention_backward(float *dqkv, float *dbias, const float *dout, const floa
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
         float *p = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T, D);
-        float *dp = p + (size_t)nb * T, *kt = dp + (size_t)nb * T, *vt = kt + (size_t)D * T;
+        float *dp = p + (size_t)nb * T;
         const float *q = qkv + (size_t)b * T * C3 + h * D, *k = q + C, *v = q + 2 * C;
         float *dq = dqkv + (size_t)b * T * C3 + h * D, *dk = dq + C, *dv = dq + 2 * C;
         const float *dy = dout + (size_t)b * T * C + h * D;
         const float *bias_h = bias ? bias + (size_t)h * T : NULL;
         float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
-        transpose_head(kt, k, C3, T, D);
-        transpose_head(vt, v, C3, T, D);
         // this task owns the dk, dv columns of head h in batch row b; they
         // are sums over query blocks, so they start from zero
         for (int t = 0; t < T; t++) {
@@ -135,9 +125,10 @@ void attention_backward(float *dqkv, float *dbias, const float *dout, const floa
         }
         for (int i0 = 0; i0 < T; i0 += nb) {
             int rows = T - i0 < nb ? T - i0 : nb, keys = i0 + rows;
-            att_probs(p, q, kt, T, C3, bias_h, lse + (size_t)bh * T, NULL, i0, rows, keys, D, scale);
+            att_probs(p, q, k, C3, bias_h, lse + (size_t)bh * T, NULL, i0, rows, keys, D, scale);
             // dP (rows, keys) = dY_I (rows, D) V_J^T
-            smallgemm(rows, keys, D, 1.0f, dy + (size_t)i0 * C, C, 1, vt, T, dp, keys, 0);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, D, 1.0f, dy + (size_t)i0 * C, C,
+                        v, C3, 0.0f, dp, keys);
             // dS = P * (dP - rowsum(P * dP)), in place in dp
             for (int r = 0; r < rows; r++) {
                 int i = i0 + r, n = i + 1;
@@ -152,10 +143,13 @@ void attention_backward(float *dqkv, float *dbias, const float *dout, const floa
                     for (int j = 0; j < n; j++) dbias_bh[i - j] += dpr[j];
             }
             // dQ_I (rows, D) = scale dS K_J  (each query row is in one block: overwrite)
-            smallgemm(rows, D, keys, scale, dp, keys, 1, k, C3, dq + (size_t)i0 * C3, C3, 0);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, keys, scale, dp, keys, k, C3,
+                        0.0f, dq + (size_t)i0 * C3, C3);
             // dK_J (keys, D) += scale dS^T Q_I ;  dV_J (keys, D) += P^T dY_I
-            smallgemm(keys, D, rows, scale, dp, 1, keys, q + (size_t)i0 * C3, C3, dk, C3, 1);
-            smallgemm(keys, D, rows, 1.0f, p, 1, keys, dy + (size_t)i0 * C, C, dv, C3, 1);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, D, rows, scale, dp, keys,
+                        q + (size_t)i0 * C3, C3, 1.0f, dk, C3);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, D, rows, 1.0f, p, keys,
+                        dy + (size_t)i0 * C, C, 1.0f, dv, C3);
         }
     }
 }

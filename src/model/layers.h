@@ -54,17 +54,12 @@ void residual_forward(float *out, const float *a, const float *b, size_t n);
 // -> out (B,T,C) (heads concatenated), lse (B,H,T) the log-sum-exp of each
 // softmax row (the only thing kept besides q,k,v: backward recomputes p).
 // scratch: n_threads * attention_scratch_floats(T, D) floats (each thread's
-// score and score-gradient blocks, K^T and V^T of its head).
+// score and score-gradient blocks).
 void attention_forward(float *out, float *lse, const float *qkv, const float *bias,
                        float *scratch, int n_threads, int B, int T, int C, int H);
 // Floats of scratch one thread needs for sequences of length T, head_dim D.
 size_t attention_scratch_floats(int T, int D);
 
-// C (M,N) = alpha A (M,K) B (K,N) (+ C if accumulate): the register-tiled
-// kernel for attention's small products. A(i,k) = A[i*sai + k*sak] (so A or
-// A^T, no copy); B and C row-major with leading dimensions ldb, ldc.
-void smallgemm(int M, int N, int K, float alpha, const float *A, size_t sai, size_t sak,
-               const float *B, size_t ldb, float *C, size_t ldc, int accumulate);
 // dqkv = d(loss)/d(qkv) (overwritten); dbias (B,H,T) += per-(b,h) bias
 // gradients (NULL to skip), summed over b later by the scheme.
 void attention_backward(float *dqkv, float *dbias, const float *dout, const float *qkv,
