@@ -299,14 +299,19 @@ static int compare_schemes(const BenchConfig *bc, int steps, int warmup) {
             if (s >= warmup) t[s - warmup][k] = now_s() - t0;
         }
     }
-    double med[K], col[1000];
+    // Each round's ratio to learned's step in the same round cancels the
+    // machine's slow drift; the median and quartiles of those ratios are the
+    // overhead and its spread.
+    double med[K], col[1000], ratio[1000];
     for (int k = 0; k < K; k++) {
-        for (int s = 0; s < steps; s++) col[s] = t[s][k];
+        for (int s = 0; s < steps; s++) { col[s] = t[s][k]; ratio[s] = t[s][k] / t[s][0]; }
         med[k] = median(col, steps);
+        double r_med = median(ratio, steps);   // sorts ratio
+        double fastest = col[0];               // median() sorted col: the fastest step
+        printf("scheme_compare config=%s pos=%s ms_per_step=%.2f vs_learned_pct=%.1f q1_pct=%.1f q3_pct=%.1f "
+               "fastest_ms=%.2f steps=%d\n", bc->name, pos_kind_name(kinds[k]), med[k] * 1e3, 100.0 * (r_med - 1.0),
+               100.0 * (ratio[steps / 4] - 1.0), 100.0 * (ratio[(3 * steps) / 4] - 1.0), fastest * 1e3, steps);
     }
-    for (int k = 0; k < K; k++)
-        printf("scheme_compare config=%s pos=%s ms_per_step=%.2f vs_learned_pct=%.1f steps=%d\n", bc->name,
-               pos_kind_name(kinds[k]), med[k] * 1e3, 100.0 * (med[k] / med[0] - 1.0), steps);
     for (int k = 0; k < K; k++) { adamw_free(&run[k].opt); gpt_free(run[k].model); }
     free(inp); free(tgt); free(t);
     return 0;
