@@ -56,7 +56,7 @@ static void attention_blocks_case(const float *bias) {
     float *out = malloc(sizeof(float) * KB * KT * KC), *lse = malloc(sizeof(float) * KB * KH * KT);
     float *dqkv = randn((size_t)KB * KT * 3 * KC, 1.0, 53);   // garbage: must be overwritten
     float *dbias = calloc((size_t)KB * KH * KT, sizeof(float));
-    float *scratch = malloc(2 * attention_scratch_floats(KT, KD) * sizeof(float));
+    float *scratch = malloc(2 * attention_scratch_floats(KT) * sizeof(float));
     attention_forward(out, lse, qkv, bias, scratch, 2, KB, KT, KC, KH);
     attention_backward(dqkv, bias ? dbias : NULL, dout, qkv, lse, bias, scratch, 2, KB, KT, KC, KH);
     double *p = malloc(sizeof(double) * KT * KT), *dp = malloc(sizeof(double) * KT * KT);

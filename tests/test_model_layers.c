@@ -145,7 +145,7 @@ static double att_loss(void *p) {
 }
 static void attention_case(int use_bias) {
     AttCtx c = {randn(AB * AT * 3 * AC, 0.7, 41), randn(AH * AT, 1, 42), randn(AB * AT * AC, 1, 0),
-                randn(AB * AH * AT, 1, 0), randn(attention_scratch_floats(AT, AC / AH), 1, 0), randn(AB * AT * AC, 1, 43), use_bias};
+                randn(AB * AH * AT, 1, 0), randn(attention_scratch_floats(AT), 1, 0), randn(AB * AT * AC, 1, 43), use_bias};
     att_loss(&c);
     // forward against a naive reference in double (explicit mask and softmax)
     int D = AC / AH;

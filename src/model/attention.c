@@ -42,7 +42,7 @@
 
 static int att_block(int T) { return T < ATT_BLOCK ? T : ATT_BLOCK; }
 
-size_t attention_scratch_floats(int T, int D) { (void)D; return 2 * (size_t)att_block(T) * T; }
+size_t attention_scratch_floats(int T) { return 2 * (size_t)att_block(T) * T; }
 
 // Scores of query rows i0..i0+rows-1 against keys 0..keys-1 into s (rows, keys);
 // q and k are (T, D) head matrices with row stride ld:
@@ -87,7 +87,7 @@ void attention_forward(float *out, float *lse, const float *qkv, const float *bi
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
-        float *s = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T, D);
+        float *s = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T);
         const float *q = qkv + (size_t)b * T * C3 + h * D, *k = q + C, *v = q + 2 * C;
         const float *bias_h = bias ? bias + (size_t)h * T : NULL;
         for (int i0 = 0; i0 < T; i0 += nb) {
@@ -110,7 +110,7 @@ void attention_backward(float *dqkv, float *dbias, const float *dout, const floa
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         int b = bh / H, h = bh % H;
-        float *p = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T, D);
+        float *p = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T);
         float *dp = p + (size_t)nb * T;
         const float *q = qkv + (size_t)b * T * C3 + h * D, *k = q + C, *v = q + 2 * C;
         float *dq = dqkv + (size_t)b * T * C3 + h * D, *dk = dq + C, *dv = dq + 2 * C;

@@ -102,7 +102,7 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
         {&a->lnf_mean, BT},         {&a->lnf_rstd, BT},        {&a->logits, BT * V},
         {&a->ce_lse, BT},           {&a->losses, BT},          {&a->pos_bias, H * T},
         {&a->dres, BT * C},         {&a->dbuf_c, BT * C},      {&a->dbuf_3c, BT * 3 * C},
-        {&a->dbuf_4c, BT * 4 * C},  {&a->dpos_bias, BT * H},   {&a->scratch, (size_t)n_threads * attention_scratch_floats(T, (int)(C / H))},
+        {&a->dbuf_4c, BT * 4 * C},  {&a->dpos_bias, BT * H},   {&a->scratch, (size_t)n_threads * attention_scratch_floats(T)},
         {&a->tmp_c, BT * C},
     };
     int n = (int)(sizeof table / sizeof table[0]);

@@ -52,7 +52,7 @@ typedef struct {
     float *dbuf_3c;    // (B,T,3C)
     float *dbuf_4c;    // (B,T,4C)
     float *dpos_bias;  // (B,H,T)      attention's bias gradients (all layers)
-    float *scratch;    // n_threads * attention_scratch_floats(T, D): score blocks
+    float *scratch;    // n_threads * attention_scratch_floats(T): score blocks
     float *tmp_c;      // (B,T,C)      projection output before the residual add
     int *tokens, *targets;           // (B,T) copies of the last forward's batch
     size_t bytes;

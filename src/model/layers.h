@@ -53,12 +53,12 @@ void residual_forward(float *out, const float *a, const float *b, size_t n);
 // the score of query i and key j = i - n (distance-bias schemes).
 // -> out (B,T,C) (heads concatenated), lse (B,H,T) the log-sum-exp of each
 // softmax row (the only thing kept besides q,k,v: backward recomputes p).
-// scratch: n_threads * attention_scratch_floats(T, D) floats (each thread's
+// scratch: n_threads * attention_scratch_floats(T) floats (each thread's
 // score and score-gradient blocks).
 void attention_forward(float *out, float *lse, const float *qkv, const float *bias,
                        float *scratch, int n_threads, int B, int T, int C, int H);
-// Floats of scratch one thread needs for sequences of length T, head_dim D.
-size_t attention_scratch_floats(int T, int D);
+// Floats of scratch one thread needs for sequences of length T.
+size_t attention_scratch_floats(int T);
 
 // dqkv = d(loss)/d(qkv) (overwritten); dbias (B,H,T) += per-(b,h) bias
 // gradients (NULL to skip), summed over b later by the scheme.
