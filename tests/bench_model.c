@@ -8,7 +8,8 @@
 //   build/bench_model --peak            sgemm peak, square 1024..2048, same threads
 //   build/bench_model --rope-micro      RoPE: block-diagonal matrix vs elementwise
 //   build/bench_model --compare-schemes --config M   the four schemes' step times,
-//                                       interleaved step by step in one process
+//                                       interleaved step by step in one process, then
+//                                       the work each scheme adds, kernel by kernel
 //
 // One machine-readable line per measurement (key=value), read by bench.sh.
 //
@@ -33,6 +34,8 @@
 #include "common/rng.h"
 #include "common/threads.h"
 #include "model/gpt.h"
+#include "model/gpt_internal.h"
+#include "model/layers.h"
 #include "model/pos.h"
 #include "train/adamw.h"
 
@@ -247,17 +250,68 @@ static int run_model(const BenchConfig *bc, PosKind pos, int steps, int warmup, 
     return 0;
 }
 
-// Scheme overhead, robust to drift: this shared VM's speed wanders by +-10%
-// over tens of seconds, more than the differences between schemes. So all
-// four schemes are built in one process and trained in turn, one step each,
-// round-robin (the order rotates each step): every scheme sees the same drift. Prints each scheme's median
-// step time and its difference from learned.
+// Scheme overhead. This shared VM's speed wanders by +-10% over seconds,
+// more than the differences between schemes. So all four schemes are built
+// in one process and trained in turn, one step each, round-robin (the order
+// rotates each step): every scheme sees the same drift. Prints each scheme's
+// median step time, the median and quartiles of its step time over
+// learned's in the same round, and its fastest step. Single steps still
+// scatter by +-10%, so it then times the work each scheme adds, kernel by
+// kernel (scheme_own_ms), which resolves a fraction of a percent.
 typedef struct {
     GPT *model;
     AdamW opt;
     const ParamEntry *entries;
     int n_entries;
 } SchemeRun;
+
+// The work each scheme adds to a training step, timed kernel by kernel on a
+// trained model's own buffers: the fastest of `reps` tries (noise on this VM
+// only ever adds time, and a kernel of a few milliseconds is often not hit
+// at all). Per step that is
+//   embedding hook forward + backward                        (learned, sinusoidal)
+//   L x (q/k rotation forward + backward)                    (rope)
+//   bias table + its gradient fold + L x (attention forward and backward
+//   with the bias table - the same without it)               (t5)
+// The rest of the step is the same code for every scheme.
+static double scheme_own_ms(GPT *m, int B, int T, int reps) {
+    const PosScheme *ps = m->pos;
+    const PosCtx *pc = &m->pos_ctx;
+    Activations *a = &m->acts;
+    int L = m->cfg.n_layer, C = m->cfg.d_model, H = m->cfg.n_head;
+    double best_pos = 1e30, best_att = 1e30, best_att_nobias = 1e30;
+    for (int r = 0; r < reps; r++) {
+        double t0 = now_s();
+        if (ps->embed_forward) ps->embed_forward(pc, a->encoded, B, T, 0);
+        if (ps->embed_backward) ps->embed_backward(pc, a->dres, B, T);
+        for (int l = 0; l < L && ps->qk_forward; l++) {
+            ps->qk_forward(pc, a->qkv, B, T, 0);
+            ps->qk_backward(pc, a->dbuf_3c, B, T);
+        }
+        if (ps->bias_fill) {
+            ps->bias_fill(pc, a->pos_bias, T);
+            if (ps->bias_backward) {
+                memset(a->dpos_bias, 0, (size_t)B * H * T * sizeof(float));
+                ps->bias_backward(pc, a->dpos_bias, B, T);
+            }
+        }
+        double t1 = now_s();
+        best_pos = fmin(best_pos, t1 - t0);
+        if (!ps->bias_fill) continue;
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            double s0 = now_s();
+            attention_forward(a->atty, a->att_lse, a->qkv, with_bias ? a->pos_bias : NULL, a->scratch,
+                              a->n_threads, B, T, C, H);
+            attention_backward(a->dbuf_3c, with_bias ? a->dpos_bias : NULL, a->dbuf_c, a->qkv, a->att_lse,
+                               with_bias ? a->pos_bias : NULL, a->scratch, a->n_threads, B, T, C, H);
+            double dt = now_s() - s0;
+            if (with_bias) best_att = fmin(best_att, dt);
+            else best_att_nobias = fmin(best_att_nobias, dt);
+        }
+    }
+    double att_extra = ps->bias_fill ? L * (best_att - best_att_nobias) : 0.0;
+    return (best_pos + att_extra) * 1e3;
+}
 
 static int compare_schemes(const BenchConfig *bc, int steps, int warmup) {
     static const PosKind kinds[] = {POS_LEARNED, POS_ROPE, POS_SINUSOIDAL, POS_T5};
@@ -311,6 +365,17 @@ static int compare_schemes(const BenchConfig *bc, int steps, int warmup) {
         printf("scheme_compare config=%s pos=%s ms_per_step=%.2f vs_learned_pct=%.1f q1_pct=%.1f q3_pct=%.1f "
                "fastest_ms=%.2f steps=%d\n", bc->name, pos_kind_name(kinds[k]), med[k] * 1e3, 100.0 * (r_med - 1.0),
                100.0 * (ratio[steps / 4] - 1.0), 100.0 * (ratio[(3 * steps) / 4] - 1.0), fastest * 1e3, steps);
+    }
+    // The same question kernel by kernel (see scheme_own_ms), against
+    // learned's fastest step: noise-free enough to resolve a few percent.
+    col[0] = 1e30;
+    for (int s = 0; s < steps; s++) col[0] = fmin(col[0], t[s][0]);
+    double own_learned = scheme_own_ms(run[0].model, bc->B, bc->T, 30);
+    for (int k = 0; k < K; k++) {
+        double own = k == 0 ? own_learned : scheme_own_ms(run[k].model, bc->B, bc->T, 30);
+        printf("scheme_kernels config=%s pos=%s own_ms=%.3f learned_own_ms=%.3f learned_fastest_step_ms=%.2f "
+               "vs_learned_pct=%.2f\n", bc->name, pos_kind_name(kinds[k]), own, own_learned, col[0] * 1e3,
+               100.0 * (own - own_learned) / (col[0] * 1e3));
     }
     for (int k = 0; k < K; k++) { adamw_free(&run[k].opt); gpt_free(run[k].model); }
     free(inp); free(tgt); free(t);
