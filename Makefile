@@ -64,7 +64,11 @@ test: $(PROGRAMS) $(TESTS)
 bench-data: $(PROGRAMS) $(BENCHES)
 	@bash scripts/bench_data.sh
 
-bench: $(PROGRAMS) $(BENCHES)
+# On a clean machine: install what is missing first (python3-torch for the
+# PyTorch side), then build, then measure.
+bench:
+	@bash scripts/install_deps.sh
+	@$(MAKE) -s --no-print-directory $(PROGRAMS) $(BENCHES)
 	@bash scripts/bench.sh
 
 run:

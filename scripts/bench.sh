@@ -72,7 +72,7 @@ print(f"torch {torch.__version__}: openblas core={core} ({', '.join(libs) or 'no
       f"threads={torch.get_num_threads()}")
 EOF
 else
-    echo "torch: not installed (or NO_TORCH set): ropelab only"
+    echo "torch: not installed (or NO_TORCH set): ropelab only (bash scripts/install_deps.sh installs python3-torch)"
 fi
 grep '^sgemm n=' <<<"$head_line"
 PEAK=$(kv "$(grep '^sgemm_peak' <<<"$head_line")" gflops)
