@@ -356,26 +356,23 @@ static int compare_schemes(const BenchConfig *bc, int steps, int warmup) {
     // Each round's ratio to learned's step in the same round cancels the
     // machine's slow drift; the median and quartiles of those ratios are the
     // overhead and its spread.
-    double med[K], col[1000], ratio[1000];
+    double fastest[K], col[1000], ratio[1000];
     for (int k = 0; k < K; k++) {
         for (int s = 0; s < steps; s++) { col[s] = t[s][k]; ratio[s] = t[s][k] / t[s][0]; }
-        med[k] = median(col, steps);
-        double r_med = median(ratio, steps);   // sorts ratio
-        double fastest = col[0];               // median() sorted col: the fastest step
+        double med = median(col, steps), r_med = median(ratio, steps);   // both sort their input
+        fastest[k] = col[0];
         printf("scheme_compare config=%s pos=%s ms_per_step=%.2f vs_learned_pct=%.1f q1_pct=%.1f q3_pct=%.1f "
-               "fastest_ms=%.2f steps=%d\n", bc->name, pos_kind_name(kinds[k]), med[k] * 1e3, 100.0 * (r_med - 1.0),
-               100.0 * (ratio[steps / 4] - 1.0), 100.0 * (ratio[(3 * steps) / 4] - 1.0), fastest * 1e3, steps);
+               "fastest_ms=%.2f steps=%d\n", bc->name, pos_kind_name(kinds[k]), med * 1e3, 100.0 * (r_med - 1.0),
+               100.0 * (ratio[steps / 4] - 1.0), 100.0 * (ratio[(3 * steps) / 4] - 1.0), fastest[k] * 1e3, steps);
     }
     // The same question kernel by kernel (see scheme_own_ms), against
     // learned's fastest step: noise-free enough to resolve a few percent.
-    col[0] = 1e30;
-    for (int s = 0; s < steps; s++) col[0] = fmin(col[0], t[s][0]);
     double own_learned = scheme_own_ms(run[0].model, bc->B, bc->T, 30);
     for (int k = 0; k < K; k++) {
         double own = k == 0 ? own_learned : scheme_own_ms(run[k].model, bc->B, bc->T, 30);
         printf("scheme_kernels config=%s pos=%s own_ms=%.3f learned_own_ms=%.3f learned_fastest_step_ms=%.2f "
-               "vs_learned_pct=%.2f\n", bc->name, pos_kind_name(kinds[k]), own, own_learned, col[0] * 1e3,
-               100.0 * (own - own_learned) / (col[0] * 1e3));
+               "vs_learned_pct=%.2f\n", bc->name, pos_kind_name(kinds[k]), own, own_learned, fastest[0] * 1e3,
+               100.0 * (own - own_learned) / (fastest[0] * 1e3));
     }
     for (int k = 0; k < K; k++) { adamw_free(&run[k].opt); gpt_free(run[k].model); }
     free(inp); free(tgt); free(t);
