@@ -395,8 +395,9 @@ static void test_deterministic_files(void **state) {
 
 // Writes a tokenizer file with the given header and merges; loads it; expects
 // failure with `want` in the message.
+// bytes NULL: the file at path is already written.
 static void expect_bad_file(const char *path, const void *bytes, size_t n, const char *want) {
-    write_all(path, bytes, n);
+    if (bytes) write_all(path, bytes, n);
     Tokenizer tok;
     err[0] = 0;
     assert_int_equal(bpe_load(&tok, path, err, sizeof err), -1);
@@ -441,6 +442,50 @@ static void test_bad_tokenizer_files(void **state) {
     expect_bad_file(path, g, sizeof g, "merge 1 refers to id 257");
 }
 
+// A chain of self-doubling merges: (a,a) -> 2 bytes, (256,256) -> 4, ...
+// merge k makes a token of 2^(k+1) bytes. Writes n_merges of them to path.
+static void write_doubling_chain(const char *path, int n_merges) {
+    size_t n = 24 + 8 * (size_t)n_merges;
+    uint8_t *f = malloc(n);
+    uint32_t head[4] = {1, 257u + n_merges, 256u + n_merges, (uint32_t)n_merges};
+    memcpy(f, "RLBPETOK", 8);
+    memcpy(f + 8, head, 16);
+    for (int k = 0; k < n_merges; k++) {
+        uint32_t id = k == 0 ? 'a' : 256u + k - 1, pair[2] = {id, id};
+        memcpy(f + 24 + 8 * k, pair, 8);
+    }
+    write_all(path, f, n);
+    free(f);
+}
+
+// The audit's reproducer: 31 self-doubling merges overflowed the int token
+// length and wrote past the arena; 30 made the loader allocate 2.1 GB. Every
+// token is bounded by the longest pre-split piece (BPE_MAX_PIECE = 256 bytes:
+// merges never cross pieces), so 8 doublings (256 bytes) load and the 9th is
+// refused, before any allocation sized from the lengths.
+static void test_token_length_is_bounded(void **state) {
+    const char *path = "build/test_bpe_chain.bin";
+    Tokenizer tok;
+    write_doubling_chain(path, 8);
+    assert_int_equal(bpe_load(&tok, path, err, sizeof err), 0);
+    int len;
+    assert_non_null(bpe_token(&tok, 263, &len));
+    assert_int_equal(len, BPE_MAX_PIECE);
+    uint32_t ids[300];
+    uint8_t text[BPE_MAX_PIECE];
+    memset(text, 'a', sizeof text);
+    assert_int_equal(bpe_encode(&tok, text, sizeof text, ids), 1);   // the whole piece is one token
+    assert_int_equal(ids[0], 263);
+    bpe_free(&tok);
+    for (int n = 9; n <= 31; n += 22) {   // 9: the first too long; 31: the audit's file
+        write_doubling_chain(path, n);
+        expect_bad_file(path, NULL, 0, "merge 8 makes a token of 512 bytes");
+    }
+    // A directory is not a tokenizer file (it used to report an absurd size).
+    assert_int_equal(bpe_load(&tok, "build", err, sizeof err), -1);
+    assert_string_equal(err, "build: not a regular file");
+}
+
 static void test_bad_training_arguments(void **state) {
     Tokenizer tok;
     assert_int_equal(bpe_train(&tok, (const uint8_t *)"abc", 3, 256, NULL, NULL, err, sizeof err), -1);
@@ -467,6 +512,7 @@ int main(void) {
         cmocka_unit_test(test_chunked_encoding_matches_whole),
         cmocka_unit_test(test_deterministic_files),
         cmocka_unit_test(test_bad_tokenizer_files),
+        cmocka_unit_test(test_token_length_is_bounded),
         cmocka_unit_test(test_bad_training_arguments),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

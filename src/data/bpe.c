@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "data/hashmap.h"
@@ -97,47 +98,64 @@ int bpe_from_merges(Tokenizer *tok, const uint32_t (*merges)[2], int n_merges, c
                          i, merges[i][k], 256 + i);
                 return -1;
             }
+    // Token lengths first, each bounded before anything is sized from it: a
+    // merge joins two tokens of one pre-split piece, so no token a tokenizer
+    // learned can be longer than BPE_MAX_PIECE bytes. (A crafted chain of
+    // self-doubling merges would otherwise reach 2^31 bytes in 31 merges.)
+    // The arena of all token bytes is then at most vocab_size * BPE_MAX_PIECE.
+    int *len = malloc((size_t)vocab_size * sizeof *len);
+    if (!len) { snprintf(err, errlen, "out of memory for %d tokens", vocab_size); return -1; }
+    size_t total = 256;
+    for (int id = 0; id < 256; id++) len[id] = 1;
+    for (int i = 0; i < n_merges; i++) {
+        len[256 + i] = len[merges[i][0]] + len[merges[i][1]];   // <= 2 * BPE_MAX_PIECE: no overflow
+        if (len[256 + i] > BPE_MAX_PIECE) {
+            snprintf(err, errlen, "merge %d makes a token of %d bytes, longer than the longest piece "
+                     "a tokenizer can learn (%d bytes)", i, len[256 + i], BPE_MAX_PIECE);
+            free(len);
+            return -1;
+        }
+        total += (size_t)len[256 + i];
+    }
+    len[vocab_size - 1] = 0;   // eot
     tok->vocab_size = vocab_size;
     tok->eot_id = vocab_size - 1;
     tok->n_merges = n_merges;
-    tok->merges = data_realloc(NULL, (n_merges ? n_merges : 1) * sizeof *tok->merges);
-    memcpy(tok->merges, merges, n_merges * sizeof *tok->merges);
-    tok->token_len = data_realloc(NULL, vocab_size * sizeof(int));
-    tok->token_bytes = data_realloc(NULL, vocab_size * sizeof(uint8_t *));
-
-    // Token lengths first, then all bytes in one arena.
-    size_t total = 256;
-    for (int id = 0; id < 256; id++) tok->token_len[id] = 1;
-    for (int i = 0; i < n_merges; i++) {
-        tok->token_len[256 + i] = tok->token_len[merges[i][0]] + tok->token_len[merges[i][1]];
-        total += tok->token_len[256 + i];
-    }
-    tok->token_len[tok->eot_id] = 0;
+    tok->token_len = len;
+    tok->merges = malloc((size_t)(n_merges ? n_merges : 1) * sizeof *tok->merges);
+    tok->token_bytes = malloc((size_t)vocab_size * sizeof(uint8_t *));
     BpeInternal *in = calloc(1, sizeof *in);
-    if (!in) { fprintf(stderr, "out of memory\n"); exit(1); }
-    in->arena = data_realloc(NULL, total);
+    tok->internal = in;
+    if (!tok->merges || !tok->token_bytes || !in || !(in->arena = malloc(total)) ||
+        u64map_init(&in->rank, (size_t)n_merges) != 0) {
+        snprintf(err, errlen, "out of memory for a tokenizer of %d tokens", vocab_size);
+        bpe_free(tok);
+        return -1;
+    }
+    memcpy(tok->merges, merges, (size_t)n_merges * sizeof *tok->merges);
     uint8_t *p = in->arena;
     for (int id = 0; id < 256; id++) { tok->token_bytes[id] = p; *p++ = (uint8_t)id; }
     for (int i = 0; i < n_merges; i++) {
         uint32_t l = merges[i][0], r = merges[i][1];
         tok->token_bytes[256 + i] = p;
-        memcpy(p, tok->token_bytes[l], tok->token_len[l]); p += tok->token_len[l];
-        memcpy(p, tok->token_bytes[r], tok->token_len[r]); p += tok->token_len[r];
+        memcpy(p, tok->token_bytes[l], len[l]); p += len[l];
+        memcpy(p, tok->token_bytes[r], len[r]); p += len[r];
     }
     tok->token_bytes[tok->eot_id] = p;   // empty
 
-    u64map_init(&in->rank, n_merges);
     for (int i = 0; i < n_merges; i++) {
         int inserted;
-        u64map_put(&in->rank, pair_key(merges[i][0], merges[i][1]), (uint32_t)i, &inserted);
+        if (!u64map_put(&in->rank, pair_key(merges[i][0], merges[i][1]), (uint32_t)i, &inserted)) {
+            snprintf(err, errlen, "out of memory for a tokenizer of %d tokens", vocab_size);
+            bpe_free(tok);
+            return -1;
+        }
         if (!inserted) {   // a repeated pair would be unreachable when encoding
             snprintf(err, errlen, "merge %d repeats the pair (%u, %u)", i, merges[i][0], merges[i][1]);
-            tok->internal = in;
             bpe_free(tok);
             return -1;
         }
     }
-    tok->internal = in;
     return 0;
 }
 
@@ -159,7 +177,8 @@ static uint32_t get_u32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16
 
 int bpe_save(const Tokenizer *tok, const char *path, char *err, size_t errlen) {
     size_t bytes = BPE_HEADER_BYTES + 8 * (size_t)tok->n_merges;
-    uint8_t *buf = data_realloc(NULL, bytes);
+    uint8_t *buf = malloc(bytes);
+    if (!buf) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
     memcpy(buf, BPE_MAGIC, 8);
     put_u32(buf + 8, BPE_VERSION);
     put_u32(buf + 12, tok->vocab_size);
@@ -177,22 +196,39 @@ int bpe_save(const Tokenizer *tok, const char *path, char *err, size_t errlen) {
     return f ? atomic_commit(&af, ok, err, errlen) : -1;
 }
 
+// The whole file is read and checked before anything is sized from it: the
+// header's counts must agree with each other and with the file size, which
+// is at most 24 + 8 * (BPE_MAX_VOCAB - 257) bytes.
 int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen) {
     memset(tok, 0, sizeof *tok);
+    enum { MAX_BYTES = BPE_HEADER_BYTES + 8 * (BPE_MAX_VOCAB - 257) };
     FILE *f = fopen(path, "rb");
     if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return -1; }
-    uint8_t head[BPE_HEADER_BYTES];
-    fseek(f, 0, SEEK_END);
-    long size = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    if (size < BPE_HEADER_BYTES || fread(head, 1, BPE_HEADER_BYTES, f) != BPE_HEADER_BYTES) {
-        snprintf(err, errlen, "%s: %ld bytes is too short for a tokenizer file (%d-byte header)", path, size, BPE_HEADER_BYTES);
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
         fclose(f); return -1;
     }
-    uint32_t version = get_u32(head + 8), vocab = get_u32(head + 12), eot = get_u32(head + 16), n_merges = get_u32(head + 20);
+    if (st.st_size < BPE_HEADER_BYTES || st.st_size > MAX_BYTES) {
+        snprintf(err, errlen, "%s: %lld bytes is too %s for a tokenizer file (%d..%d bytes)", path,
+                 (long long)st.st_size, st.st_size < BPE_HEADER_BYTES ? "short" : "long",
+                 BPE_HEADER_BYTES, (int)MAX_BYTES);
+        fclose(f); return -1;
+    }
+    size_t size = (size_t)st.st_size;
+    uint8_t *buf = malloc(size);
+    if (!buf) { snprintf(err, errlen, "%s: out of memory", path); fclose(f); return -1; }
+    size_t got = fread(buf, 1, size, f);
+    int read_failed = ferror(f);
+    fclose(f);
+    if (got != size || read_failed) {
+        snprintf(err, errlen, "%s: read error (%zu of %zu bytes)", path, got, size);
+        free(buf); return -1;
+    }
+    uint32_t version = get_u32(buf + 8), vocab = get_u32(buf + 12), eot = get_u32(buf + 16), n_merges = get_u32(buf + 20);
     const char *problem = NULL;
     char msg[200];
-    if (memcmp(head, BPE_MAGIC, 8) != 0) problem = "bad magic (not a ropelab tokenizer file)";
+    if (memcmp(buf, BPE_MAGIC, 8) != 0) problem = "bad magic (not a ropelab tokenizer file)";
     else if (version != BPE_VERSION) {
         snprintf(msg, sizeof msg, "tokenizer version %u is not supported (expected %d)", version, BPE_VERSION); problem = msg;
     } else if (vocab < BPE_MIN_VOCAB || vocab > BPE_MAX_VOCAB) {
@@ -201,23 +237,17 @@ int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen) {
         snprintf(msg, sizeof msg, "vocabulary size %u does not match %u merges (expected %u)", vocab, n_merges, n_merges + 257); problem = msg;
     } else if (eot != vocab - 1) {
         snprintf(msg, sizeof msg, "eot id %u is not vocab_size - 1 = %u", eot, vocab - 1); problem = msg;
-    } else if ((size_t)size != BPE_HEADER_BYTES + 8 * (size_t)n_merges) {
-        snprintf(msg, sizeof msg, "file is %ld bytes, expected %zu for %u merges", size,
+    } else if (size != BPE_HEADER_BYTES + 8 * (size_t)n_merges) {
+        snprintf(msg, sizeof msg, "file is %zu bytes, expected %zu for %u merges", size,
                  BPE_HEADER_BYTES + 8 * (size_t)n_merges, n_merges); problem = msg;
     }
-    if (problem) { snprintf(err, errlen, "%s: %s", path, problem); fclose(f); return -1; }
+    if (problem) { snprintf(err, errlen, "%s: %s", path, problem); free(buf); return -1; }
 
-    size_t body = 8 * (size_t)n_merges;
-    uint8_t *buf = data_realloc(NULL, body);
-    if (fread(buf, 1, body, f) != body) {
-        snprintf(err, errlen, "%s: read error", path);
-        free(buf); fclose(f); return -1;
-    }
-    fclose(f);
-    uint32_t (*merges)[2] = data_realloc(NULL, (n_merges ? n_merges : 1) * sizeof *merges);
+    uint32_t (*merges)[2] = malloc((n_merges ? n_merges : 1) * sizeof *merges);
+    if (!merges) { snprintf(err, errlen, "%s: out of memory", path); free(buf); return -1; }
     for (uint32_t i = 0; i < n_merges; i++) {
-        merges[i][0] = get_u32(buf + 8 * i);
-        merges[i][1] = get_u32(buf + 8 * i + 4);
+        merges[i][0] = get_u32(buf + BPE_HEADER_BYTES + 8 * i);
+        merges[i][1] = get_u32(buf + BPE_HEADER_BYTES + 8 * i + 4);
     }
     free(buf);
     char why[300];
@@ -265,30 +295,39 @@ static CacheSlot *cache_find(BpeInternal *in, const uint8_t *s, int len, uint64_
     }
 }
 
-static void cache_grow(BpeInternal *in) {
-    CacheSlot *old = in->slots;
-    size_t old_cap = in->cap;
-    in->cap = old_cap ? 2 * old_cap : 4096;
-    in->slots = calloc(in->cap, sizeof *in->slots);
-    if (!in->slots) { fprintf(stderr, "out of memory\n"); exit(1); }
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i].key_len) {
-            size_t mask = in->cap - 1, j = old[i].hash & mask;
-            while (in->slots[j].key_len) j = (j + 1) & mask;
-            in->slots[j] = old[i];
+// The cache only saves time: when memory for it runs out, encoding goes on
+// without caching more pieces (the ids are the same either way).
+static int cache_grow(BpeInternal *in) {
+    size_t new_cap = in->cap ? 2 * in->cap : 4096;
+    CacheSlot *slots = calloc(new_cap, sizeof *slots);
+    if (!slots) return -1;
+    for (size_t i = 0; i < in->cap; i++)
+        if (in->slots[i].key_len) {
+            size_t mask = new_cap - 1, j = in->slots[i].hash & mask;
+            while (slots[j].key_len) j = (j + 1) & mask;
+            slots[j] = in->slots[i];
         }
-    free(old);
+    free(in->slots);
+    in->slots = slots;
+    in->cap = new_cap;
+    return 0;
 }
 
-static void cache_insert(BpeInternal *in, CacheSlot *slot, const uint8_t *s, int len, uint64_t h,
-                         const uint32_t *ids, int n_ids) {
+static int cache_insert(BpeInternal *in, CacheSlot *slot, const uint8_t *s, int len, uint64_t h,
+                        const uint32_t *ids, int n_ids) {
     if (in->keys_n + len > in->keys_cap) {
-        in->keys_cap = 2 * (in->keys_n + len) + 4096;
-        in->keys = data_realloc(in->keys, in->keys_cap);
+        size_t cap = 2 * (in->keys_n + len) + 4096;
+        uint8_t *keys = realloc(in->keys, cap);
+        if (!keys) return -1;
+        in->keys = keys;
+        in->keys_cap = cap;
     }
     if (in->ids_n + n_ids > in->ids_cap) {
-        in->ids_cap = 2 * (in->ids_n + n_ids) + 4096;
-        in->ids = data_realloc(in->ids, in->ids_cap * sizeof *in->ids);
+        size_t cap = 2 * (in->ids_n + n_ids) + 4096;
+        uint32_t *ids_new = realloc(in->ids, cap * sizeof *ids_new);
+        if (!ids_new) return -1;
+        in->ids = ids_new;
+        in->ids_cap = cap;
     }
     *slot = (CacheSlot){h, (uint32_t)in->keys_n, (uint32_t)in->ids_n, (uint16_t)len, (uint16_t)n_ids};
     memcpy(in->keys + in->keys_n, s, len);
@@ -296,15 +335,21 @@ static void cache_insert(BpeInternal *in, CacheSlot *slot, const uint8_t *s, int
     in->keys_n += len;
     in->ids_n += n_ids;
     in->n++;
+    return 0;
 }
 
 size_t bpe_encode(const Tokenizer *tok, const uint8_t *text, size_t n, uint32_t *out) {
     BpeInternal *in = tok->internal;
-    if (in->cap == 0) cache_grow(in);
+    int caching = in->cap > 0 || cache_grow(in) == 0;
     size_t n_out = 0;
     for (size_t i = 0; i < n;) {
         size_t j = bpe_piece_end(text, n, i);
         int len = (int)(j - i);
+        if (!caching) {
+            n_out += encode_piece(tok, in, text + i, len, out + n_out);
+            i = j;
+            continue;
+        }
         uint64_t h = hash_bytes(text + i, len);
         CacheSlot *slot = cache_find(in, text + i, len, h);
         if (slot->key_len) {
@@ -313,8 +358,11 @@ size_t bpe_encode(const Tokenizer *tok, const uint8_t *text, size_t n, uint32_t 
         } else {
             int m = encode_piece(tok, in, text + i, len, out + n_out);
             if (in->n < CACHE_MAX_ENTRIES) {
-                if (2 * (in->n + 1) > in->cap) { cache_grow(in); slot = cache_find(in, text + i, len, h); }
-                cache_insert(in, slot, text + i, len, h, out + n_out, m);
+                if (2 * (in->n + 1) > in->cap) {
+                    if (cache_grow(in) != 0) caching = 0;
+                    else slot = cache_find(in, text + i, len, h);
+                }
+                if (caching && cache_insert(in, slot, text + i, len, h, out + n_out, m) != 0) caching = 0;
             }
             n_out += m;
         }

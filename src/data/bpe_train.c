@@ -61,12 +61,22 @@ typedef struct {
     int32_t word;           // -1: empty slot
 } WordSlot;
 
-static void count_words(Trainer *tr, const uint8_t *const *texts, const size_t *lens, int n_texts) {
+// realloc that leaves *p untouched and returns -1 when memory runs out.
+static int grow(void *p, size_t bytes) {
+    void *q = realloc(*(void **)p, bytes ? bytes : 1);
+    if (!q) return -1;
+    *(void **)p = q;
+    return 0;
+}
+
+// 0, or -1 when out of memory (tr then holds nothing to free).
+static int count_words(Trainer *tr, const uint8_t *const *texts, const size_t *lens, int n_texts) {
     size_t cap = 1 << 16, n_words = 0, cap_words = 1024;
-    WordSlot *slots = data_realloc(NULL, cap * sizeof *slots);
+    WordSlot *slots = malloc(cap * sizeof *slots);
+    Word *words = malloc(cap_words * sizeof *words);
+    const uint8_t **first = malloc(cap_words * sizeof *first);   // bytes of each word
+    if (!slots || !words || !first) goto oom;
     for (size_t i = 0; i < cap; i++) slots[i].word = -1;
-    Word *words = data_realloc(NULL, cap_words * sizeof *words);
-    const uint8_t **first = data_realloc(NULL, cap_words * sizeof *first);   // bytes of each word
     size_t n_syms = 0;
     for (int t = 0; t < n_texts; t++) {
         const uint8_t *s = texts[t];
@@ -83,8 +93,8 @@ static void count_words(Trainer *tr, const uint8_t *const *texts, const size_t *
             } else {
                 if (n_words == cap_words) {
                     cap_words *= 2;
-                    words = data_realloc(words, cap_words * sizeof *words);
-                    first = data_realloc(first, cap_words * sizeof *first);
+                    if (grow(&words, cap_words * sizeof *words) || grow(&first, cap_words * sizeof *first))
+                        goto oom;
                 }
                 words[n_words] = (Word){(uint32_t)n_syms, len, 1};
                 first[n_words] = s + i;
@@ -93,7 +103,8 @@ static void count_words(Trainer *tr, const uint8_t *const *texts, const size_t *
                 n_syms += len;
                 if (2 * n_words > cap) {   // rehash into a table twice the size
                     size_t new_cap = 2 * cap;
-                    WordSlot *bigger = data_realloc(NULL, new_cap * sizeof *bigger);
+                    WordSlot *bigger = malloc(new_cap * sizeof *bigger);
+                    if (!bigger) goto oom;
                     for (size_t q = 0; q < new_cap; q++) bigger[q].word = -1;
                     for (size_t q = 0; q < cap; q++)
                         if (slots[q].word >= 0) {
@@ -109,7 +120,8 @@ static void count_words(Trainer *tr, const uint8_t *const *texts, const size_t *
             i = j;
         }
     }
-    tr->syms = data_realloc(NULL, (n_syms ? n_syms : 1) * sizeof *tr->syms);
+    tr->syms = malloc((n_syms ? n_syms : 1) * sizeof *tr->syms);
+    if (!tr->syms) goto oom;
     for (size_t w = 0; w < n_words; w++)
         for (uint32_t k = 0; k < words[w].len; k++) tr->syms[words[w].start + k] = first[w][k];
     tr->words = words;
@@ -117,33 +129,43 @@ static void count_words(Trainer *tr, const uint8_t *const *texts, const size_t *
     tr->n_syms = n_syms;
     free(slots);
     free(first);
+    return 0;
+oom:
+    free(slots); free(words); free(first);
+    return -1;
 }
 
 // ---------------------------------------------------------------- pairs and heap
 
 static uint64_t pair_key(uint32_t left, uint32_t right) { return ((uint64_t)left << 32) | right; }
 
+// Index of the pair (left, right), added with count 0 if new; NO_PAIR when out of memory.
+#define NO_PAIR UINT32_MAX
 static uint32_t pair_get(Trainer *tr, uint32_t left, uint32_t right) {
+    if (tr->n_pairs == tr->cap_pairs) {   // room for a new pair before the index can point at it
+        size_t cap = tr->cap_pairs ? 2 * tr->cap_pairs : 4096;
+        if (grow(&tr->pairs, cap * sizeof *tr->pairs)) return NO_PAIR;
+        tr->cap_pairs = cap;
+    }
     int inserted;
     uint32_t *idx = u64map_put(&tr->pair_index, pair_key(left, right), (uint32_t)tr->n_pairs, &inserted);
+    if (!idx) return NO_PAIR;
     if (inserted) {
-        if (tr->n_pairs == tr->cap_pairs) {
-            tr->cap_pairs = tr->cap_pairs ? 2 * tr->cap_pairs : 4096;
-            tr->pairs = data_realloc(tr->pairs, tr->cap_pairs * sizeof *tr->pairs);
-        }
         tr->pairs[tr->n_pairs++] = (Pair){left, right, 0, NULL, 0, 0, -1};
     }
     return *idx;
 }
 
-static void pair_note_word(Pair *p, int32_t w) {
-    if (p->last_word == w) return;
+static int pair_note_word(Pair *p, int32_t w) {
+    if (p->last_word == w) return 0;
     if (p->n_words == p->cap_words) {
-        p->cap_words = p->cap_words ? 2 * p->cap_words : 4;
-        p->words = data_realloc(p->words, p->cap_words * sizeof *p->words);
+        uint32_t cap = p->cap_words ? 2 * p->cap_words : 4;
+        if (grow(&p->words, cap * sizeof *p->words)) return -1;
+        p->cap_words = cap;
     }
     p->words[p->n_words++] = w;
     p->last_word = w;
+    return 0;
 }
 
 // Heap order: higher count first, then lower left id, then lower right id.
@@ -153,10 +175,11 @@ static int heap_before(const HeapEntry *a, const HeapEntry *b) {
     return a->right < b->right;
 }
 
-static void heap_push(Trainer *tr, uint32_t pair) {
+static int heap_push(Trainer *tr, uint32_t pair) {
     if (tr->n_heap == tr->cap_heap) {
-        tr->cap_heap = tr->cap_heap ? 2 * tr->cap_heap : 4096;
-        tr->heap = data_realloc(tr->heap, tr->cap_heap * sizeof *tr->heap);
+        size_t cap = tr->cap_heap ? 2 * tr->cap_heap : 4096;
+        if (grow(&tr->heap, cap * sizeof *tr->heap)) return -1;
+        tr->cap_heap = cap;
     }
     const Pair *p = &tr->pairs[pair];
     HeapEntry e = {p->count, p->left, p->right, pair};
@@ -166,6 +189,7 @@ static void heap_push(Trainer *tr, uint32_t pair) {
         i = (i - 1) / 2;
     }
     tr->heap[i] = e;
+    return 0;
 }
 
 static HeapEntry heap_pop(Trainer *tr) {
@@ -186,26 +210,30 @@ static HeapEntry heap_pop(Trainer *tr) {
 // Adds count to every adjacent pair of word w (count < 0 subtracts). When
 // note_id is a valid id, the pairs that contain it are new: they learn that
 // they occur in w and are collected in *fresh for one heap push each.
-static void add_word_pairs(Trainer *tr, int32_t w, int64_t count, uint32_t note_id,
+// 0, or -1 when out of memory.
+static int add_word_pairs(Trainer *tr, int32_t w, int64_t count, uint32_t note_id,
                            uint32_t **fresh, size_t *n_fresh, size_t *cap_fresh) {
     const Word *wd = &tr->words[w];
     const uint32_t *s = tr->syms + wd->start;
     for (uint32_t i = 0; i + 1 < wd->len; i++) {
         uint32_t idx = pair_get(tr, s[i], s[i + 1]);
+        if (idx == NO_PAIR) return -1;
         Pair *p = &tr->pairs[idx];
         p->count += count;
         if (s[i] == note_id || s[i + 1] == note_id) {
             if (p->last_word == w) continue;   // already noted for this word
             if (p->n_words == 0) {             // first time seen: push after the rewrite
                 if (*n_fresh == *cap_fresh) {
-                    *cap_fresh = *cap_fresh ? 2 * *cap_fresh : 256;
-                    *fresh = data_realloc(*fresh, *cap_fresh * sizeof **fresh);
+                    size_t cap = *cap_fresh ? 2 * *cap_fresh : 256;
+                    if (grow(fresh, cap * sizeof **fresh)) return -1;
+                    *cap_fresh = cap;
                 }
                 (*fresh)[(*n_fresh)++] = idx;
             }
-            pair_note_word(p, w);
+            if (pair_note_word(p, w)) return -1;
         }
     }
+    return 0;
 }
 
 // Rewrites word w with every occurrence of (left, right) merged into id, left to
@@ -246,28 +274,33 @@ int bpe_train_multi(Tokenizer *tok, const uint8_t *const *texts, const size_t *l
     if (total == 0) { snprintf(err, errlen, "the training text is empty"); return -1; }
 
     Trainer tr = {0};
-    count_words(&tr, texts, lens, n_texts);
-    u64map_init(&tr.pair_index, 1 << 14);
-    uint32_t *fresh = NULL;
+    uint32_t *fresh = NULL, (*merges)[2] = NULL;
     size_t n_fresh = 0, cap_fresh = 0;
+    int want = vocab_size - 257, n_merges = 0, rc = -1;
+    if (count_words(&tr, texts, lens, n_texts) || u64map_init(&tr.pair_index, 1 << 14)) goto oom;
     for (size_t w = 0; w < tr.n_words; w++)   // every initial pair is new: note all
         for (uint32_t i = 0; i + 1 < tr.words[w].len; i++) {
             const uint32_t *s = tr.syms + tr.words[w].start;
             uint32_t idx = pair_get(&tr, s[i], s[i + 1]);   // may move tr.pairs
+            if (idx == NO_PAIR) goto oom;
             Pair *p = &tr.pairs[idx];
             p->count += tr.words[w].count;
-            pair_note_word(p, (int32_t)w);
+            if (pair_note_word(p, (int32_t)w)) goto oom;
         }
-    for (size_t i = 0; i < tr.n_pairs; i++) heap_push(&tr, (uint32_t)i);
+    for (size_t i = 0; i < tr.n_pairs; i++)
+        if (heap_push(&tr, (uint32_t)i)) goto oom;
 
-    int want = vocab_size - 257, n_merges = 0;
-    uint32_t (*merges)[2] = data_realloc(NULL, (want ? want : 1) * sizeof *merges);
+    merges = malloc((size_t)(want ? want : 1) * sizeof *merges);
+    if (!merges) goto oom;
     int report_every = want / 100 > 0 ? want / 100 : 1;
     while (n_merges < want && tr.n_heap > 0) {
         HeapEntry top = heap_pop(&tr);
         Pair *p = &tr.pairs[top.pair];
         if (p->count <= 0) continue;
-        if (p->count != top.count) { heap_push(&tr, top.pair); continue; }   // stale: re-queue
+        if (p->count != top.count) {   // stale: re-queue
+            if (heap_push(&tr, top.pair)) goto oom;
+            continue;
+        }
 
         uint32_t left = p->left, right = p->right, id = 256 + n_merges;
         merges[n_merges][0] = left;
@@ -279,21 +312,27 @@ int bpe_train_multi(Tokenizer *tok, const uint8_t *const *texts, const size_t *l
         uint32_t n_list = p->n_words;
         p->words = NULL; p->n_words = p->cap_words = 0;
         n_fresh = 0;
-        for (uint32_t k = 0; k < n_list; k++) {
+        int failed = 0;
+        for (uint32_t k = 0; k < n_list && !failed; k++) {
             int32_t w = list[k];
             if (!word_has_pair(&tr, w, left, right)) continue;
             int64_t c = tr.words[w].count;
-            add_word_pairs(&tr, w, -c, UINT32_MAX, &fresh, &n_fresh, &cap_fresh);
+            failed = add_word_pairs(&tr, w, -c, UINT32_MAX, &fresh, &n_fresh, &cap_fresh);
             merge_in_word(&tr, w, left, right, id);
-            add_word_pairs(&tr, w, +c, id, &fresh, &n_fresh, &cap_fresh);
+            failed = failed || add_word_pairs(&tr, w, +c, id, &fresh, &n_fresh, &cap_fresh);
         }
         free(list);
-        for (size_t k = 0; k < n_fresh; k++) heap_push(&tr, fresh[k]);
+        for (size_t k = 0; k < n_fresh && !failed; k++) failed = heap_push(&tr, fresh[k]);
+        if (failed) goto oom;
         if (progress && (n_merges % report_every == 0 || n_merges == want)) progress(n_merges, want, user);
     }
     if (progress && n_merges < want) progress(n_merges, want, user);
-
-    int rc = bpe_from_merges(tok, (const uint32_t (*)[2])merges, n_merges, err, errlen);
+    rc = bpe_from_merges(tok, (const uint32_t (*)[2])merges, n_merges, err, errlen);
+    goto done;
+oom:
+    snprintf(err, errlen, "out of memory while training the tokenizer (%zu distinct words, %zu pairs)",
+             tr.n_words, tr.n_pairs);
+done:
     for (size_t i = 0; i < tr.n_pairs; i++) free(tr.pairs[i].words);
     free(tr.pairs); free(tr.heap); free(tr.words); free(tr.syms); free(fresh); free(merges);
     u64map_free(&tr.pair_index);

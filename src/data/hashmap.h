@@ -44,14 +44,21 @@ typedef struct {
     size_t cap, n;   // cap is a power of two
 } U64Map;
 
-static inline void u64map_init(U64Map *m, size_t expected) {
+// 0, or -1 (and an empty map that u64map_free accepts) when out of memory.
+static inline int u64map_init(U64Map *m, size_t expected) {
     size_t cap = 16;
     while (cap < 2 * expected) cap *= 2;
-    m->keys = data_realloc(NULL, cap * sizeof(uint64_t));
-    m->vals = data_realloc(NULL, cap * sizeof(uint32_t));
-    memset(m->keys, 0xff, cap * sizeof(uint64_t));
+    m->keys = malloc(cap * sizeof(uint64_t));
+    m->vals = malloc(cap * sizeof(uint32_t));
     m->cap = cap;
     m->n = 0;
+    if (!m->keys || !m->vals) {
+        free(m->keys); free(m->vals);
+        memset(m, 0, sizeof *m);
+        return -1;
+    }
+    memset(m->keys, 0xff, cap * sizeof(uint64_t));
+    return 0;
 }
 
 static inline void u64map_free(U64Map *m) {
@@ -69,12 +76,13 @@ static inline uint32_t *u64map_get(const U64Map *m, uint64_t key) {
     return NULL;
 }
 
-static inline void u64map_grow(U64Map *m);
+static inline int u64map_grow(U64Map *m);
 
 // Pointer to the value of key; inserts key with value val first if absent
 // (*inserted tells which). The pointer is valid until the next insert.
+// NULL when the table had to grow and memory ran out (the map is unchanged).
 static inline uint32_t *u64map_put(U64Map *m, uint64_t key, uint32_t val, int *inserted) {
-    if (2 * (m->n + 1) > m->cap) u64map_grow(m);
+    if (2 * (m->n + 1) > m->cap && u64map_grow(m) != 0) return NULL;
     size_t mask = m->cap - 1, i = hash_mix64(key) & mask;
     while (m->keys[i] != U64MAP_EMPTY) {
         if (m->keys[i] == key) { if (inserted) *inserted = 0; return &m->vals[i]; }
@@ -87,13 +95,14 @@ static inline uint32_t *u64map_put(U64Map *m, uint64_t key, uint32_t val, int *i
     return &m->vals[i];
 }
 
-static inline void u64map_grow(U64Map *m) {
+static inline int u64map_grow(U64Map *m) {
     U64Map bigger;
-    u64map_init(&bigger, m->cap);   // capacity 2 * old cap
+    if (u64map_init(&bigger, m->cap) != 0) return -1;   // capacity 2 * old cap
     for (size_t i = 0; i < m->cap; i++)
         if (m->keys[i] != U64MAP_EMPTY) u64map_put(&bigger, m->keys[i], m->vals[i], NULL);
     u64map_free(m);
     *m = bigger;
+    return 0;
 }
 
 #endif
