@@ -227,9 +227,13 @@ def rope_theta_from_d(T, R, rope_base, D=8):
 _sinusoidal_table = tm.sinusoidal_table
 
 
-def sinusoidal_swapped(T, C):
-    pe = _sinusoidal_table(T, C)
+def sinusoidal_swapped(T, C, scale=1.0):
+    pe = _sinusoidal_table(T, C, scale)
     return torch.stack((pe[:, 1::2], pe[:, 0::2]), dim=-1).reshape(T, C)
+
+
+def sinusoidal_unscaled(T, C, scale=1.0):
+    return _sinusoidal_table(T, C)
 
 
 def t5_bucket_round(n, nb, md):
@@ -274,12 +278,14 @@ def self_test(tmpdir):
         ("alibi", dict(pos="alibi"), T),
         ("alibi-H6", dict(pos="alibi", n_head=6, d_model=48), T),
         ("none", dict(pos="none"), T),
+        ("sinusoidal-scaled", dict(pos="sinusoidal", sinusoidal_scale=0.25), T),
     ]
     mutants = [  # (case label, description, context manager or None, mutate fn or None)
         ("rope", "rotate-half pairing (GPT-NeoX)", lambda: patched("apply_rope", rope_rotate_half), None),
         ("rope-partial", "theta from D instead of rope_dims", lambda: patched("rope_cos_sin", rope_theta_from_d), None),
         ("learned", "wpe read one row off", None, mutant_wpe_shift),
         ("sinusoidal", "sin and cos swapped", lambda: patched("sinusoidal_table", sinusoidal_swapped), None),
+        ("sinusoidal-scaled", "sinusoidal_scale ignored", lambda: patched("sinusoidal_table", sinusoidal_unscaled), None),
         ("t5", "round instead of floor in bucket", lambda: patched("t5_bucket", t5_bucket_round), None),
         ("t5", "bias added before 1/sqrt(D)", None, mutant_t5_bias_before_scale),
         ("alibi-H6", "power-of-two slope formula for H=6", lambda: patched("alibi_slopes", alibi_naive), None),

@@ -44,6 +44,7 @@ class GPTConfig:
     rope_dims: int = 0          # 0 means "all of D" (resolved by validate())
     t5_num_buckets: int = 32
     t5_max_distance: int = 128
+    sinusoidal_scale: float = 1.0   # PE is multiplied by it (files without the key: 1)
 
     @property
     def head_dim(self):
@@ -71,7 +72,7 @@ class GPTConfig:
 
     def to_metadata(self):
         """The contract's __metadata__ map (all values strings)."""
-        return {f.name: (repr(float(getattr(self, f.name))) if f.name == "rope_base"
+        return {f.name: (repr(float(getattr(self, f.name))) if f.type is float
                          else str(getattr(self, f.name))) for f in fields(self)}
 
     @classmethod
@@ -79,13 +80,15 @@ class GPTConfig:
         """Builds a config from a safetensors __metadata__ map. Raises ValueError."""
         kw = {}
         for f in fields(cls):
+            if f.name == "sinusoidal_scale" and f.name not in meta:
+                continue   # written before the key existed: unscaled (the default, 1)
             if f.name not in meta:
                 raise ValueError(f"metadata key '{f.name}' missing")
             raw = meta[f.name]
             try:
                 if f.name == "pos":
                     kw[f.name] = str(raw)
-                elif f.name == "rope_base":
+                elif f.type is float:
                     kw[f.name] = float(raw)
                 else:
                     kw[f.name] = int(raw)
@@ -121,15 +124,15 @@ def apply_rope(u, cos, sin):
     return torch.cat((out.reshape(*u.shape[:-1], R), u[..., R:]), dim=-1)
 
 
-def sinusoidal_table(T, C):
-    """PE (T,C), float64: PE[t,2i] = sin(t/10000^(2i/C)), PE[t,2i+1] = cos(same)."""
+def sinusoidal_table(T, C, scale=1.0):
+    """PE (T,C), float64: PE[t,2i] = s sin(t/10000^(2i/C)), PE[t,2i+1] = s cos(same), s = scale."""
     t = torch.arange(T, dtype=torch.float64)[:, None]
     two_i = torch.arange(0, C, 2, dtype=torch.float64)[None, :]
     angle = t / (10000.0 ** (two_i / C))
     pe = torch.zeros(T, C, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(angle)
     pe[:, 1::2] = torch.cos(angle)[:, : C // 2]
-    return pe
+    return scale * pe
 
 
 def t5_bucket(n, num_buckets, max_distance):
@@ -257,7 +260,7 @@ class GPT(nn.Module):
                 cos, sin = rope_cos_sin(T, cfg.rope_dims, cfg.rope_base)
                 val = (cos.to(dtype=dtype, device=device), sin.to(dtype=dtype, device=device))
             elif kind == "sinusoidal":
-                val = sinusoidal_table(T, cfg.d_model).to(dtype=dtype, device=device)
+                val = sinusoidal_table(T, cfg.d_model, cfg.sinusoidal_scale).to(dtype=dtype, device=device)
             elif kind == "t5":   # (T,T) long bucket index of n = i - j (0 where j > i: masked)
                 lut = torch.tensor([t5_bucket(n, cfg.t5_num_buckets, cfg.t5_max_distance)
                                     for n in range(T)], dtype=torch.long)

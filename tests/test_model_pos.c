@@ -65,13 +65,17 @@ static void test_sinusoidal(void **s) {
     (void)s;
     enum { N = 50, C = 10 };
     float pe[N * C];
-    sinusoidal_build_table(pe, N, C);
-    for (int t = 0; t < N; t++)
-        for (int i = 0; i < C / 2; i++) {
-            double w = exp(-log(10000.0) * (2.0 * i) / C);   // 1 / 10000^(2i/C)
-            assert_true(fabs(pe[t * C + 2 * i] - sin(t * w)) < 1e-6);
-            assert_true(fabs(pe[t * C + 2 * i + 1] - cos(t * w)) < 1e-6);
-        }
+    const float scales[] = {1.0f, 0.125f};   // unit amplitude, and scaled
+    for (int k = 0; k < 2; k++) {
+        double s = scales[k];
+        sinusoidal_build_table(pe, N, C, scales[k]);
+        for (int t = 0; t < N; t++)
+            for (int i = 0; i < C / 2; i++) {
+                double w = exp(-log(10000.0) * (2.0 * i) / C);   // 1 / 10000^(2i/C)
+                assert_true(fabs(pe[t * C + 2 * i] - s * sin(t * w)) < 1e-6);
+                assert_true(fabs(pe[t * C + 2 * i + 1] - s * cos(t * w)) < 1e-6);
+            }
+    }
 }
 
 static void test_alibi(void **s) {

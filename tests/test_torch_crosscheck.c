@@ -77,7 +77,8 @@ static void check_scheme(const char *name, const char *flags) {
 static void test_rope(void **state)         { skip_without_torch(); check_scheme("rope", "--pos=rope"); }
 static void test_rope_partial(void **state) { skip_without_torch(); check_scheme("rope4", "--pos=rope --rope_dims=4 --rope_base=500"); }
 static void test_learned(void **state)      { skip_without_torch(); check_scheme("learned", "--pos=learned"); }
-static void test_sinusoidal(void **state)   { skip_without_torch(); check_scheme("sinusoidal", "--pos=sinusoidal"); }
+static void test_sinusoidal(void **state)   { skip_without_torch(); check_scheme("sinusoidal", "--pos=sinusoidal --sinusoidal_scale=1"); }
+static void test_sinusoidal_scaled(void **state) { skip_without_torch(); check_scheme("sinusoidal_s", "--pos=sinusoidal --sinusoidal_scale=0.1767767"); }
 static void test_t5(void **state)           { skip_without_torch(); check_scheme("t5", "--pos=t5 --t5_num_buckets=8 --t5_max_distance=16"); }
 static void test_alibi(void **state)        { skip_without_torch(); check_scheme("alibi", "--pos=alibi"); }
 static void test_alibi_6_heads(void **state){ skip_without_torch(); check_scheme("alibi6", "--pos=alibi --n_head=6 --d_model=36"); }
@@ -135,7 +136,7 @@ static void test_reference_self_checks(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rope), cmocka_unit_test(test_rope_partial),
-        cmocka_unit_test(test_learned), cmocka_unit_test(test_sinusoidal),
+        cmocka_unit_test(test_learned), cmocka_unit_test(test_sinusoidal), cmocka_unit_test(test_sinusoidal_scaled),
         cmocka_unit_test(test_t5), cmocka_unit_test(test_alibi),
         cmocka_unit_test(test_alibi_6_heads), cmocka_unit_test(test_none),
         cmocka_unit_test(test_checkpoint_loss_in_pytorch),

@@ -64,8 +64,8 @@ def loop_reference_loss(cfg, P, tokens, targets, alibi_slopes):
             x[:, t] += P["wpe"][t]
         if cfg.pos == "sinusoidal":
             for i in range(C // 2):
-                x[:, t, 2 * i] += math.sin(t / 10000 ** (2 * i / C))
-                x[:, t, 2 * i + 1] += math.cos(t / 10000 ** (2 * i / C))
+                x[:, t, 2 * i] += cfg.sinusoidal_scale * math.sin(t / 10000 ** (2 * i / C))
+                x[:, t, 2 * i + 1] += cfg.sinusoidal_scale * math.cos(t / 10000 ** (2 * i / C))
     for layer in range(cfg.n_layer):
         p = lambda name: P[f"h.{layer}.{name}"]  # noqa: E731
         qkv = ln(x, p("ln_1.weight"), p("ln_1.bias")) @ p("attn.c_attn.weight").T + p("attn.c_attn.bias")
@@ -113,6 +113,7 @@ CASES = {
     "rope-partial": dict(pos="rope", rope_dims=4, rope_base=300.0),
     "learned": dict(pos="learned"),
     "sinusoidal": dict(pos="sinusoidal"),
+    "sinusoidal-scaled": dict(pos="sinusoidal", sinusoidal_scale=0.125),
     "t5": dict(pos="t5", t5_num_buckets=6, t5_max_distance=9),
     "alibi": dict(pos="alibi"),
     "alibi-H6": dict(pos="alibi", n_head=6, d_model=36),

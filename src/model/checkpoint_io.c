@@ -14,7 +14,7 @@ void gpt_metadata(const GPT *m, GPTMetadata *md) {
     const GPTConfig *c = &m->cfg;
     static const char *const keys[GPT_META_COUNT] = {
         "format", "pos", "n_layer", "n_head", "d_model", "vocab_size", "block_size",
-        "rope_base", "rope_dims", "t5_num_buckets", "t5_max_distance"};
+        "rope_base", "rope_dims", "t5_num_buckets", "t5_max_distance", "sinusoidal_scale"};
     snprintf(md->values[0], sizeof md->values[0], "pt");
     snprintf(md->values[1], sizeof md->values[1], "%s", pos_kind_name(c->pos));
     int ints[] = {c->n_layer, c->n_head, c->d_model, c->vocab_size, c->block_size};
@@ -23,6 +23,7 @@ void gpt_metadata(const GPT *m, GPTMetadata *md) {
     snprintf(md->values[8], sizeof md->values[0], "%d", c->rope_dims);
     snprintf(md->values[9], sizeof md->values[0], "%d", c->t5_num_buckets);
     snprintf(md->values[10], sizeof md->values[0], "%d", c->t5_max_distance);
+    snprintf(md->values[11], sizeof md->values[0], "%.9g", (double)c->sinusoidal_scale);
     for (int i = 0; i < GPT_META_COUNT; i++) {
         md->items[i].key = keys[i];
         md->items[i].value = md->values[i];
@@ -93,6 +94,16 @@ int gpt_config_from_file(const StFile *f, GPTConfig *c, char *err, size_t errlen
     if (!base) { snprintf(err, errlen, "%s: metadata lacks key rope_base", path); return -1; }
     c->rope_base = strtof(base, &end);
     if (!*base || *end) { snprintf(err, errlen, "%s: metadata rope_base=%s is not a number", path, base); return -1; }
+    // Files written before the key existed hold unscaled sinusoidal tables.
+    const char *scale = st_meta(f, "sinusoidal_scale");
+    c->sinusoidal_scale = 1.0f;
+    if (scale) {
+        c->sinusoidal_scale = strtof(scale, &end);
+        if (!*scale || *end) {
+            snprintf(err, errlen, "%s: metadata sinusoidal_scale=%s is not a number", path, scale);
+            return -1;
+        }
+    }
     char msg[256];
     if (gpt_config_validate(c, msg, sizeof msg) != 0) {
         snprintf(err, errlen, "%s: bad model metadata: %s", path, msg);

@@ -23,6 +23,7 @@ void gpt_config_defaults(GPTConfig *cfg) {
                          ? cfg->d_model / cfg->n_head : 0;
     cfg->t5_num_buckets = 32;
     cfg->t5_max_distance = 128;
+    cfg->sinusoidal_scale = 1.0f;
 }
 
 void config_resolve(GPTConfig *cfg) {
@@ -50,6 +51,8 @@ int gpt_config_validate(const GPTConfig *c, char *err, size_t errlen) {
         if (c->rope_dims == 0 && D % 2 != 0)
             FAIL("head_dim (%d) is odd: set rope_dims to an even value", D);
     }
+    if (c->pos == POS_SINUSOIDAL && !(c->sinusoidal_scale > 0.0f && c->sinusoidal_scale <= 1e3f))
+        FAIL("sinusoidal_scale (%g) must be in (0, 1000]", (double)c->sinusoidal_scale);
     if (c->pos == POS_T5) {
         if (c->t5_num_buckets < 2 || c->t5_num_buckets > 4096)
             FAIL("t5_num_buckets (%d) must be in 2..4096", c->t5_num_buckets);

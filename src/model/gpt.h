@@ -26,6 +26,7 @@ typedef struct {
     int rope_dims;        // rotary dims per head, even, 0 < rope_dims <= head_dim; default head_dim
     int t5_num_buckets;   // default 32
     int t5_max_distance;  // default 128
+    float sinusoidal_scale; // sinusoidal: the table is multiplied by it
 } GPTConfig;
 
 // Fills the defaults above for the positional keys (model sizes left as given).
@@ -96,8 +97,8 @@ int gpt_save_with(const GPT *model, const char *path, const StTensorOut *extra, 
                   char *err, size_t errlen);
 // The contract's __metadata__ for this model, as key/value strings:
 // format=pt, pos, n_layer, n_head, d_model, vocab_size, block_size,
-// rope_base, rope_dims, t5_num_buckets, t5_max_distance.
-#define GPT_META_COUNT 11
+// rope_base, rope_dims, t5_num_buckets, t5_max_distance, sinusoidal_scale.
+#define GPT_META_COUNT 12
 typedef struct { StMeta items[GPT_META_COUNT]; char values[GPT_META_COUNT][32]; } GPTMetadata;
 void gpt_metadata(const GPT *model, GPTMetadata *meta);
 // The model configuration stored in an opened file's metadata (validated).

@@ -68,7 +68,7 @@ void rope_build_tables(float *cos_tab, float *sin_tab, int n_pos, int rope_dims,
 void rope_rotate(float *u, const float *cos_row, const float *sin_row, int rope_dims);
 void rope_rotate_back(float *u, const float *cos_row, const float *sin_row, int rope_dims);
 // sinusoidal: PE (n_pos, C).
-void sinusoidal_build_table(float *pe, int n_pos, int C);
+void sinusoidal_build_table(float *pe, int n_pos, int C, float scale);
 // t5: the causal bucket of distance n >= 0.
 int t5_bucket(int n, int num_buckets, int max_distance);
 // alibi: slopes m_h (H) as in Press et al. (power-of-two interpolation).

@@ -1,18 +1,22 @@
-// pos_sinusoidal.c: the fixed sinusoidal table of Vaswani et al.
-//   PE[t, 2i] = sin(t / 10000^(2i/C)),  PE[t, 2i+1] = cos(t / 10000^(2i/C))
-// added to the input embedding; no parameters, so no backward.
+// pos_sinusoidal.c: the fixed sinusoidal table of Vaswani et al., scaled:
+//   PE[t, 2i] = s sin(t / 10000^(2i/C)),  PE[t, 2i+1] = s cos(t / 10000^(2i/C))
+// with s = sinusoidal_scale, added to the input embedding; no parameters, so
+// no backward. Why a scale: the token embedding starts at N(0, 0.02), so a
+// unit-amplitude table (s = 1) is about 35 times the token signal and the
+// model must first grow wte; docs/POSITIONS.md has the conventions and the
+// measurement that chose the default.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "model/pos.h"
 
-void sinusoidal_build_table(float *pe, int n_pos, int C) {
+void sinusoidal_build_table(float *pe, int n_pos, int C, float scale) {
     for (int t = 0; t < n_pos; t++)
         for (int c = 0; c < C; c++) {
             int i2 = c - c % 2;   // the 2i of this pair
             double angle = t / pow(10000.0, (double)i2 / C);
-            pe[(size_t)t * C + c] = (float)(c % 2 == 0 ? sin(angle) : cos(angle));
+            pe[(size_t)t * C + c] = (float)(scale * (c % 2 == 0 ? sin(angle) : cos(angle)));
         }
 }
 
@@ -22,7 +26,7 @@ static int sinusoidal_tables_init(PosCtx *p, int n_pos, char *err, size_t errlen
         snprintf(err, errlen, "out of memory for the sinusoidal table (%d positions)", n_pos);
         return -1;
     }
-    sinusoidal_build_table(p->sinus, n_pos, p->cfg->d_model);
+    sinusoidal_build_table(p->sinus, n_pos, p->cfg->d_model, p->cfg->sinusoidal_scale);
     return 0;
 }
 

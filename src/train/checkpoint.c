@@ -8,24 +8,6 @@
 #include <string.h>
 #include <unistd.h>
 
-int contract_metadata(const GPTConfig *cfg, ContractMetaBuf *buf, StMeta *meta) {
-    static const char *keys[CONTRACT_META_MAX] = {"pos", "n_layer", "n_head", "d_model", "vocab_size",
-        "block_size", "rope_base", "rope_dims", "t5_num_buckets", "t5_max_distance"};
-    snprintf(buf->value[0], 48, "%s", pos_kind_name(cfg->pos));
-    snprintf(buf->value[1], 48, "%d", cfg->n_layer);
-    snprintf(buf->value[2], 48, "%d", cfg->n_head);
-    snprintf(buf->value[3], 48, "%d", cfg->d_model);
-    snprintf(buf->value[4], 48, "%d", cfg->vocab_size);
-    snprintf(buf->value[5], 48, "%d", cfg->block_size);
-    snprintf(buf->value[6], 48, "%g", cfg->rope_base);
-    if (strtof(buf->value[6], NULL) != cfg->rope_base) snprintf(buf->value[6], 48, "%.9g", cfg->rope_base);
-    snprintf(buf->value[7], 48, "%d", cfg->rope_dims);
-    snprintf(buf->value[8], 48, "%d", cfg->t5_num_buckets);
-    snprintf(buf->value[9], 48, "%d", cfg->t5_max_distance);
-    for (int i = 0; i < CONTRACT_META_MAX; i++) meta[i] = (StMeta){keys[i], buf->value[i]};
-    return CONTRACT_META_MAX;
-}
-
 static StTensorOut tensor_out(const char *name, const ParamEntry *e, const float *base) {
     StTensorOut t = {.name = name, .dtype = ST_F32, .ndim = e->ndim, .data = base + e->offset};
     for (int d = 0; d < e->ndim; d++) t.shape[d] = e->shape[d];
@@ -77,9 +59,11 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
         t[n + 2 * i] = tensor_out(names[2 * i], &entries[i], opt->m);
         t[n + 2 * i + 1] = tensor_out(names[2 * i + 1], &entries[i], opt->v);
     }
-    ContractMetaBuf cbuf;
-    StMeta meta[CONTRACT_META_MAX + 5];
-    int n_meta = contract_metadata(gpt_config(model), &cbuf, meta);
+    GPTMetadata md;
+    gpt_metadata(model, &md);
+    StMeta meta[GPT_META_COUNT + 5];
+    int n_meta = GPT_META_COUNT;
+    memcpy(meta, md.items, sizeof md.items);
     char step[32], rng[128], elapsed[32], hash[32];
     snprintf(step, sizeof step, "%d", state->step);
     snprintf(rng, sizeof rng, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
@@ -197,10 +181,9 @@ int debug_state_save(const char *path, GPT *model, const int *inputs, const int 
     t[2 * n] = (StTensorOut){.name = "inputs", .dtype = ST_I32, .ndim = 2, .shape = {B, T}, .data = inputs};
     t[2 * n + 1] = (StTensorOut){.name = "targets", .dtype = ST_I32, .ndim = 2, .shape = {B, T}, .data = targets};
     t[2 * n + 2] = (StTensorOut){.name = "loss", .dtype = ST_F32, .ndim = 1, .shape = {1}, .data = &loss};
-    ContractMetaBuf cbuf;
-    StMeta meta[CONTRACT_META_MAX];
-    int n_meta = contract_metadata(gpt_config(model), &cbuf, meta);
-    int rc = st_write(path, t, 2 * n + 3, meta, n_meta, err, errlen);
+    GPTMetadata md;
+    gpt_metadata(model, &md);
+    int rc = st_write(path, t, 2 * n + 3, md.items, GPT_META_COUNT, err, errlen);
     free(t);
     free(names);
     return rc;

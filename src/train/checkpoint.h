@@ -29,12 +29,6 @@ typedef struct {
     uint64_t config_hash;
 } TrainState;
 
-// The contract's __metadata__ for cfg: fills meta (up to CONTRACT_META_MAX
-// entries, values stored in buf) and returns the count.
-#define CONTRACT_META_MAX 10
-typedef struct { char value[CONTRACT_META_MAX][48]; } ContractMetaBuf;
-int contract_metadata(const GPTConfig *cfg, ContractMetaBuf *buf, StMeta *meta);
-
 int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainState *state,
                     char *err, size_t errlen);
 

@@ -41,6 +41,9 @@ static const OptSpec OPTION_TABLE[] = {
     {"t5_max_distance", "positions", T_INT, "128", F(t5_max_distance), 2, 1 << 20, 1,
      "t5: distance where the log-spaced buckets end; > t5_num_buckets/2"},
 
+    {"sinusoidal_scale", "positions", T_FLOAT, "1", F(sinusoidal_scale), 1e-6, 1000, 1,
+     "sinusoidal: the table PE is multiplied by this (1 = Vaswani's unit amplitude)"},
+
     {"tokenizer", "data", T_STR, "data/kjv/tokenizer.bin", F(tokenizer), 1, 0, 1,
      "BPE tokenizer written by ./prepare; gives vocab_size"},
     {"train_file", "data", T_STR, "data/kjv/train.bin", F(train_file), 1, 0, 1, "training tokens (llm.c token file)"},
@@ -541,4 +544,5 @@ void options_gpt_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg)
     cfg->rope_dims = opt->rope_dims;
     cfg->t5_num_buckets = opt->t5_num_buckets;
     cfg->t5_max_distance = opt->t5_max_distance;
+    cfg->sinusoidal_scale = opt->sinusoidal_scale;
 }

@@ -28,6 +28,7 @@ typedef struct {
     float rope_base;
     int rope_dims;              // 0 in a file = head_dim; resolved by options_check
     int t5_num_buckets, t5_max_distance;
+    float sinusoidal_scale;
     // [data]
     char tokenizer[OPT_STR_MAX], train_file[OPT_STR_MAX], val_file[OPT_STR_MAX];
     // [optim]
