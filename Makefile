@@ -11,13 +11,15 @@ CC      ?= gcc
 # -march=native where the compiler accepts it (portable fallback: plain -O3).
 MARCH   := $(shell $(CC) -march=native -E -x c /dev/null >/dev/null 2>&1 && echo -march=native)
 OPT     ?= -O3 $(MARCH)
+# CFLAGS and LDFLAGS are the user's (`make CFLAGS=-O1` replaces them); the
+# flags the code needs to build at all are in ALL_CFLAGS, which always has them.
 CFLAGS  ?= $(OPT) -g
 # -fno-math-errno: sqrtf etc. never set errno (nothing here reads errno after
 # a maths call), so they compile to single instructions and loops over them
 # vectorise (AdamW's update). Not -ffast-math: float semantics stay IEEE.
-CFLAGS  += -fno-math-errno
-CFLAGS  += -std=c11 -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-unused-parameter -Isrc -MMD -MP
-LDLIBS  := -lopenblas -lcjson -linih -lm
+ALL_CFLAGS = -fno-math-errno -std=c11 -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-unused-parameter \
+             -Isrc -MMD -MP $(CFLAGS)
+LDLIBS  := -lopenblas -ldnnl -lcjson -linih -lm
 TEST_LDLIBS := -lcmocka
 
 LIB_SRC   := $(filter-out %_main.c,$(wildcard src/*/*.c))
@@ -38,7 +40,7 @@ all: $(PROGRAMS)
 
 build/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c $< -o $@
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -47,15 +49,15 @@ $(LIB): $(LIB_OBJ)
 # ./train, ./sample, ... from src/*/NAME_main.c
 define program_rule
 $(1): build/$(2:.c=.o) $(LIB)
-	$(CC) $(CFLAGS) -o $$@ $$^ $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $$@ $$^ $(LDLIBS)
 endef
 $(foreach m,$(MAIN_SRC),$(eval $(call program_rule,$(patsubst %_main.c,%,$(notdir $(m))),$(m))))
 
 build/tests/%: build/tests/%.o $(TUTIL_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LDLIBS)
 
 build/bench_%: build/tests/bench_%.o $(TUTIL_OBJ) $(LIB)
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LDLIBS)
 
 # Every test binary runs even if one fails; the summary line counts them.
 test: $(PROGRAMS) $(TESTS)
@@ -79,6 +81,9 @@ compare: $(PROGRAMS)
 
 clean:
 	rm -rf build $(PROGRAMS)
+
+# libFuzzer targets (make fuzz): their own rules, next to their sources.
+-include tests/fuzz/fuzz.mk
 
 -include $(shell find build -name '*.d' 2>/dev/null)
 .SECONDARY:
