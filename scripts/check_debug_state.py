@@ -8,7 +8,7 @@ in float64 PyTorch and compares loss and gradients with the file.
                                              models), check that the right ones pass
                                              and the wrong ones fail
 
-The debug state (MODEL_SPEC.md, "Debug state") is a safetensors file with
+The debug state (docs/FORMAT.md, "The debug state") is a safetensors file with
 every parameter under its contract name, `inputs` and `targets` (I32 [B,T]),
 `loss` (F32 [1]) and `grad.NAME` for every parameter, plus the model metadata.
 """

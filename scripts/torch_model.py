@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""torch_model.py: the ropelab model contract (MODEL_SPEC.md) in PyTorch.
+"""torch_model.py: the ropelab model contract (docs/FORMAT.md) in PyTorch.
 
 An independent, plain re-implementation used to cross-check the C program
 (scripts/check_debug_state.py) and to benchmark against it
@@ -44,7 +44,7 @@ class GPTConfig:
     rope_dims: int = 0          # 0 means "all of D" (resolved by validate())
     t5_num_buckets: int = 32
     t5_max_distance: int = 128
-    sinusoidal_scale: float = 1.0   # PE is multiplied by it (files without the key: 1)
+    sinusoidal_scale: float = 0.02  # PE is multiplied by it (files without the key: 1)
 
     @property
     def head_dim(self):
@@ -81,7 +81,8 @@ class GPTConfig:
         kw = {}
         for f in fields(cls):
             if f.name == "sinusoidal_scale" and f.name not in meta:
-                continue   # written before the key existed: unscaled (the default, 1)
+                kw[f.name] = 1.0   # written before the key existed: unscaled
+                continue
             if f.name not in meta:
                 raise ValueError(f"metadata key '{f.name}' missing")
             raw = meta[f.name]

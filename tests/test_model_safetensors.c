@@ -215,9 +215,9 @@ static void write_variant(GPT *m, const char *path, const char *drop, const char
     if (add_extra) t[k++] = (StTensorOut){"adamw.m.wte", ST_F32, 1, {4}, extra};
     GPTMetadata md;
     gpt_metadata(m, &md);
-    StMeta meta[GPT_META_COUNT];
+    StMeta meta[GPT_META_MAX];
     int nm = 0;
-    for (int i = 0; i < GPT_META_COUNT; i++)
+    for (int i = 0; i < md.count; i++)
         if (!drop_meta || strcmp(md.items[i].key, drop_meta)) {
             meta[nm] = md.items[i];
             if (meta_override_key && !strcmp(meta[nm].key, meta_override_key)) meta[nm].value = meta_override_value;
@@ -274,11 +274,11 @@ static void test_model_file_errors(void **s) {
     expect_load_error(p, 0, "bad model metadata: d_model (15) is not divisible by n_head (2)");
     meta_override_value = "16x";
     write_variant(m, p, NULL, NULL, NULL, 0, NULL);
-    expect_load_error(p, 0, "metadata d_model=16x is not an integer");
+    expect_load_error(p, 0, "metadata d_model: '16x' is not an integer");
     meta_override_key = "pos";
     meta_override_value = "xpos";
     write_variant(m, p, NULL, NULL, NULL, 0, NULL);
-    expect_load_error(p, 0, "metadata pos=xpos is not a known scheme");
+    expect_load_error(p, 0, "metadata pos: unknown positional scheme 'xpos' (one of rope, learned, sinusoidal, t5, alibi or none)");
     meta_override_key = NULL;
     gpt_free(m);
 }

@@ -2,10 +2,10 @@
 """test_torch_model.py: checks scripts/torch_model.py against the contract.
 
 The main check is an independent float64 NumPy forward pass written as plain
-loops straight from MODEL_SPEC.md (explicit 2x2 rotations, per-(i, j)
+loops straight from docs/FORMAT.md (explicit 2x2 rotations, per-(i, j)
 scores and biases): the PyTorch model's loss must agree to 1e-10 for every
 scheme. Further tests pin the scheme tables to values from the papers
-(shared/REFERENCES.md), causality, the parameter names and the safetensors
+(docs/REFERENCES.md), causality, the parameter names and the safetensors
 reader/writer. Run: /usr/bin/python3 tests/test_torch_model.py
 """
 

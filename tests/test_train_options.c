@@ -70,15 +70,15 @@ static int run(const char *cmd, char *out, size_t cap) {
 static void test_defaults(void **state) {
     TrainOptions o;
     options_defaults(&o);
-    assert_int_equal(o.n_layer, 4);
-    assert_int_equal(o.n_head, 4);
-    assert_int_equal(o.d_model, 128);
-    assert_int_equal(o.block_size, 128);
-    assert_string_equal(o.pos, "rope");
-    assert_true(o.rope_base == 10000.0f);
-    assert_int_equal(o.rope_dims, 0);
-    assert_int_equal(o.t5_num_buckets, 32);
-    assert_int_equal(o.t5_max_distance, 128);
+    assert_int_equal(o.model.n_layer, 4);
+    assert_int_equal(o.model.n_head, 4);
+    assert_int_equal(o.model.d_model, 128);
+    assert_int_equal(o.model.block_size, 128);
+    assert_int_equal(o.model.pos, POS_ROPE);
+    assert_true(o.model.rope_base == 10000.0f);
+    assert_int_equal(o.model.rope_dims, 0);
+    assert_int_equal(o.model.t5_num_buckets, 32);
+    assert_int_equal(o.model.t5_max_distance, 128);
     assert_string_equal(o.tokenizer, "data/kjv/tokenizer.bin");
     assert_string_equal(o.train_file, "data/kjv/train.bin");
     assert_string_equal(o.val_file, "data/kjv/val.bin");
@@ -89,7 +89,7 @@ static void test_defaults(void **state) {
     assert_string_equal(o.out_dir, "");
     char err[512];
     assert_int_equal(options_check(&o, err, sizeof err), 0);
-    assert_int_equal(o.rope_dims, 32);                       // resolved to head_dim = 128 / 4
+    assert_int_equal(o.model.rope_dims, 32);                       // resolved to head_dim = 128 / 4
     assert_string_equal(o.out_dir, "runs/rope-default-s1");
 }
 
@@ -131,16 +131,16 @@ static void test_file_values_and_cli_wins(void **state) {
     TrainArgs a;
     char err[512];
     assert_int_equal(parse(&o, &a, err, sizeof err, (char *)path, "--n_layer=5", "--rope-dims=8", NULL), 0);
-    assert_int_equal(o.n_layer, 5);                 // command line wins
-    assert_int_equal(o.d_model, 96);
-    assert_int_equal(o.n_head, 6);
-    assert_int_equal(o.rope_dims, 8);               // --rope-dims spelled with a hyphen
-    assert_string_equal(o.pos, "t5");
+    assert_int_equal(o.model.n_layer, 5);                 // command line wins
+    assert_int_equal(o.model.d_model, 96);
+    assert_int_equal(o.model.n_head, 6);
+    assert_int_equal(o.model.rope_dims, 8);               // --rope-dims spelled with a hyphen
+    assert_int_equal(o.model.pos, POS_T5);
     assert_true(o.lr == 3e-4f && o.min_lr == 1e-5f);
     assert_true(o.seed == UINT64_MAX);
     assert_string_equal(o.out_dir, "/tmp/somewhere");
     assert_string_equal(o.config_name, "a");
-    assert_int_equal(o.block_size, 128);            // untouched default
+    assert_int_equal(o.model.block_size, 128);            // untouched default
     assert_string_equal(a.config_path, path);
     assert_null(a.resume_dir);
     // default out_dir uses pos, config name and seed
@@ -180,7 +180,9 @@ static void test_bad_files(void **state) {
         {"[model]\nd_model = 100\nn_head = 3\n", 3, "d_model (100) is not divisible by n_head (3)"},
         {"[model]\nn_head = 4\nd_model = 64\n[positions]\nrope_dims = 7\n", 5, "rope_dims (7) must be even"},
         {"[model]\nn_head = 4\nd_model = 64\n[positions]\nrope_dims = 18\n", 5, "larger than head_dim"},
-        {"[positions]\nt5_num_buckets = 32\nt5_max_distance = 16\n", 3, "t5_max_distance (16)"},
+        {"[positions]\npos = t5\nt5_num_buckets = 32\nt5_max_distance = 16\n", 4, "t5_max_distance (16)"},
+        // a scheme's own rules apply when it is used: an odd head_dim is fine for learned ...
+        {"[model]\nn_head = 4\nd_model = 36\n[positions]\npos = rope\n", 5, "head_dim (9) is odd"},
         {"[optim]\nmin_lr = 0.5\nlr = 0.1\n", 3, "min_lr (0.5) is larger than lr (0.1)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -252,13 +254,13 @@ static void test_resume_fixes_model_keys(void **state) {
     TrainOptions o;
     TrainArgs a;
     options_defaults(&o);
-    o.n_layer = 3;
+    o.model.n_layer = 3;
     assert_int_equal(options_check(&o, err, sizeof err), 0);
     char ini[600];
     snprintf(ini, sizeof ini, "%s/config.ini", dir);
     assert_int_equal(options_write_ini(&o, ini, 300, err, sizeof err), 0);
     assert_int_equal(parse(&o, &a, err, sizeof err, "--resume", dir, "--steps=77", "--threads=1", NULL), 0);
-    assert_int_equal(o.n_layer, 3);
+    assert_int_equal(o.model.n_layer, 3);
     assert_int_equal(o.steps, 77);
     assert_string_equal(o.out_dir, dir);
     assert_int_equal(parse(&o, &a, err, sizeof err, "--resume", dir, "--d_model=64", NULL), -1);
@@ -289,7 +291,7 @@ static void test_write_ini_round_trip(void **state) {
     back.lr = 0.5f;
     back.steps = 3;
     assert_true(options_model_hash(&back) == h);
-    back.n_layer = 4;
+    back.model.n_layer = 4;
     assert_true(options_model_hash(&back) != h);
 }
 

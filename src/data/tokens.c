@@ -1,6 +1,6 @@
 // tokens.c: reading (mmap) and writing (atomic) llm.c token files.
 //
-// Layout (MODEL_SPEC.md, "Token files"): 256 int32 little-endian header words,
+// Layout (docs/FORMAT.md, "Token files"): 256 int32 little-endian header words,
 // then the tokens. header[0] magic, header[1] version, header[2] count:
 //   20240520 / 1: uint16 tokens        20240801 / 7: uint32 tokens
 // The rest of the header is zero. ropelab runs on little-endian machines only

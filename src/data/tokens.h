@@ -1,4 +1,4 @@
-// tokens.h: token files in llm.c's format (see ../shared/MODEL_SPEC.md):
+// tokens.h: token files in llm.c's format (see docs/FORMAT.md):
 // a 256 x int32 little-endian header, then the tokens.
 //   header[0] = 20240520, header[1] = 1: tokens are uint16
 //   header[0] = 20240801, header[1] = 7: tokens are uint32 (vocabularies > 65,536)

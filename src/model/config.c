@@ -1,10 +1,18 @@
-// config.c: the model configuration: scheme names, defaults, validation.
+// config.c: the model configuration: the scheme names, and the one table of
+// model keys that drives defaults, parsing, ranges, the rules between keys,
+// the weights file's metadata (written and read), ./train --help and the
+// resolved config.ini. A new key is one line here, one field of GPTConfig,
+// and its use in the scheme that needs it.
+#include <errno.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "model/gpt_internal.h"
 
-static const char *const POS_NAMES[POS_COUNT] = {"rope", "learned", "sinusoidal", "t5", "alibi", "none"};
+#define POS_NAME_ENTRY_(E, name) #name,
+static const char *const POS_NAMES[POS_COUNT] = {POS_SCHEME_LIST(POS_NAME_ENTRY_)};
 
 const char *pos_kind_name(PosKind kind) {
     return (kind >= 0 && kind < POS_COUNT) ? POS_NAMES[kind] : "unknown";
@@ -16,53 +24,176 @@ int pos_kind_from_name(const char *name, PosKind *kind) {
     return -1;
 }
 
-void gpt_config_defaults(GPTConfig *cfg) {
-    cfg->rope_base = 10000.0f;
-    // rope_dims 0 means "all of head_dim"; resolved when the model is built.
-    cfg->rope_dims = (cfg->n_head > 0 && cfg->d_model > 0 && cfg->d_model % cfg->n_head == 0)
-                         ? cfg->d_model / cfg->n_head : 0;
-    cfg->t5_num_buckets = 32;
-    cfg->t5_max_distance = 128;
-    cfg->sinusoidal_scale = 1.0f;
+const char *pos_kind_list(void) {
+    static char list[256];
+    if (!list[0])
+        for (int i = 0; i < POS_COUNT; i++) {
+            const char *sep = i == 0 ? "" : i == POS_COUNT - 1 ? " or " : ", ";
+            size_t n = strlen(list);
+            snprintf(list + n, sizeof list - n, "%s%s", sep, POS_NAMES[i]);
+        }
+    return list;
 }
 
-void config_resolve(GPTConfig *cfg) {
-    if (cfg->rope_dims == 0 && cfg->n_head > 0) cfg->rope_dims = cfg->d_model / cfg->n_head;
+// The limits keep every size product well inside size_t and int index
+// ranges (see gpt_config_validate_keys for the parameter count).
+#define F(field) offsetof(GPTConfig, field)
+static const ModelKey MODEL_KEYS[] = {
+    {"n_layer", "model", MODEL_KEY_INT, F(n_layer), "4", 1, 256, 0, 1, -1, NULL,
+     "transformer blocks (L)"},
+    {"n_head", "model", MODEL_KEY_INT, F(n_head), "4", 1, 256, 0, 1, -1, NULL,
+     "attention heads per block (H); must divide d_model"},
+    {"d_model", "model", MODEL_KEY_INT, F(d_model), "128", 2, 16384, 0, 1, -1, NULL,
+     "model width (C); head_dim = d_model / n_head"},
+    {"block_size", "model", MODEL_KEY_INT, F(block_size), "128", 2, 65536, 0, 1, -1, NULL,
+     "context length (T) of every training window; also the size of wpe for pos=learned"},
+    {"pos", "positions", MODEL_KEY_SCHEME, F(pos), "rope", 0, 0, 0, 1, -1, NULL,
+     "positional scheme"},
+    {"rope_base", "positions", MODEL_KEY_FLOAT, F(rope_base), "10000", 1, 1e12, 1, 1, POS_ROPE, NULL,
+     "rope: theta_i = rope_base^(-2i/rope_dims)"},
+    {"rope_dims", "positions", MODEL_KEY_INT, F(rope_dims), "0", 0, 16384, 0, 1, POS_ROPE, NULL,
+     "rope: rotated dims per head, even and <= head_dim; 0 = head_dim"},
+    {"t5_num_buckets", "positions", MODEL_KEY_INT, F(t5_num_buckets), "32", 2, 1024, 0, 1, POS_T5, NULL,
+     "t5: relative-distance buckets"},
+    {"t5_max_distance", "positions", MODEL_KEY_INT, F(t5_max_distance), "128", 2, 1 << 20, 0, 1, POS_T5, NULL,
+     "t5: distance where the log-spaced buckets end; > t5_num_buckets/2"},
+    // 0.02 = the token embedding's init std: PE's rms (0.02/sqrt 2) is then 1/sqrt 2 of a
+    // token vector's, the ratio of Vaswani et al. (docs/POSITIONS.md has the measurement).
+    {"sinusoidal_scale", "positions", MODEL_KEY_FLOAT, F(sinusoidal_scale), "0.02", 0, 1000, 1, 1, POS_SINUSOIDAL,
+     "1", "sinusoidal: the table PE is multiplied by this; 0.02 keeps Vaswani's position-to-token ratio, 1 is the unscaled table"},
+    {"vocab_size", "model", MODEL_KEY_INT, F(vocab_size), "0", 1, 1 << 24, 0, 0, -1, NULL,
+     "vocabulary size (from the tokenizer)"},
+};
+#undef F
+enum { N_MODEL_KEYS = (int)(sizeof MODEL_KEYS / sizeof MODEL_KEYS[0]) };
+_Static_assert(N_MODEL_KEYS + 1 <= GPT_META_MAX, "GPT_META_MAX too small for the metadata");
+
+int gpt_model_keys(const ModelKey **keys) {
+    *keys = MODEL_KEYS;
+    return N_MODEL_KEYS;
 }
 
-// Limits keep every size product well inside size_t and int index ranges.
-int gpt_config_validate(const GPTConfig *c, char *err, size_t errlen) {
-#define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); return -1; } while (0)
-    if (c->pos < 0 || c->pos >= POS_COUNT) FAIL("unknown positional scheme (%d)", (int)c->pos);
-    if (c->n_layer < 1 || c->n_layer > 1024) FAIL("n_layer (%d) must be in 1..1024", c->n_layer);
-    if (c->n_head < 1 || c->n_head > 1024) FAIL("n_head (%d) must be in 1..1024", c->n_head);
-    if (c->d_model < 1 || c->d_model > 65536) FAIL("d_model (%d) must be in 1..65536", c->d_model);
+int gpt_model_key_find(const char *name) {
+    for (int k = 0; k < N_MODEL_KEYS; k++)
+        if (strcmp(MODEL_KEYS[k].name, name) == 0) return k;
+    return -1;
+}
+
+static void *key_field(GPTConfig *c, int k) { return (char *)c + MODEL_KEYS[k].offset; }
+static const void *key_cfield(const GPTConfig *c, int k) { return (const char *)c + MODEL_KEYS[k].offset; }
+
+static int in_range(const ModelKey *key, double v) {
+    return (key->min_open ? v > key->min : v >= key->min) && v <= key->max;
+}
+
+static void range_text(const ModelKey *key, char *buf, size_t n) {
+    if (key->type == MODEL_KEY_INT) snprintf(buf, n, "[%.0f, %.0f]", key->min, key->max);
+    else snprintf(buf, n, "%s%g, %g]", key->min_open ? "(" : "[", key->min, key->max);
+}
+
+int gpt_config_set(GPTConfig *c, int k, const char *value, char *err, size_t errlen) {
+    const ModelKey *key = &MODEL_KEYS[k];
+    char *end, range[64];
+    range_text(key, range, sizeof range);
+    switch (key->type) {
+    case MODEL_KEY_INT: {
+        errno = 0;
+        long long v = strtoll(value, &end, 10);
+        if (!*value || *end || errno) { snprintf(err, errlen, "'%s' is not an integer", value); return -1; }
+        if (!in_range(key, (double)v)) { snprintf(err, errlen, "%lld is out of range %s", v, range); return -1; }
+        *(int *)key_field(c, k) = (int)v;
+        return 0;
+    }
+    case MODEL_KEY_FLOAT: {
+        errno = 0;
+        double v = strtod(value, &end);
+        if (!*value || *end || errno || !isfinite(v)) { snprintf(err, errlen, "'%s' is not a number", value); return -1; }
+        if (!in_range(key, v)) { snprintf(err, errlen, "%g is out of range %s", v, range); return -1; }
+        *(float *)key_field(c, k) = (float)v;
+        return 0;
+    }
+    case MODEL_KEY_SCHEME: {
+        PosKind kind;
+        if (pos_kind_from_name(value, &kind) != 0) {
+            snprintf(err, errlen, "unknown positional scheme '%s' (one of %s)", value, pos_kind_list());
+            return -1;
+        }
+        *(PosKind *)key_field(c, k) = kind;
+        return 0;
+    }
+    }
+    return -1;
+}
+
+void gpt_config_get(const GPTConfig *c, int k, char *buf, size_t n) {
+    const void *p = key_cfield(c, k);
+    switch (MODEL_KEYS[k].type) {
+    case MODEL_KEY_INT: snprintf(buf, n, "%d", *(const int *)p); break;
+    case MODEL_KEY_FLOAT: {   // the shortest text that reads back as the same float
+        float v = *(const float *)p;
+        snprintf(buf, n, "%g", v);
+        if (strtof(buf, NULL) != v) snprintf(buf, n, "%.9g", v);
+        break;
+    }
+    case MODEL_KEY_SCHEME: snprintf(buf, n, "%s", pos_kind_name(*(const PosKind *)p)); break;
+    }
+}
+
+void gpt_config_defaults(GPTConfig *c) {
+    char err[128];
+    for (int k = 0; k < N_MODEL_KEYS; k++)
+        if (MODEL_KEYS[k].scheme >= 0 && gpt_config_set(c, k, MODEL_KEYS[k].def, err, sizeof err) != 0) {
+            fprintf(stderr, "internal error: bad default of %s: %s\n", MODEL_KEYS[k].name, err);
+            abort();
+        }
+    gpt_config_resolve(c);
+}
+
+void gpt_config_resolve(GPTConfig *c) {
+    if (c->rope_dims == 0 && c->n_head > 0 && c->d_model % c->n_head == 0) c->rope_dims = c->d_model / c->n_head;
+}
+
+int gpt_config_validate_keys(const GPTConfig *c, char *err, size_t errlen, const char *keys[2]) {
+    const char *blame_a = NULL, *blame_b = NULL;
+#define FAIL(a, b, ...) do { blame_a = a; blame_b = b; snprintf(err, errlen, __VA_ARGS__); goto fail; } while (0)
+    for (int k = 0; k < N_MODEL_KEYS; k++) {   // each value in its key's range
+        const ModelKey *key = &MODEL_KEYS[k];
+        const void *p = key_cfield(c, k);
+        char range[64], text[64];
+        range_text(key, range, sizeof range);
+        gpt_config_get(c, k, text, sizeof text);
+        if (key->type == MODEL_KEY_SCHEME && !(c->pos >= 0 && c->pos < POS_COUNT))
+            FAIL(key->name, key->name, "unknown positional scheme (%d)", (int)c->pos);
+        if ((key->type == MODEL_KEY_INT && !in_range(key, *(const int *)p)) ||
+            (key->type == MODEL_KEY_FLOAT && !(isfinite(*(const float *)p) && in_range(key, *(const float *)p))))
+            FAIL(key->name, key->name, "%s (%s) must be in %s", key->name, text, range);
+    }
     if (c->d_model % c->n_head != 0)
-        FAIL("d_model (%d) is not divisible by n_head (%d)", c->d_model, c->n_head);
-    if (c->vocab_size < 1 || c->vocab_size > (1 << 24))
-        FAIL("vocab_size (%d) must be in 1..16777216", c->vocab_size);
-    if (c->block_size < 1 || c->block_size > (1 << 20))
-        FAIL("block_size (%d) must be in 1..1048576", c->block_size);
-    int D = c->d_model / c->n_head;
+        FAIL("d_model", "n_head", "d_model (%d) is not divisible by n_head (%d)", c->d_model, c->n_head);
+    int head_dim = c->d_model / c->n_head;
     if (c->pos == POS_ROPE) {
-        if (!(c->rope_base > 1.0f)) FAIL("rope_base (%g) must be > 1", (double)c->rope_base);
-        if (c->rope_dims < 0 || c->rope_dims > D || c->rope_dims % 2 != 0)
-            FAIL("rope_dims (%d) must be even and in 2..head_dim (%d) (0 = head_dim)", c->rope_dims, D);
-        if (c->rope_dims == 0 && D % 2 != 0)
-            FAIL("head_dim (%d) is odd: set rope_dims to an even value", D);
+        if (c->rope_dims % 2 != 0) FAIL("rope_dims", "rope_dims", "rope_dims (%d) must be even", c->rope_dims);
+        if (c->rope_dims > head_dim)
+            FAIL("rope_dims", "n_head", "rope_dims (%d) is larger than head_dim = d_model / n_head = %d",
+                 c->rope_dims, head_dim);
+        if (c->rope_dims == 0 && head_dim % 2 != 0)
+            FAIL("pos", "n_head", "head_dim (%d) is odd: set rope_dims to an even value", head_dim);
     }
-    if (c->pos == POS_SINUSOIDAL && !(c->sinusoidal_scale > 0.0f && c->sinusoidal_scale <= 1e3f))
-        FAIL("sinusoidal_scale (%g) must be in (0, 1000]", (double)c->sinusoidal_scale);
-    if (c->pos == POS_T5) {
-        if (c->t5_num_buckets < 2 || c->t5_num_buckets > 4096)
-            FAIL("t5_num_buckets (%d) must be in 2..4096", c->t5_num_buckets);
-        if (c->t5_max_distance <= c->t5_num_buckets / 2)
-            FAIL("t5_max_distance (%d) must exceed t5_num_buckets/2 (%d)",
-                 c->t5_max_distance, c->t5_num_buckets / 2);
-    }
+    if (c->pos == POS_T5 && c->t5_max_distance <= c->t5_num_buckets / 2)
+        FAIL("t5_max_distance", "t5_num_buckets", "t5_max_distance (%d) must be larger than t5_num_buckets/2 (%d)",
+             c->t5_max_distance, c->t5_num_buckets / 2);
+    // Parameters: L (12 C^2 + 13 C) + V C + ... stay below 2^34 floats (64 GiB).
     if ((size_t)c->n_layer * 12 * (size_t)c->d_model * c->d_model + (size_t)c->vocab_size * c->d_model
         > ((size_t)1 << 34))
-        FAIL("model too large (more than 2^34 parameters)");
+        FAIL("n_layer", "d_model", "model too large (more than 2^34 parameters)");
+    if (keys) keys[0] = keys[1] = NULL;
     return 0;
+fail:
+    if (keys) { keys[0] = blame_a; keys[1] = blame_b; }
+    return -1;
 #undef FAIL
+}
+
+int gpt_config_validate(const GPTConfig *c, char *err, size_t errlen) {
+    return gpt_config_validate_keys(c, err, errlen, NULL);
 }

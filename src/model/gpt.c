@@ -22,8 +22,8 @@ static int pos_tables_ensure(GPT *m, int n_pos, char *err, size_t errlen) {
 int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
     *model = NULL;
     GPTConfig c = *cfg;
-    config_resolve(&c);
     if (gpt_config_validate(&c, err, errlen) != 0) return -1;
+    gpt_config_resolve(&c);
     GPT *m = calloc(1, sizeof(GPT));
     if (!m) { snprintf(err, errlen, "out of memory"); return -1; }
     m->cfg = c;

@@ -14,26 +14,76 @@
 
 #include "model/safetensors.h"
 
-typedef enum { POS_ROPE, POS_LEARNED, POS_SINUSOIDAL, POS_T5, POS_ALIBI, POS_NONE, POS_COUNT } PosKind;
+// The positional schemes, one list: X(ENUM, name) for each. Scheme `name`
+// lives in src/model/pos_name.c and defines `const PosScheme pos_scheme_name`
+// (pos.h); the enum, the names and the lookup are generated from this list.
+#define POS_SCHEME_LIST(X) \
+    X(ROPE, rope) X(LEARNED, learned) X(SINUSOIDAL, sinusoidal) X(T5, t5) X(ALIBI, alibi) X(NONE, none)
+#define POS_ENUM_ENTRY_(E, name) POS_##E,
+typedef enum { POS_SCHEME_LIST(POS_ENUM_ENTRY_) POS_COUNT } PosKind;
 
 const char *pos_kind_name(PosKind kind);             // "rope", "learned", ...
 int pos_kind_from_name(const char *name, PosKind *kind); // 0 ok, -1 unknown name
+// "rope, learned, sinusoidal, t5, alibi or none" (for help and error texts).
+const char *pos_kind_list(void);
 
+// The model configuration. Every field but vocab_size is a key of the
+// [model] or [positions] section of a config file; all of them are written
+// to a weights file's metadata. The table in config.c is the one home of
+// each key's type, default, range, help text and metadata rule.
 typedef struct {
     int n_layer, n_head, d_model, vocab_size, block_size;
     PosKind pos;
-    float rope_base;      // default 10000
-    int rope_dims;        // rotary dims per head, even, 0 < rope_dims <= head_dim; default head_dim
-    int t5_num_buckets;   // default 32
-    int t5_max_distance;  // default 128
+    float rope_base;        // rope: theta_i = rope_base^(-2i/rope_dims)
+    int rope_dims;          // rope: rotated dims per head (0 = head_dim, resolved by gpt_config_resolve)
+    int t5_num_buckets;     // t5: relative-distance buckets
+    int t5_max_distance;    // t5: where the log-spaced buckets end
     float sinusoidal_scale; // sinusoidal: the table is multiplied by it
 } GPTConfig;
 
-// Fills the defaults above for the positional keys (model sizes left as given).
+typedef enum { MODEL_KEY_INT, MODEL_KEY_FLOAT, MODEL_KEY_SCHEME } ModelKeyType;
+
+// One model key. Ranges are inclusive, except that min is excluded when
+// min_open is set (rope_base > 1, sinusoidal_scale > 0).
+typedef struct {
+    const char *name;        // as in config files, --key=value and metadata
+    const char *section;     // "model" or "positions"
+    ModelKeyType type;
+    size_t offset;           // field of GPTConfig
+    const char *def;         // default, as text
+    double min, max;
+    int min_open;
+    int in_config;           // 0: not a config key (vocab_size comes from the tokenizer)
+    int scheme;              // the scheme (PosKind) whose maths uses it; -1: every scheme
+    const char *if_absent;   // value meant by a weights file or run config written before
+                             // the key existed; NULL: the key is required
+    const char *help;
+} ModelKey;
+
+// The table, in a fixed order; returns the number of keys.
+int gpt_model_keys(const ModelKey **keys);
+// Index of a key in the table, or -1.
+int gpt_model_key_find(const char *name);
+// Parses text into key k of cfg with the key's type and range. err receives
+// the bare problem ("'x' is not an integer", "300 is out of range [1, 256]");
+// callers say where the value came from.
+int gpt_config_set(GPTConfig *cfg, int k, const char *value, char *err, size_t errlen);
+// Key k's value as text that gpt_config_set reads back exactly.
+void gpt_config_get(const GPTConfig *cfg, int k, char *buf, size_t n);
+
+// The schemes' own keys (rope_base ... sinusoidal_scale) at their defaults,
+// resolved against the sizes already set; the sizes, pos and vocab_size are
+// left as given.
 void gpt_config_defaults(GPTConfig *cfg);
-// Checks sizes and consistency (d_model % n_head, rope_dims even and <= D, ...).
-// err receives e.g. "d_model (100) is not divisible by n_head (3)".
+// rope_dims 0 -> head_dim. The one place defaults that depend on other keys are resolved.
+void gpt_config_resolve(GPTConfig *cfg);
+// Checks every key's range and the rules between keys (d_model % n_head,
+// rope_dims even and <= head_dim for rope, ...); the rules of a scheme's own
+// keys apply when that scheme is used. err receives e.g. "d_model (100) is
+// not divisible by n_head (3)". If keys is non-NULL, keys[0] and keys[1] get
+// the names of the keys the message is about (the same name twice for one key).
 int gpt_config_validate(const GPTConfig *cfg, char *err, size_t errlen);
+int gpt_config_validate_keys(const GPTConfig *cfg, char *err, size_t errlen, const char *keys[2]);
 
 // One entry per tensor of the safetensors contract, in a fixed order
 // (wte, wpe, rel_bias, then h.0.ln_1.weight ... h.{L-1}.mlp.c_proj.bias, ln_f.*).
@@ -95,11 +145,10 @@ int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t e
 // the debug state's inputs/targets/loss/grad.*), same metadata.
 int gpt_save_with(const GPT *model, const char *path, const StTensorOut *extra, int n_extra,
                   char *err, size_t errlen);
-// The contract's __metadata__ for this model, as key/value strings:
-// format=pt, pos, n_layer, n_head, d_model, vocab_size, block_size,
-// rope_base, rope_dims, t5_num_buckets, t5_max_distance, sinusoidal_scale.
-#define GPT_META_COUNT 12
-typedef struct { StMeta items[GPT_META_COUNT]; char values[GPT_META_COUNT][32]; } GPTMetadata;
+// The weights file's __metadata__ for this model, as key/value strings:
+// format=pt, then every key of the model-key table (docs/FORMAT.md).
+#define GPT_META_MAX 32
+typedef struct { StMeta items[GPT_META_MAX]; char values[GPT_META_MAX][48]; int count; } GPTMetadata;
 void gpt_metadata(const GPT *model, GPTMetadata *meta);
 // The model configuration stored in an opened file's metadata (validated).
 int gpt_config_from_file(const StFile *file, GPTConfig *cfg, char *err, size_t errlen);

@@ -77,8 +77,6 @@ struct GPT {
 int params_build(GPT *m, char *err, size_t errlen);  // table, buffers, pointers
 void params_init(GPT *m, uint64_t seed);
 void params_free(GPT *m);
-// config.c: resolves defaults (rope_dims 0 -> head_dim)
-void config_resolve(GPTConfig *cfg);
 // gpt.c: creates a model without initialising the parameters (gpt_load)
 int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen);
 

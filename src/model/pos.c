@@ -4,16 +4,11 @@
 
 #include "model/pos.h"
 
+#define POS_SCHEME_ENTRY_(E, name) [POS_##E] = &pos_scheme_##name,
+static const PosScheme *const SCHEMES[POS_COUNT] = {POS_SCHEME_LIST(POS_SCHEME_ENTRY_)};
+
 const PosScheme *pos_scheme(PosKind kind) {
-    switch (kind) {
-    case POS_ROPE: return &pos_scheme_rope;
-    case POS_LEARNED: return &pos_scheme_learned;
-    case POS_SINUSOIDAL: return &pos_scheme_sinusoidal;
-    case POS_T5: return &pos_scheme_t5;
-    case POS_ALIBI: return &pos_scheme_alibi;
-    case POS_NONE: return &pos_scheme_none;
-    default: return NULL;
-    }
+    return (kind >= 0 && kind < POS_COUNT) ? SCHEMES[kind] : NULL;
 }
 
 void pos_tables_free(PosCtx *p) {

@@ -58,8 +58,8 @@ const PosScheme *pos_scheme(PosKind kind);
 void pos_add_rows(float *x, const float *table, int B, int T, int pos0, int C);
 void pos_tables_free(PosCtx *p);
 
-extern const PosScheme pos_scheme_rope, pos_scheme_learned, pos_scheme_sinusoidal,
-                       pos_scheme_t5, pos_scheme_alibi, pos_scheme_none;
+#define POS_SCHEME_EXTERN_(E, name) extern const PosScheme pos_scheme_##name;
+POS_SCHEME_LIST(POS_SCHEME_EXTERN_)
 
 // Exposed for tests and docs (pure functions of the config).
 // rope: cos/sin tables, theta_i = base^(-2i/R), i < R/2, entry [m*R/2 + i].

@@ -61,9 +61,9 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
     }
     GPTMetadata md;
     gpt_metadata(model, &md);
-    StMeta meta[GPT_META_COUNT + 5];
-    int n_meta = GPT_META_COUNT;
-    memcpy(meta, md.items, sizeof md.items);
+    StMeta meta[GPT_META_MAX + 5];
+    int n_meta = md.count;
+    memcpy(meta, md.items, (size_t)md.count * sizeof *meta);
     char step[32], rng[128], elapsed[32], hash[32];
     snprintf(step, sizeof step, "%d", state->step);
     snprintf(rng, sizeof rng, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
@@ -183,7 +183,7 @@ int debug_state_save(const char *path, GPT *model, const int *inputs, const int 
     t[2 * n + 2] = (StTensorOut){.name = "loss", .dtype = ST_F32, .ndim = 1, .shape = {1}, .data = &loss};
     GPTMetadata md;
     gpt_metadata(model, &md);
-    int rc = st_write(path, t, 2 * n + 3, md.items, GPT_META_COUNT, err, errlen);
+    int rc = st_write(path, t, 2 * n + 3, md.items, md.count, err, errlen);
     free(t);
     free(names);
     return rc;

@@ -1,6 +1,7 @@
-// options.c: the table of configuration keys and everything it drives:
-// defaults, the INI reader, --key=value, consistency checks, --help and the
-// resolved config.ini.
+// options.c: the configuration of a training run. The keys of training
+// itself are OPTION_TABLE; the model keys are the model's table, asked
+// through gpt.h. Together they drive defaults, the INI reader, --key=value,
+// the checks, --help and the resolved config.ini.
 #include "train/options.h"
 
 #include <errno.h>
@@ -10,40 +11,26 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
-typedef enum { T_INT, T_U64, T_FLOAT, T_STR, T_POS } OptType;
+#include "common/atomic_file.h"
 
+typedef enum { T_INT, T_U64, T_FLOAT, T_STR } OptType;
+
+// A key of training itself ([data], [optim], [run]); the model keys are the
+// model's table (gpt_model_keys).
 typedef struct {
     const char *name, *section;
     OptType type;
     const char *def;     // default, as text: parsed like any value from a file
     size_t offset;       // field of TrainOptions
     double min, max;     // inclusive range (strings: min 1 = must not be empty)
-    int fixed;           // defines the model or the data: cannot change on --resume
+    int fixed;           // defines the data: cannot change on --resume
     const char *help;
 } OptSpec;
 
 #define F(field) offsetof(TrainOptions, field)
 static const OptSpec OPTION_TABLE[] = {
-    {"n_layer", "model", T_INT, "4", F(n_layer), 1, 256, 1, "transformer blocks (L)"},
-    {"n_head", "model", T_INT, "4", F(n_head), 1, 256, 1, "attention heads per block (H); must divide d_model"},
-    {"d_model", "model", T_INT, "128", F(d_model), 2, 16384, 1, "model width (C); head_dim = d_model / n_head"},
-    {"block_size", "model", T_INT, "128", F(block_size), 2, 65536, 1,
-     "context length (T) of every training window; also the size of wpe for pos=learned"},
-
-    {"pos", "positions", T_POS, "rope", F(pos), 1, 0, 1,
-     "positional scheme: rope, learned, sinusoidal, t5, alibi or none"},
-    {"rope_base", "positions", T_FLOAT, "10000", F(rope_base), 1, 1e12, 1,
-     "rope: theta_i = rope_base^(-2i/rope_dims)"},
-    {"rope_dims", "positions", T_INT, "0", F(rope_dims), 0, 16384, 1,
-     "rope: rotated dims per head, even and <= head_dim; 0 = head_dim"},
-    {"t5_num_buckets", "positions", T_INT, "32", F(t5_num_buckets), 2, 1024, 1, "t5: relative-distance buckets"},
-    {"t5_max_distance", "positions", T_INT, "128", F(t5_max_distance), 2, 1 << 20, 1,
-     "t5: distance where the log-spaced buckets end; > t5_num_buckets/2"},
-
-    {"sinusoidal_scale", "positions", T_FLOAT, "1", F(sinusoidal_scale), 1e-6, 1000, 1,
-     "sinusoidal: the table PE is multiplied by this (1 = Vaswani's unit amplitude)"},
-
     {"tokenizer", "data", T_STR, "data/kjv/tokenizer.bin", F(tokenizer), 1, 0, 1,
      "BPE tokenizer written by ./prepare; gives vocab_size"},
     {"train_file", "data", T_STR, "data/kjv/train.bin", F(train_file), 1, 0, 1, "training tokens (llm.c token file)"},
@@ -77,20 +64,39 @@ static const OptSpec OPTION_TABLE[] = {
     {"out_dir", "run", T_STR, "", F(out_dir), 0, 0, 0, "run directory; empty = runs/<pos>-<config name>-s<seed>"},
 };
 #undef F
-enum { N_KEYS = (int)(sizeof OPTION_TABLE / sizeof OPTION_TABLE[0]) };
-_Static_assert(N_KEYS <= OPT_MAX_KEYS, "OPT_MAX_KEYS too small");
+enum { N_OPTS = (int)(sizeof OPTION_TABLE / sizeof OPTION_TABLE[0]) };
+
+// Keys are numbered model keys first (0 .. n_model - 1, in the model's table
+// order), then OPTION_TABLE. Only model keys that are config keys are used.
+static const ModelKey *model_keys(int *n) {
+    static const ModelKey *keys;
+    static int count;
+    if (!keys) count = gpt_model_keys(&keys);
+    *n = count;
+    return keys;
+}
+static int n_model_keys(void) { int n; model_keys(&n); return n; }
+static int n_keys(void) { return n_model_keys() + N_OPTS; }
+static int is_model_key(int k) { return k < n_model_keys(); }
+static const OptSpec *opt_spec(int k) { return &OPTION_TABLE[k - n_model_keys()]; }
+static const ModelKey *model_key(int k) { int n; return &model_keys(&n)[k]; }
+
+static const char *key_name(int k) { return is_model_key(k) ? model_key(k)->name : opt_spec(k)->name; }
+static const char *key_section(int k) { return is_model_key(k) ? model_key(k)->section : opt_spec(k)->section; }
+static int key_in_config(int k) { return !is_model_key(k) || model_key(k)->in_config; }
+static int key_fixed(int k) { return is_model_key(k) || opt_spec(k)->fixed; }
 
 static const char *SECTIONS[] = {"model", "positions", "data", "optim", "run"};
 enum { N_SECTIONS = (int)(sizeof SECTIONS / sizeof SECTIONS[0]) };
 
 static int find_key(const char *name) {
-    for (int i = 0; i < N_KEYS; i++)
-        if (strcmp(OPTION_TABLE[i].name, name) == 0) return i;
+    for (int k = 0; k < n_keys(); k++)
+        if (key_in_config(k) && strcmp(key_name(k), name) == 0) return k;
     return -1;
 }
 
-static void *field(TrainOptions *opt, int k) { return (char *)opt + OPTION_TABLE[k].offset; }
-static const void *cfield(const TrainOptions *opt, int k) { return (const char *)opt + OPTION_TABLE[k].offset; }
+static void *field(TrainOptions *opt, int k) { return (char *)opt + opt_spec(k)->offset; }
+static const void *cfield(const TrainOptions *opt, int k) { return (const char *)opt + opt_spec(k)->offset; }
 
 // Shortest decimal text that reads back as the same float.
 static void format_float(char *buf, size_t n, float v) {
@@ -99,13 +105,13 @@ static void format_float(char *buf, size_t n, float v) {
 }
 
 static void format_value(const TrainOptions *opt, int k, char *buf, size_t n) {
+    if (is_model_key(k)) { gpt_config_get(&opt->model, k, buf, n); return; }
     const void *p = cfield(opt, k);
-    switch (OPTION_TABLE[k].type) {
+    switch (opt_spec(k)->type) {
     case T_INT: snprintf(buf, n, "%d", *(const int *)p); break;
     case T_U64: snprintf(buf, n, "%llu", (unsigned long long)*(const uint64_t *)p); break;
     case T_FLOAT: format_float(buf, n, *(const float *)p); break;
-    case T_STR:
-    case T_POS: snprintf(buf, n, "%s", (const char *)p); break;
+    case T_STR: snprintf(buf, n, "%s", (const char *)p); break;
     }
 }
 
@@ -114,9 +120,9 @@ static void vreport(const TrainOptions *opt, int k, int line, char *err, size_t 
                     const char *fmt, va_list ap) {
     char msg[768];
     vsnprintf(msg, sizeof msg, fmt, ap);
-    if (line < 0) snprintf(err, errlen, "--%s: %s", OPTION_TABLE[k].name, msg);
+    if (line < 0) snprintf(err, errlen, "--%s: %s", key_name(k), msg);
     else if (line > 0) snprintf(err, errlen, "%s:%d: %s", opt->src_file, line, msg);
-    else snprintf(err, errlen, "%s (default): %s", OPTION_TABLE[k].name, msg);
+    else snprintf(err, errlen, "%s (default): %s", key_name(k), msg);
 }
 
 static int report(const TrainOptions *opt, int k, int line, char *err, size_t errlen, const char *fmt, ...) {
@@ -128,12 +134,18 @@ static int report(const TrainOptions *opt, int k, int line, char *err, size_t er
 }
 
 static int set_value(TrainOptions *opt, int k, const char *value, int line, char *err, size_t errlen) {
-    const OptSpec *s = &OPTION_TABLE[k];
     // In a file the message also names the key; on the command line "--key:" does.
-    const char *kn = line > 0 ? s->name : NULL;
+    const char *kn = line > 0 ? key_name(k) : NULL;
 #define BAD(...) do { char m_[640]; snprintf(m_, sizeof m_, __VA_ARGS__); \
         return kn ? report(opt, k, line, err, errlen, "%s: %s", kn, m_) \
                   : report(opt, k, line, err, errlen, "%s", m_); } while (0)
+    if (is_model_key(k)) {   // the model's table parses and range-checks its keys
+        char msg[256];
+        if (gpt_config_set(&opt->model, k, value, msg, sizeof msg) != 0) BAD("%s", msg);
+        opt->src_line[k] = line;
+        return 0;
+    }
+    const OptSpec *s = opt_spec(k);
     char *end;
     switch (s->type) {
     case T_INT: {
@@ -159,23 +171,11 @@ static int set_value(TrainOptions *opt, int k, const char *value, int line, char
         *(float *)field(opt, k) = (float)v;
         break;
     }
-    case T_POS:
     case T_STR: {
         size_t len = strlen(value);
         if (len >= OPT_STR_MAX) BAD("value is longer than %d characters", OPT_STR_MAX - 1);
         if (s->min >= 1 && len == 0) BAD("must not be empty");
         if (strchr(value, '\n')) BAD("value contains a newline");
-        if (s->type == T_POS) {
-            PosKind kind;
-            if (pos_kind_from_name(value, &kind) != 0) {
-                char names[256] = "";
-                for (int i = 0; i < POS_COUNT; i++) {
-                    strcat(names, i ? ", " : "");
-                    strcat(names, pos_kind_name((PosKind)i));
-                }
-                BAD("unknown positional scheme '%s' (one of %s)", value, names);
-            }
-        }
         memcpy(field(opt, k), value, len + 1);
         break;
     }
@@ -187,9 +187,14 @@ static int set_value(TrainOptions *opt, int k, const char *value, int line, char
 
 void options_defaults(TrainOptions *opt) {
     memset(opt, 0, sizeof *opt);
+    if (n_keys() > OPT_MAX_KEYS) {   // src_line has one slot per key
+        fprintf(stderr, "internal error: %d keys, OPT_MAX_KEYS is %d\n", n_keys(), OPT_MAX_KEYS);
+        abort();
+    }
     char err[256];
-    for (int k = 0; k < N_KEYS; k++)
-        if (set_value(opt, k, OPTION_TABLE[k].def, 0, err, sizeof err) != 0) {
+    for (int k = 0; k < n_keys(); k++)
+        if (key_in_config(k) &&
+            set_value(opt, k, is_model_key(k) ? model_key(k)->def : opt_spec(k)->def, 0, err, sizeof err) != 0) {
             fprintf(stderr, "internal error: bad default: %s\n", err);
             abort();
         }
@@ -210,31 +215,32 @@ int options_set(TrainOptions *opt, const char *name, const char *value, int line
 
 typedef struct {
     TrainOptions *opt;
-    int newlines;        // complete lines read so far
-    int partial;         // the last chunk read did not end a line
-    FILE *file;
+    const char *text, *end;  // the whole file, read before parsing
+    int line;                // lines handed to libinih so far
     char err[1024];
     int seen[OPT_MAX_KEYS];
 } IniState;
 
-// Reader for ini_parse_stream that counts lines, so the handler knows its
-// line. inih may read one long line in several chunks, hence newlines+partial.
-static char *ini_reader_counting(char *str, int num, void *stream) {
+// Reader for ini_parse_stream: one line of the in-memory file per call.
+// libinih's line buffer is sized to the file's longest line (see below), so
+// a line is never cut into chunks and st->line is the handler's line.
+static char *ini_next_line(char *str, int num, void *stream) {
     IniState *st = stream;
-    char *r = fgets(str, num, st->file);
-    if (r) {
-        size_t n = strlen(r);
-        int ends = n > 0 && r[n - 1] == '\n';
-        st->newlines += ends;
-        st->partial = !ends;
-    }
-    return r;
+    if (st->text >= st->end) return NULL;
+    const char *nl = memchr(st->text, '\n', (size_t)(st->end - st->text));
+    size_t n = nl ? (size_t)(nl - st->text) + 1 : (size_t)(st->end - st->text);
+    if (n > (size_t)num - 1) n = (size_t)num - 1;
+    memcpy(str, st->text, n);
+    str[n] = 0;
+    st->text += n;
+    st->line++;
+    return str;
 }
 
 static int on_ini_key(void *user, const char *section, const char *name, const char *value) {
     IniState *st = user;
     TrainOptions *opt = st->opt;
-    int line = st->newlines + st->partial;
+    int line = st->line;
     int k = find_key(name);
     if (!*section) {
         snprintf(st->err, sizeof st->err, "%s:%d: key '%s' is outside any [section]", opt->src_file, line, name);
@@ -252,9 +258,9 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
                  opt->src_file, line, name, section);
         return 0;
     }
-    if (strcmp(OPTION_TABLE[k].section, section) != 0) {
+    if (strcmp(key_section(k), section) != 0) {
         snprintf(st->err, sizeof st->err, "%s:%d: key '%s' belongs in section [%s], not [%s]",
-                 opt->src_file, line, name, OPTION_TABLE[k].section, section);
+                 opt->src_file, line, name, key_section(k), section);
         return 0;
     }
     if (st->seen[k]) {
@@ -266,23 +272,72 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
     return set_value(opt, k, value, line, st->err, sizeof st->err) == 0;
 }
 
+// A config file is a regular file of at most 1 MiB of text.
+#define INI_MAX_BYTES (1 << 20)
+
+// Reads path whole into a NUL-terminated buffer; one-line errors.
+static char *read_config_text(const char *path, size_t *len, char *err, size_t errlen) {
+    FILE *f = fopen(path, "rb");
+    if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return NULL; }
+    struct stat st;
+    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file (a config must be an INI text file)", path);
+        fclose(f);
+        return NULL;
+    }
+    if (st.st_size > INI_MAX_BYTES) {
+        snprintf(err, errlen, "%s: %lld bytes is too large for a config file (at most %d)", path,
+                 (long long)st.st_size, INI_MAX_BYTES);
+        fclose(f);
+        return NULL;
+    }
+    char *text = malloc((size_t)st.st_size + 1);
+    if (!text) { snprintf(err, errlen, "%s: out of memory", path); fclose(f); return NULL; }
+    size_t got = fread(text, 1, (size_t)st.st_size, f);
+    int failed = ferror(f) || got != (size_t)st.st_size;
+    fclose(f);
+    if (failed) {
+        snprintf(err, errlen, "%s: read error", path);
+        free(text);
+        return NULL;
+    }
+    text[got] = 0;
+    *len = got;
+    return text;
+}
+
 int options_load_file(TrainOptions *opt, const char *path, char *err, size_t errlen) {
+    size_t len;
+    char *text = read_config_text(path, &len, err, errlen);
+    if (!text) return -1;
+    // A NUL byte would end libinih's line early and drop the rest silently.
+    const char *nul = memchr(text, 0, len);
+    int longest = 0, line = 1;
+    for (const char *p = text, *start = text; p <= text + len; p++)
+        if (p == text + len || *p == '\n') {
+            if (p - start > longest) longest = (int)(p - start);
+            start = p + 1;
+            if (nul && nul < p) break;
+            line++;
+        }
+    if (nul) {
+        snprintf(err, errlen, "%s:%d: NUL byte in the line (not a text file?)", path, line);
+        free(text);
+        return -1;
+    }
     // Runtime settings of Debian's libinih: stop at the first error (so the
-    // returned line is the one we report), no multi-line values, any line length.
+    // returned line is the one we report), no multi-line values, and a heap
+    // line buffer as long as the file's longest line plus "\r\n\0".
     ini_stop_on_first_error = 1;
     ini_allow_multiline = 0;
     ini_use_stack = 0;
-    ini_allow_realloc = 1;
+    ini_allow_realloc = 0;
+    ini_max_line = longest + 3;
 
-    IniState st = {.opt = opt};
-    st.file = fopen(path, "r");
-    if (!st.file) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        return -1;
-    }
+    IniState st = {.opt = opt, .text = text, .end = text + len};
     snprintf(opt->src_file, sizeof opt->src_file, "%s", path);
-    int rc = ini_parse_stream(ini_reader_counting, &st, on_ini_key, &st);
-    fclose(st.file);
+    int rc = ini_parse_stream(ini_next_line, &st, on_ini_key, &st);
+    free(text);
     if (rc != 0) {
         if (st.err[0]) snprintf(err, errlen, "%s", st.err);
         else if (rc > 0) snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", path, rc);
@@ -317,26 +372,34 @@ static int blame(const TrainOptions *opt, const char *name_a, const char *name_b
     return -1;
 }
 
+int options_model_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg, char *err, size_t errlen) {
+    *cfg = opt->model;
+    cfg->vocab_size = vocab_size;
+    const char *keys[2];
+    char msg[512];
+    if (gpt_config_validate_keys(cfg, msg, sizeof msg, keys) == 0) {
+        gpt_config_resolve(cfg);
+        return 0;
+    }
+    if (find_key(keys[0]) < 0 || find_key(keys[1]) < 0) {   // vocab_size: the tokenizer's
+        snprintf(err, errlen, "%s: %s", opt->tokenizer, msg);
+        return -1;
+    }
+    return blame(opt, keys[0], keys[1], err, errlen, "%s", msg);
+}
+
 int options_check(TrainOptions *opt, char *err, size_t errlen) {
-    if (opt->d_model % opt->n_head != 0)
-        return blame(opt, "d_model", "n_head", err, errlen, "d_model (%d) is not divisible by n_head (%d)",
-                     opt->d_model, opt->n_head);
-    int head_dim = opt->d_model / opt->n_head;
-    if (opt->rope_dims % 2 != 0)
-        return blame(opt, "rope_dims", "rope_dims", err, errlen, "rope_dims (%d) must be even", opt->rope_dims);
-    if (opt->rope_dims > head_dim)
-        return blame(opt, "rope_dims", "n_head", err, errlen,
-                     "rope_dims (%d) is larger than head_dim = d_model / n_head = %d", opt->rope_dims, head_dim);
-    if (opt->t5_max_distance <= opt->t5_num_buckets / 2)
-        return blame(opt, "t5_max_distance", "t5_num_buckets", err, errlen,
-                     "t5_max_distance (%d) must be larger than t5_num_buckets/2 (%d)",
-                     opt->t5_max_distance, opt->t5_num_buckets / 2);
+    // The model's rules before the tokenizer is read: vocab_size 1 leaves out
+    // nothing but its own size (trainer checks again with the real one).
+    GPTConfig cfg;
+    if (options_model_config(opt, 1, &cfg, err, errlen) != 0) return -1;
     if (opt->min_lr > opt->lr)
         return blame(opt, "min_lr", "lr", err, errlen, "min_lr (%g) is larger than lr (%g)", opt->min_lr, opt->lr);
-    if (opt->rope_dims == 0) opt->rope_dims = head_dim;
+    gpt_config_resolve(&opt->model);
     if (!opt->out_dir[0]) {
         char buf[2 * OPT_STR_MAX + 64];
-        snprintf(buf, sizeof buf, "runs/%s-%s-s%llu", opt->pos, opt->config_name, (unsigned long long)opt->seed);
+        snprintf(buf, sizeof buf, "runs/%s-%s-s%llu", pos_kind_name(opt->model.pos), opt->config_name,
+                 (unsigned long long)opt->seed);
         if (strlen(buf) >= OPT_STR_MAX)
             return blame(opt, "out_dir", "out_dir", err, errlen, "the default run directory name is too long");
         memcpy(opt->out_dir, buf, strlen(buf) + 1);
@@ -410,6 +473,11 @@ int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args
         }
         snprintf(resume_ini, sizeof resume_ini, "%s/config.ini", args->resume_dir);
         if (options_load_file(opt, resume_ini, err, errlen)) return -1;
+        // A run written before a model key existed meant that key's if_absent value, not today's default.
+        for (int k = 0; k < n_model_keys(); k++)
+            if (model_key(k)->in_config && model_key(k)->if_absent && opt->src_line[k] == 0 &&
+                set_value(opt, k, model_key(k)->if_absent, 0, err, errlen) != 0)
+                return -1;
     } else if (args->config_path) {
         if (options_load_file(opt, args->config_path, err, errlen)) return -1;
     }
@@ -424,7 +492,7 @@ int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args
         name[n] = 0;
         for (char *c = name; *c; c++) if (*c == '-') *c = '_';  // --rope-dims = --rope_dims
         int k = find_key(name);
-        if (k >= 0 && args->resume_dir && (OPTION_TABLE[k].fixed || strcmp(name, "out_dir") == 0)) {
+        if (k >= 0 && args->resume_dir && (key_fixed(k) || strcmp(name, "out_dir") == 0)) {
             snprintf(err, errlen, "--%s: cannot be changed on --resume (it is fixed by %s)", name, resume_ini);
             return -1;
         }
@@ -442,14 +510,39 @@ int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args
 
 // ---- output ----------------------------------------------------------------
 
-static const char *type_name(OptType t) {
-    switch (t) {
+static const char *type_name(int k) {
+    if (is_model_key(k)) {
+        switch (model_key(k)->type) {
+        case MODEL_KEY_INT: return "int";
+        case MODEL_KEY_FLOAT: return "float";
+        case MODEL_KEY_SCHEME: return "scheme";
+        }
+    }
+    switch (opt_spec(k)->type) {
     case T_INT: return "int";
     case T_U64: return "uint64";
     case T_FLOAT: return "float";
-    case T_POS: return "scheme";
     default: return "path";
     }
+}
+
+// Default, range and help of key k for --help.
+static void key_doc(int k, const char **def, char *range, size_t n, char *help, size_t hn) {
+    range[0] = 0;
+    if (is_model_key(k)) {
+        const ModelKey *m = model_key(k);
+        *def = m->def;
+        if (m->type == MODEL_KEY_INT) snprintf(range, n, " [%.0f..%.0f]", m->min, m->max);
+        if (m->type == MODEL_KEY_FLOAT) snprintf(range, n, " %s%g..%g]", m->min_open ? "(" : "[", m->min, m->max);
+        if (m->type == MODEL_KEY_SCHEME) snprintf(help, hn, "%s: %s", m->help, pos_kind_list());
+        else snprintf(help, hn, "%s", m->help);
+        return;
+    }
+    const OptSpec *o = opt_spec(k);
+    *def = o->def;
+    if (o->type == T_INT) snprintf(range, n, " [%.0f..%.0f]", o->min, o->max);
+    if (o->type == T_FLOAT) snprintf(range, n, " [%g..%g]", o->min, o->max);
+    snprintf(help, hn, "%s", o->help);
 }
 
 void options_print_help(FILE *f) {
@@ -475,74 +568,48 @@ void options_print_help(FILE *f) {
         "wins). Paths are relative to the current directory. Defaults in parentheses.\n");
     for (int s = 0; s < N_SECTIONS; s++) {
         fprintf(f, "\n[%s]\n", SECTIONS[s]);
-        for (int k = 0; k < N_KEYS; k++) {
-            const OptSpec *o = &OPTION_TABLE[k];
-            if (strcmp(o->section, SECTIONS[s]) != 0) continue;
-            char range[96] = "";
-            if (o->type == T_INT) snprintf(range, sizeof range, " [%.0f..%.0f]", o->min, o->max);
-            if (o->type == T_FLOAT) snprintf(range, sizeof range, " [%g..%g]", o->min, o->max);
-            fprintf(f, "  %-16s %-6s (%s)%s\n      %s\n", o->name, type_name(o->type),
-                    o->def[0] ? o->def : "\"\"", range, o->help);
+        for (int k = 0; k < n_keys(); k++) {
+            if (!key_in_config(k) || strcmp(key_section(k), SECTIONS[s]) != 0) continue;
+            const char *def;
+            char range[96], help[512];
+            key_doc(k, &def, range, sizeof range, help, sizeof help);
+            fprintf(f, "  %-16s %-6s (%s)%s\n      %s\n", key_name(k), type_name(k), def[0] ? def : "\"\"",
+                    range, help);
         }
     }
 }
 
 int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size, char *err, size_t errlen) {
-    char tmp[OPT_STR_MAX + 16];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: %s", tmp, strerror(errno));
-        return -1;
-    }
+    AtomicFile af;
+    FILE *f = atomic_open(&af, path, err, errlen);
+    if (!f) return -1;
     fprintf(f, "; ropelab run configuration, resolved by ./train (every key, defaults included).\n"
                "; Load it again with ./train FILE, or continue the run with ./train --resume DIR.\n"
                "; vocab_size = %d (from the tokenizer)\n", vocab_size);
     for (int s = 0; s < N_SECTIONS; s++) {
         fprintf(f, "\n[%s]\n", SECTIONS[s]);
-        for (int k = 0; k < N_KEYS; k++) {
-            if (strcmp(OPTION_TABLE[k].section, SECTIONS[s]) != 0) continue;
-            char v[OPT_STR_MAX + 32];
+        for (int k = 0; k < n_keys(); k++) {
+            if (!key_in_config(k) || strcmp(key_section(k), SECTIONS[s]) != 0) continue;
+            char v[OPT_STR_MAX + 32], help[512], range[96];
+            const char *def;
             format_value(opt, k, v, sizeof v);
-            fprintf(f, "; %s\n%s = %s\n", OPTION_TABLE[k].help, OPTION_TABLE[k].name, v);
+            key_doc(k, &def, range, sizeof range, help, sizeof help);
+            fprintf(f, "; %s\n%s = %s\n", help, key_name(k), v);
         }
     }
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad || rename(tmp, path) != 0) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
-        remove(tmp);
-        return -1;
-    }
-    return 0;
+    return atomic_commit(&af, !ferror(f), err, errlen);
 }
 
 uint64_t options_model_hash(const TrainOptions *opt) {
     uint64_t h = 0xcbf29ce484222325ull;
-    for (int k = 0; k < N_KEYS; k++) {
-        if (!OPTION_TABLE[k].fixed) continue;
+    for (int k = 0; k < n_keys(); k++) {
+        if (!key_in_config(k) || !key_fixed(k)) continue;
         char v[OPT_STR_MAX + 160];
         char text[sizeof v + 64];
         format_value(opt, k, v, sizeof v);
-        snprintf(text, sizeof text, "%s=%s\n", OPTION_TABLE[k].name, v);
+        if (is_model_key(k) && model_key(k)->if_absent && strcmp(v, model_key(k)->if_absent) == 0) continue;
+        snprintf(text, sizeof text, "%s=%s\n", key_name(k), v);
         for (const unsigned char *p = (const unsigned char *)text; *p; p++) h = (h ^ *p) * 0x100000001b3ull;
     }
     return h;
-}
-
-void options_gpt_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg) {
-    memset(cfg, 0, sizeof *cfg);
-    cfg->n_layer = opt->n_layer;
-    cfg->n_head = opt->n_head;
-    cfg->d_model = opt->d_model;
-    cfg->vocab_size = vocab_size;
-    cfg->block_size = opt->block_size;
-    gpt_config_defaults(cfg);
-    PosKind kind = POS_ROPE;
-    pos_kind_from_name(opt->pos, &kind);
-    cfg->pos = kind;
-    cfg->rope_base = opt->rope_base;
-    cfg->rope_dims = opt->rope_dims;
-    cfg->t5_num_buckets = opt->t5_num_buckets;
-    cfg->t5_max_distance = opt->t5_max_distance;
-    cfg->sinusoidal_scale = opt->sinusoidal_scale;
 }

@@ -1,10 +1,12 @@
 // options.h: the configuration of a training run.
 //
-// One table (options.c, OPTION_TABLE) lists every key once: its section,
-// type, default, range, help text and the field of TrainOptions it fills.
-// That table drives the INI reader (libinih), the --key=value command line,
-// --help, and the resolved config.ini written into the run directory, so a
-// key cannot be documented in one place and forgotten in another.
+// Two tables list every key once: the model keys ([model], [positions]) in
+// src/model/config.c (gpt_model_keys), and the keys of training itself
+// ([data], [optim], [run]) in options.c: section, type, default, range, help
+// text and field. Together they drive the INI reader (libinih), the
+// --key=value command line, --help and the resolved config.ini written into
+// the run directory, so a key cannot be documented in one place and
+// forgotten in another, and the model's rules are the model's.
 //
 // Errors name where the bad value came from: "configs/x.ini:7: message" for
 // a file line, "--key: message" for the command line.
@@ -21,14 +23,9 @@
 #define OPT_MAX_KEYS 64
 
 typedef struct {
-    // [model]
-    int n_layer, n_head, d_model, block_size;
-    // [positions]
-    char pos[OPT_STR_MAX];
-    float rope_base;
-    int rope_dims;              // 0 in a file = head_dim; resolved by options_check
-    int t5_num_buckets, t5_max_distance;
-    float sinusoidal_scale;
+    // [model] and [positions]: the model keys, whose table lives in src/model
+    // (gpt_model_keys); model.vocab_size is filled from the tokenizer.
+    GPTConfig model;
     // [data]
     char tokenizer[OPT_STR_MAX], train_file[OPT_STR_MAX], val_file[OPT_STR_MAX];
     // [optim]
@@ -69,10 +66,14 @@ int options_load_file(TrainOptions *opt, const char *path, char *err, size_t err
 int options_set(TrainOptions *opt, const char *name, const char *value, int line,
                 char *err, size_t errlen);
 
-// Checks combinations (d_model % n_head, rope_dims even and <= head_dim, ...)
-// and resolves rope_dims = 0 and out_dir = "". The message names the source
-// of the key that was set last among the keys involved.
+// Checks combinations (the model's rules, min_lr <= lr) and resolves
+// rope_dims = 0 and out_dir = "". The message names the source of the key
+// that was set last among the keys involved.
 int options_check(TrainOptions *opt, char *err, size_t errlen);
+
+// The model's rules once vocab_size is known (model too large ...), with the
+// message naming where the keys involved came from. Fills *cfg.
+int options_model_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg, char *err, size_t errlen);
 
 // The whole command line: flags, the optional config file (or RUN_DIR/config.ini
 // with --resume), then every --key=value over it, then options_check.
@@ -89,10 +90,9 @@ int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size,
                       char *err, size_t errlen);
 
 // Hash of the keys that fix the model and the data (sections model, positions,
-// data, and seed): a checkpoint records it and --resume checks it.
+// data, and seed): a checkpoint records it and --resume checks it. A model
+// key at its if_absent value (the meaning of files written before the key
+// existed) is left out, so adding a key keeps older runs resumable.
 uint64_t options_model_hash(const TrainOptions *opt);
-
-// The model configuration these options describe.
-void options_gpt_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg);
 
 #endif

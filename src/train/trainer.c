@@ -112,24 +112,23 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     bpe_free(&tok);
 
     GPTConfig cfg;
-    options_gpt_config(opt, t->vocab_size, &cfg);
-    if (gpt_config_validate(&cfg, err, sizeof err) != 0) {
-        fprintf(stderr, "%s: %s\n", opt->src_file[0] ? opt->src_file : "configuration", err);
+    if (options_model_config(opt, t->vocab_size, &cfg, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
         return TRAIN_ECONFIG;
     }
     if (gpt_create(&t->model, &cfg, opt->seed, err, sizeof err) != 0 ||
-        gpt_alloc_activations(t->model, opt->batch_size, opt->block_size, err, sizeof err) != 0) {
+        gpt_alloc_activations(t->model, opt->batch_size, opt->model.block_size, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
-    if (loader_open(&t->train, opt->train_file, opt->batch_size, opt->block_size, opt->seed,
+    if (loader_open(&t->train, opt->train_file, opt->batch_size, opt->model.block_size, opt->seed,
                     t->vocab_size, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
     t->train_open = 1;
     if (need_val) {
-        if (loader_open(&t->val, opt->val_file, opt->batch_size, opt->block_size, opt->seed,
+        if (loader_open(&t->val, opt->val_file, opt->batch_size, opt->model.block_size, opt->seed,
                         t->vocab_size, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             return TRAIN_EIO;
@@ -143,7 +142,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
 static int run_debug_state(Trainer *t) {
     const TrainOptions *opt = t->opt;
     char err[1024];
-    int B = opt->batch_size, T = opt->block_size;
+    int B = opt->batch_size, T = opt->model.block_size;
     loader_next_batch(&t->train);
     gpt_zero_grad(t->model);
     float loss = gpt_forward(t->model, t->train.inputs, t->train.targets, B, T);
@@ -207,7 +206,7 @@ static float evaluate(Trainer *t) {
     double sum = 0.0;
     for (int k = 0; k < opt->eval_batches; k++) {
         loader_eval_batch(&t->val, (size_t)k);
-        sum += gpt_forward(t->model, t->val.inputs, t->val.targets, opt->batch_size, opt->block_size);
+        sum += gpt_forward(t->model, t->val.inputs, t->val.targets, opt->batch_size, opt->model.block_size);
     }
     return (float)(sum / opt->eval_batches);
 }
@@ -241,7 +240,7 @@ static int sigint_hook_step(void) {
 // Gradients of one step: grad_accum micro-batches, each backward scaled by
 // 1/grad_accum so the sum is the gradient of the mean loss. Returns that mean.
 static float accumulate_gradients(Trainer *t) {
-    const int B = t->opt->batch_size, T = t->opt->block_size, accum = t->opt->grad_accum;
+    const int B = t->opt->batch_size, T = t->opt->model.block_size, accum = t->opt->grad_accum;
     gpt_zero_grad(t->model);
     double loss_sum = 0.0;
     for (int a = 0; a < accum; a++) {
@@ -270,7 +269,7 @@ static int train_step(Trainer *t, int s, float lr, float *loss, double *norm) {
 static int train_loop(Trainer *t) {
     const TrainOptions *opt = t->opt;
     LrSchedule sched = {opt->lr, opt->min_lr, opt->warmup_steps, opt->steps};
-    const double tokens_per_step = (double)opt->batch_size * opt->block_size * opt->grad_accum;
+    const double tokens_per_step = (double)opt->batch_size * opt->model.block_size * opt->grad_accum;
     const int hook_step = sigint_hook_step();
     double t_begin = now_s(), elapsed0 = t->state.elapsed_s;
     int first_step = t->state.step;

@@ -1,8 +1,8 @@
-// checkpoint_io.c: the model's weights as the safetensors file of the
-// contract (names, shapes, __metadata__), and loading such a file back with
-// every name, dtype and shape checked.
-#include <errno.h>
-#include <limits.h>
+// weights_file.c: the model's weights file, a safetensors file (names,
+// shapes and __metadata__ as docs/FORMAT.md fixes them), and loading it back
+// with every name, dtype and shape checked. The only code that writes or
+// checks that format: training checkpoints and debug states are weights
+// files with extra tensors and metadata, written and read through here.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,22 +11,14 @@
 #include "model/safetensors.h"
 
 void gpt_metadata(const GPT *m, GPTMetadata *md) {
-    const GPTConfig *c = &m->cfg;
-    static const char *const keys[GPT_META_COUNT] = {
-        "format", "pos", "n_layer", "n_head", "d_model", "vocab_size", "block_size",
-        "rope_base", "rope_dims", "t5_num_buckets", "t5_max_distance", "sinusoidal_scale"};
-    snprintf(md->values[0], sizeof md->values[0], "pt");
-    snprintf(md->values[1], sizeof md->values[1], "%s", pos_kind_name(c->pos));
-    int ints[] = {c->n_layer, c->n_head, c->d_model, c->vocab_size, c->block_size};
-    for (int i = 0; i < 5; i++) snprintf(md->values[2 + i], sizeof md->values[0], "%d", ints[i]);
-    snprintf(md->values[7], sizeof md->values[0], "%.9g", (double)c->rope_base);
-    snprintf(md->values[8], sizeof md->values[0], "%d", c->rope_dims);
-    snprintf(md->values[9], sizeof md->values[0], "%d", c->t5_num_buckets);
-    snprintf(md->values[10], sizeof md->values[0], "%d", c->t5_max_distance);
-    snprintf(md->values[11], sizeof md->values[0], "%.9g", (double)c->sinusoidal_scale);
-    for (int i = 0; i < GPT_META_COUNT; i++) {
-        md->items[i].key = keys[i];
-        md->items[i].value = md->values[i];
+    const ModelKey *keys;
+    int n_keys = gpt_model_keys(&keys);
+    md->count = 0;
+    md->items[md->count++] = (StMeta){"format", "pt"};   // read by tools that expect PyTorch's layout
+    for (int k = 0; k < n_keys; k++) {
+        gpt_config_get(&m->cfg, k, md->values[md->count], sizeof md->values[0]);
+        md->items[md->count] = (StMeta){keys[k].name, md->values[md->count]};
+        md->count++;
     }
 }
 
@@ -47,7 +39,7 @@ int gpt_save_with(const GPT *m, const char *path, const StTensorOut *extra, int 
     for (int i = 0; i < n_extra; i++) t[m->n_entries + i] = extra[i];
     GPTMetadata md;
     gpt_metadata(m, &md);
-    int rc = st_write(path, t, n, md.items, GPT_META_COUNT, err, errlen);
+    int rc = st_write(path, t, n, md.items, md.count, err, errlen);
     free(t);
     return rc;
 }
@@ -56,51 +48,20 @@ int gpt_save(const GPT *m, const char *path, char *err, size_t errlen) {
     return gpt_save_with(m, path, NULL, 0, err, errlen);
 }
 
-// A whole decimal int, nothing else.
-static int parse_int(const char *s, int *out) {
-    if (!s || !*s) return -1;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || *end || v < INT_MIN || v > INT_MAX) return -1;
-    *out = (int)v;
-    return 0;
-}
-
+// Every key of the table from the metadata, parsed and range-checked by the
+// table; a key written before it existed takes its if_absent value.
 int gpt_config_from_file(const StFile *f, GPTConfig *c, char *err, size_t errlen) {
     const char *path = st_path(f);
     memset(c, 0, sizeof *c);
-    const char *pos = st_meta(f, "pos");
-    if (!pos) { snprintf(err, errlen, "%s: metadata lacks key pos", path); return -1; }
-    if (pos_kind_from_name(pos, &c->pos) != 0) {
-        snprintf(err, errlen, "%s: metadata pos=%s is not a known scheme", path, pos);
-        return -1;
-    }
-    struct { const char *key; int *dst; } ints[] = {
-        {"n_layer", &c->n_layer}, {"n_head", &c->n_head}, {"d_model", &c->d_model},
-        {"vocab_size", &c->vocab_size}, {"block_size", &c->block_size}, {"rope_dims", &c->rope_dims},
-        {"t5_num_buckets", &c->t5_num_buckets}, {"t5_max_distance", &c->t5_max_distance},
-    };
-    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
-        const char *v = st_meta(f, ints[i].key);
-        if (!v) { snprintf(err, errlen, "%s: metadata lacks key %s", path, ints[i].key); return -1; }
-        if (parse_int(v, ints[i].dst) != 0) {
-            snprintf(err, errlen, "%s: metadata %s=%s is not an integer", path, ints[i].key, v);
-            return -1;
-        }
-    }
-    const char *base = st_meta(f, "rope_base");
-    char *end;
-    if (!base) { snprintf(err, errlen, "%s: metadata lacks key rope_base", path); return -1; }
-    c->rope_base = strtof(base, &end);
-    if (!*base || *end) { snprintf(err, errlen, "%s: metadata rope_base=%s is not a number", path, base); return -1; }
-    // Files written before the key existed hold unscaled sinusoidal tables.
-    const char *scale = st_meta(f, "sinusoidal_scale");
-    c->sinusoidal_scale = 1.0f;
-    if (scale) {
-        c->sinusoidal_scale = strtof(scale, &end);
-        if (!*scale || *end) {
-            snprintf(err, errlen, "%s: metadata sinusoidal_scale=%s is not a number", path, scale);
+    const ModelKey *keys;
+    int n_keys = gpt_model_keys(&keys);
+    for (int k = 0; k < n_keys; k++) {
+        const char *v = st_meta(f, keys[k].name);
+        if (!v) v = keys[k].if_absent;
+        if (!v) { snprintf(err, errlen, "%s: metadata lacks key %s", path, keys[k].name); return -1; }
+        char msg[160];
+        if (gpt_config_set(c, k, v, msg, sizeof msg) != 0) {
+            snprintf(err, errlen, "%s: metadata %s: %s", path, keys[k].name, msg);
             return -1;
         }
     }
