@@ -245,21 +245,21 @@ static void test_rope_hook(void **s) {
     GPTConfig cfg = pos_cfg(POS_ROPE);
     cfg.rope_dims = 2;   // partial: 2 of the 4 dims of each head
     char err[128];
-    PosTest t = {.pc = {.cfg = &cfg}, .s = &pos_scheme_rope, .n = PB * PT * 3 * PC, .mode = 0};
-    assert_int_equal(t.s->tables_init(&t.pc, PT, err, sizeof err), 0);
+    PosTest t = {.s = &pos_scheme_rope, .n = PB * PT * 3 * PC, .mode = 0};
+    assert_int_equal(pos_ctx_init(&t.pc, t.s, &cfg, PT, err, sizeof err), 0);
     t.x = randn(t.n, 1, 0); t.x0 = randn(t.n, 1, 71); t.r = randn(t.n, 1, 72);
     float *d = malloc(t.n * 4);
     memcpy(d, t.r, t.n * 4);
     t.s->qk_backward(&t.pc, d, PB, PT);
     expect_grad("rope q/k rotation", pos_loss, &t, t.x0, d, t.n);
-    pos_tables_free(&t.pc);
+    pos_ctx_free(&t.pc);
     free(d); free(t.x); free(t.x0); free(t.r);
 }
 static void test_learned_hook(void **s) {
     (void)s;
     GPTConfig cfg = pos_cfg(POS_LEARNED);
     float *wpe = randn(PT * PC, 1, 81), *dwpe = calloc(PT * PC, 4);
-    PosTest t = {.pc = {.cfg = &cfg, .wpe = wpe, .dwpe = dwpe}, .s = &pos_scheme_learned, .n = PB * PT * PC, .mode = 1};
+    PosTest t = {.pc = {.cfg = &cfg, .param = {wpe}, .dparam = {dwpe}}, .s = &pos_scheme_learned, .n = PB * PT * PC, .mode = 1};
     t.x = randn(t.n, 1, 0); t.x0 = randn(t.n, 1, 82); t.r = randn(t.n, 1, 83);
     t.s->embed_backward(&t.pc, t.r, PB, PT);
     expect_grad("learned dwpe", pos_loss, &t, wpe, dwpe, PT * PC);
@@ -271,7 +271,7 @@ static void test_t5_hook(void **s) {
     cfg.t5_num_buckets = 4;      // e = 2: buckets 0, 1 exact, then log-spaced
     cfg.t5_max_distance = 4;
     float *rel = randn(4 * PH, 1, 91), *drel = calloc(4 * PH, 4);
-    PosTest t = {.pc = {.cfg = &cfg, .rel_bias = rel, .drel_bias = drel}, .s = &pos_scheme_t5, .n = PH * PT, .mode = 2};
+    PosTest t = {.pc = {.cfg = &cfg, .param = {rel}, .dparam = {drel}}, .s = &pos_scheme_t5, .n = PH * PT, .mode = 2};
     t.x = randn(t.n, 1, 0); t.r = randn(t.n, 1, 92);
     // backward takes (B,H,T): spread r over B=2 rows that sum to r
     float *dbias = malloc(2 * t.n * 4);

@@ -53,7 +53,7 @@ static void test_t5_bias_table(void **s) {
     gpt_config_defaults(&cfg);
     float rel[32 * 3], bias[3 * 40];
     for (int i = 0; i < 96; i++) rel[i] = (float)i;
-    PosCtx pc = {.cfg = &cfg, .rel_bias = rel};
+    PosCtx pc = {.cfg = &cfg, .param = {rel}};
     pos_scheme_t5.bias_fill(&pc, bias, 40);
     // bias[h][n] = rel_bias[bucket(n), h]: n = 24 is bucket 19, n = 31 bucket 21
     assert_true(bias[1 * 40 + 24] == rel[19 * 3 + 1]);

@@ -103,8 +103,8 @@ static void test_qk_hook(void **s) {
     gpt_config_defaults(&cfg);
     cfg.rope_base = 500.0f;
     char err[128];
-    PosCtx pc = {.cfg = &cfg};
-    assert_int_equal(pos_scheme_rope.tables_init(&pc, 16, err, sizeof err), 0);
+    PosCtx pc;
+    assert_int_equal(pos_ctx_init(&pc, &pos_scheme_rope, &cfg, 16, err, sizeof err), 0);
     float qkv[B * T * 3 * C], orig[B * T * 3 * C];
     gc_fill_normal(orig, B * T * 3 * C, 0, 1, 9);
     memcpy(qkv, orig, sizeof qkv);
@@ -124,7 +124,7 @@ static void test_qk_hook(void **s) {
                         else assert_true(got[k] == x[k]);   // v untouched
                     }
                 }
-    pos_tables_free(&pc);
+    pos_ctx_free(&pc);
 }
 
 int main(void) {

@@ -1,6 +1,7 @@
 // gpt.c: the whole model: creation, activation buffers, and the forward and
 // backward passes that chain the layers of layers.h with the positional
 // scheme's hooks (pos.h).
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,14 +12,6 @@
 #include "model/gpt_internal.h"
 #include "model/layers.h"
 
-static int pos_tables_ensure(GPT *m, int n_pos, char *err, size_t errlen) {
-    if (n_pos <= m->pos_ctx.n_pos) return 0;
-    pos_tables_free(&m->pos_ctx);
-    if (m->pos->tables_init && m->pos->tables_init(&m->pos_ctx, n_pos, err, errlen) != 0) return -1;
-    m->pos_ctx.n_pos = n_pos;
-    return 0;
-}
-
 int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
     *model = NULL;
     GPTConfig c = *cfg;
@@ -28,13 +21,15 @@ int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errle
     if (!m) { snprintf(err, errlen, "out of memory"); return -1; }
     m->cfg = c;
     m->pos = pos_scheme(c.pos);
-    if (params_build(m, err, errlen) != 0) { gpt_free(m); return -1; }
-    m->pos_ctx.cfg = &m->cfg;
-    m->pos_ctx.wpe = m->p.wpe;
-    m->pos_ctx.rel_bias = m->p.rel_bias;
-    m->pos_ctx.dwpe = m->g.wpe;
-    m->pos_ctx.drel_bias = m->g.rel_bias;
-    if (pos_tables_ensure(m, c.block_size, err, errlen) != 0) { gpt_free(m); return -1; }
+    if (params_build(m, err, errlen) != 0 ||
+        pos_ctx_init(&m->pos_ctx, m->pos, &m->cfg, c.block_size, err, errlen) != 0) {
+        gpt_free(m);
+        return -1;
+    }
+    for (int i = 0; i < m->n_pos_params; i++) {
+        m->pos_ctx.param[i] = m->p.pos[i];
+        m->pos_ctx.dparam[i] = m->g.pos[i];
+    }
     *model = m;
     return 0;
 }
@@ -48,7 +43,7 @@ int gpt_create(GPT **model, const GPTConfig *cfg, uint64_t seed, char *err, size
 void gpt_free(GPT *m) {
     if (!m) return;
     params_free(m);
-    pos_tables_free(&m->pos_ctx);
+    pos_ctx_free(&m->pos_ctx);
     free(m->acts.encoded);   // the one activation allocation starts here
     free(m->acts.tokens);
     free(m);
@@ -70,13 +65,14 @@ const ParamEntry *gpt_find_param(const GPT *m, const char *name) {
 const float *gpt_logits(const GPT *m) { return m->acts.logits; }
 const float *gpt_losses(const GPT *m) { return m->acts.losses; }
 size_t gpt_activation_bytes(const GPT *m) { return m->acts.bytes; }
+int gpt_max_positions(const GPT *m) { return m->pos->max_pos_is_block ? m->cfg.block_size : INT_MAX; }
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, m->num_params * sizeof(float)); }
 
 // One allocation for every activation buffer, carved up by this table.
 int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     const GPTConfig *c = &m->cfg;
     if (B < 1 || T < 1) { snprintf(err, errlen, "batch size (%d) and sequence length (%d) must be >= 1", B, T); return -1; }
-    if (m->pos->max_pos_is_block && T > c->block_size) {
+    if (T > gpt_max_positions(m)) {
         snprintf(err, errlen, "pos=%s cannot run sequences of %d tokens: block_size is %d",
                  pos_kind_name(c->pos), T, c->block_size);
         return -1;
@@ -85,7 +81,7 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
         snprintf(err, errlen, "batch (%d x %d) too large for the activation buffers", B, T);
         return -1;
     }
-    if (pos_tables_ensure(m, T > c->block_size ? T : c->block_size, err, errlen) != 0) return -1;
+    if (pos_ctx_ensure(&m->pos_ctx, m->pos, T > c->block_size ? T : c->block_size, err, errlen) != 0) return -1;
     Activations *a = &m->acts;
     free(a->encoded);
     free(a->tokens);

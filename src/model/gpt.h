@@ -86,8 +86,8 @@ int gpt_config_validate(const GPTConfig *cfg, char *err, size_t errlen);
 int gpt_config_validate_keys(const GPTConfig *cfg, char *err, size_t errlen, const char *keys[2]);
 
 // One entry per tensor of the safetensors contract, in a fixed order
-// (wte, wpe, rel_bias, then h.0.ln_1.weight ... h.{L-1}.mlp.c_proj.bias, ln_f.*).
-// Tensors the scheme does not use are not listed.
+// (wte, the scheme's own tensors (wpe or rel_bias), then h.0.ln_1.weight ...
+// h.{L-1}.mlp.c_proj.bias, ln_f.*). Tensors the scheme does not use are not listed.
 // offset/numel index into the flat params (and grads, and AdamW moments) buffer.
 typedef struct {
     char name[64];
@@ -95,6 +95,8 @@ typedef struct {
     int shape[2];
     size_t offset, numel;
     int weight_decay;     // 1 for the matrices AdamW decays (see docs), 0 otherwise
+    float init_std;       // initialised N(0, init_std) if > 0, else every entry init_value
+    float init_value;
 } ParamEntry;
 
 typedef struct GPT GPT;   // opaque; fields in gpt_internal.h for src/model/ only
@@ -116,6 +118,9 @@ const ParamEntry *gpt_find_param(const GPT *model, const char *name); // NULL if
 // Called once before training; no allocation happens inside forward/backward.
 int gpt_alloc_activations(GPT *model, int B, int T, char *err, size_t errlen);
 size_t gpt_activation_bytes(const GPT *model);  // for memory accounting
+// The longest sequence (positions 0..n-1) the model can run: block_size for a
+// scheme with one learned row per position (learned), else INT_MAX.
+int gpt_max_positions(const GPT *model);
 
 // Forward pass on inputs (B,T) with B,T <= the allocated sizes.
 // If targets is non-NULL, returns the mean cross-entropy loss (and prepares

@@ -18,8 +18,7 @@ typedef struct {
 
 typedef struct {
     float *wte;                      // (V,C)
-    float *wpe;                      // (block_size,C) or NULL
-    float *rel_bias;                 // (num_buckets,H) or NULL
+    float *pos[POS_MAX_PARAMS];      // the scheme's tensors (learned: wpe, t5: rel_bias), NULL past its count
     LayerTensors *h;                 // L entries
     float *ln_f_w, *ln_f_b;          // (C), (C)
 } ModelTensors;
@@ -61,8 +60,10 @@ typedef struct {
 struct GPT {
     GPTConfig cfg;                   // rope_dims resolved (never 0)
     const PosScheme *pos;
-    PosCtx pos_ctx;
-    ParamEntry *entries;             // the used tensors, in contract order
+    PosCtx pos_ctx;                  // the scheme's tables for max(T, block_size) positions
+    PosParam pos_params[POS_MAX_PARAMS];  // the scheme's tensors, as it describes them
+    int n_pos_params;
+    ParamEntry *entries;             // the used tensors, in file order
     int n_entries;
     size_t num_params;
     float *params, *grads;

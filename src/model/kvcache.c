@@ -30,7 +30,7 @@ int kv_cache_create(KVCache **out, const GPT *m, int max_len, char *err, size_t 
     *out = NULL;
     const GPTConfig *c = &m->cfg;
     if (max_len < 1) { snprintf(err, errlen, "KV cache length (%d) must be >= 1", max_len); return -1; }
-    if (m->pos->max_pos_is_block && max_len > c->block_size) {
+    if (max_len > gpt_max_positions(m)) {
         snprintf(err, errlen, "pos=%s cannot decode beyond block_size (%d), asked for %d positions",
                  pos_kind_name(c->pos), c->block_size, max_len);
         return -1;
@@ -56,21 +56,19 @@ int kv_cache_create(KVCache **out, const GPT *m, int max_len, char *err, size_t 
     kv->fch_gelu = kv->fch + 4 * C;
     kv->scores = kv->fch_gelu + 4 * C;
     kv->bias = kv->scores + max_len;
-    kv->pos = m->pos_ctx;   // same config and parameters, own tables
-    kv->pos.rope_cos = kv->pos.rope_sin = kv->pos.sinus = NULL;
-    kv->pos.dwpe = kv->pos.drel_bias = NULL;
-    kv->pos.n_pos = max_len;
-    if (m->pos->tables_init && m->pos->tables_init(&kv->pos, max_len, err, errlen) != 0) {
+    // Same config and parameters as the model, own tables, no gradients.
+    if (pos_ctx_init(&kv->pos, m->pos, &m->cfg, max_len, err, errlen) != 0) {
         kv_cache_free(kv);
         return -1;
     }
+    for (int i = 0; i < POS_MAX_PARAMS; i++) kv->pos.param[i] = m->pos_ctx.param[i];
     *out = kv;
     return 0;
 }
 
 void kv_cache_free(KVCache *kv) {
     if (!kv) return;
-    pos_tables_free(&kv->pos);
+    pos_ctx_free(&kv->pos);
     free(kv->k);
     free(kv->v);
     free(kv->x);

@@ -1,6 +1,8 @@
-// pos.c: picks the positional scheme for a PosKind, frees scheme tables, and the
-// embedding add that learned and sinusoidal share.
+// pos.c: the scheme for a PosKind (from the one list in gpt.h), the life of
+// a PosCtx (tables built by the scheme, freed here), and the embedding add
+// that learned and sinusoidal share.
 #include <stdlib.h>
+#include <string.h>
 
 #include "model/pos.h"
 
@@ -11,11 +13,27 @@ const PosScheme *pos_scheme(PosKind kind) {
     return (kind >= 0 && kind < POS_COUNT) ? SCHEMES[kind] : NULL;
 }
 
-void pos_tables_free(PosCtx *p) {
-    free(p->rope_cos);
-    free(p->rope_sin);
-    free(p->sinus);
-    p->rope_cos = p->rope_sin = p->sinus = NULL;
+int pos_ctx_init(PosCtx *p, const PosScheme *s, const GPTConfig *cfg, int n_pos, char *err, size_t errlen) {
+    memset(p, 0, sizeof *p);
+    p->cfg = cfg;
+    return pos_ctx_ensure(p, s, n_pos, err, errlen);
+}
+
+int pos_ctx_ensure(PosCtx *p, const PosScheme *s, int n_pos, char *err, size_t errlen) {
+    if (n_pos <= p->n_pos) return 0;
+    free(p->tables);
+    p->tables = NULL;
+    p->n_pos = n_pos;
+    if (s->tables_init && s->tables_init(p, err, errlen) != 0) {
+        p->n_pos = 0;
+        return -1;
+    }
+    return 0;
+}
+
+void pos_ctx_free(PosCtx *p) {
+    free(p->tables);
+    p->tables = NULL;
     p->n_pos = 0;
 }
 

@@ -15,28 +15,36 @@
 
 #include "model/gpt.h"
 
+// The tensors a scheme learns (wpe, rel_bias): described by the scheme from
+// the config, placed by params.c in the one parameter buffer right after wte.
+#define POS_MAX_PARAMS 2
+typedef struct {
+    const char *name;        // the weights file's name ("wpe", "rel_bias")
+    int rows, cols;          // shape [rows, cols]
+    float init_std;          // initialised N(0, init_std); 0: zeros
+} PosParam;
+
 // What a scheme's hooks read and write. The model owns one (tables sized for
-// max(T, block_size)); a KV cache owns another (tables sized for its max_len),
+// max(T, block_size)); a KV cache owns another (tables for its max_len),
 // pointing at the same parameters.
 typedef struct {
     const GPTConfig *cfg;
-    int n_pos;               // positions covered by the tables
-    float *rope_cos;         // (n_pos, rope_dims/2), cos(m theta_i)       rope
-    float *rope_sin;         // (n_pos, rope_dims/2), sin(m theta_i)       rope
-    float *sinus;            // (n_pos, C), the sinusoidal table PE         sinusoidal
-    const float *wpe;        // (block_size, C) parameters                  learned
-    const float *rel_bias;   // (num_buckets, H) parameters                 t5
-    float *dwpe, *drel_bias; // their gradients (NULL in a KV cache)
+    int n_pos;                           // positions covered by the tables
+    float *tables;                       // the scheme's fixed tables, one allocation made by its
+                                         // tables_init and freed by pos_ctx_free; NULL if none
+    const float *param[POS_MAX_PARAMS];  // its parameter tensors, in the order params() lists them
+    float *dparam[POS_MAX_PARAMS];       // their gradients (NULL in a KV cache)
 } PosCtx;
 
 typedef struct {
     PosKind kind;
-    int has_wpe;             // owns the `wpe` tensor [block_size, C]
-    int has_rel_bias;        // owns the `rel_bias` tensor [num_buckets, H]
-    int max_pos_is_block;    // positions are limited to block_size (learned)
+    // The scheme's parameter tensors for cfg, in file order; returns how many
+    // (NULL: none).
+    int (*params)(const GPTConfig *cfg, PosParam out[POS_MAX_PARAMS]);
+    int max_pos_is_block;    // positions are limited to block_size (learned: one row per position)
 
-    // Builds the tables for positions 0..n_pos-1 (allocates; called at setup).
-    int (*tables_init)(PosCtx *p, int n_pos, char *err, size_t errlen);
+    // Builds p->tables for positions 0..p->n_pos-1 (NULL: no tables).
+    int (*tables_init)(PosCtx *p, char *err, size_t errlen);
 
     // Embedding hook. x (B,T,C); positions pos0..pos0+T-1.
     void (*embed_forward)(const PosCtx *p, float *x, int B, int T, int pos0);
@@ -53,10 +61,14 @@ typedef struct {
 } PosScheme;
 
 const PosScheme *pos_scheme(PosKind kind);
+// Sets up p for scheme s: config, no parameters yet, tables for n_pos positions.
+int pos_ctx_init(PosCtx *p, const PosScheme *s, const GPTConfig *cfg, int n_pos, char *err, size_t errlen);
+// Rebuilds the tables if they cover fewer than n_pos positions.
+int pos_ctx_ensure(PosCtx *p, const PosScheme *s, int n_pos, char *err, size_t errlen);
+void pos_ctx_free(PosCtx *p);
 // The embedding hook's forward for any table of rows P (n_pos, C):
 // x[b,t] += P[pos0 + t] for x (B,T,C). Shared by learned (P = wpe) and sinusoidal.
 void pos_add_rows(float *x, const float *table, int B, int T, int pos0, int C);
-void pos_tables_free(PosCtx *p);
 
 #define POS_SCHEME_EXTERN_(E, name) extern const PosScheme pos_scheme_##name;
 POS_SCHEME_LIST(POS_SCHEME_EXTERN_)

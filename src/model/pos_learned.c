@@ -4,15 +4,21 @@
 // Positions are limited to block_size: there is no row for a longer one.
 #include "model/pos.h"
 
+// One tensor: wpe [block_size, C], N(0, 0.01) as in OpenAI's GPT-2.
+static int learned_params(const GPTConfig *cfg, PosParam out[POS_MAX_PARAMS]) {
+    out[0] = (PosParam){"wpe", cfg->block_size, cfg->d_model, 0.01f};
+    return 1;
+}
+
 static void learned_embed_forward(const PosCtx *p, float *x, int B, int T, int pos0) {
-    pos_add_rows(x, p->wpe, B, T, pos0, p->cfg->d_model);
+    pos_add_rows(x, p->param[0], B, T, pos0, p->cfg->d_model);
 }
 
 static void learned_embed_backward(const PosCtx *p, const float *dx, int B, int T) {
     int C = p->cfg->d_model;
     #pragma omp parallel for
     for (int t = 0; t < T; t++) {
-        float *dw = p->dwpe + (size_t)t * C;
+        float *dw = p->dparam[0] + (size_t)t * C;
         for (int b = 0; b < B; b++) {
             const float *g = dx + ((size_t)b * T + t) * C;
             for (int c = 0; c < C; c++) dw[c] += g[c];
@@ -22,7 +28,7 @@ static void learned_embed_backward(const PosCtx *p, const float *dx, int B, int 
 
 const PosScheme pos_scheme_learned = {
     .kind = POS_LEARNED,
-    .has_wpe = 1,
+    .params = learned_params,
     .max_pos_is_block = 1,
     .embed_forward = learned_embed_forward,
     .embed_backward = learned_embed_backward,

@@ -40,15 +40,18 @@ void rope_rotate_back(float *u, const float *cos_row, const float *sin_row, int 
     }
 }
 
-static int rope_tables_init(PosCtx *p, int n_pos, char *err, size_t errlen) {
-    int half = p->cfg->rope_dims / 2;
-    p->rope_cos = malloc((size_t)n_pos * half * sizeof(float));
-    p->rope_sin = malloc((size_t)n_pos * half * sizeof(float));
-    if (!p->rope_cos || !p->rope_sin) {
-        snprintf(err, errlen, "out of memory for rope tables (%d positions)", n_pos);
+// p->tables: cos (n_pos, R/2), then sin (n_pos, R/2).
+static float *rope_cos(const PosCtx *p) { return p->tables; }
+static float *rope_sin(const PosCtx *p) { return p->tables + (size_t)p->n_pos * (p->cfg->rope_dims / 2); }
+
+static int rope_tables_init(PosCtx *p, char *err, size_t errlen) {
+    size_t half = (size_t)p->cfg->rope_dims / 2;
+    p->tables = malloc(2 * (size_t)p->n_pos * half * sizeof(float));
+    if (!p->tables) {
+        snprintf(err, errlen, "out of memory for rope tables (%d positions)", p->n_pos);
         return -1;
     }
-    rope_build_tables(p->rope_cos, p->rope_sin, n_pos, p->cfg->rope_dims, p->cfg->rope_base);
+    rope_build_tables(rope_cos(p), rope_sin(p), p->n_pos, p->cfg->rope_dims, p->cfg->rope_base);
     return 0;
 }
 
@@ -58,7 +61,7 @@ static void rope_apply(const PosCtx *p, float *qkv, int B, int T, int pos0, int 
     #pragma omp parallel for
     for (int bt = 0; bt < B * T; bt++) {
         int m = pos0 + bt % T;
-        const float *c = p->rope_cos + (size_t)m * (R / 2), *s = p->rope_sin + (size_t)m * (R / 2);
+        const float *c = rope_cos(p) + (size_t)m * (R / 2), *s = rope_sin(p) + (size_t)m * (R / 2);
         float *row = qkv + (size_t)bt * 3 * C;
         for (int h = 0; h < H; h++)
             for (int part = 0; part < 2; part++) {   // q, then k

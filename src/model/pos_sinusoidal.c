@@ -20,18 +20,19 @@ void sinusoidal_build_table(float *pe, int n_pos, int C, float scale) {
         }
 }
 
-static int sinusoidal_tables_init(PosCtx *p, int n_pos, char *err, size_t errlen) {
-    p->sinus = malloc((size_t)n_pos * p->cfg->d_model * sizeof(float));
-    if (!p->sinus) {
-        snprintf(err, errlen, "out of memory for the sinusoidal table (%d positions)", n_pos);
+// p->tables: PE (n_pos, C).
+static int sinusoidal_tables_init(PosCtx *p, char *err, size_t errlen) {
+    p->tables = malloc((size_t)p->n_pos * p->cfg->d_model * sizeof(float));
+    if (!p->tables) {
+        snprintf(err, errlen, "out of memory for the sinusoidal table (%d positions)", p->n_pos);
         return -1;
     }
-    sinusoidal_build_table(p->sinus, n_pos, p->cfg->d_model, p->cfg->sinusoidal_scale);
+    sinusoidal_build_table(p->tables, p->n_pos, p->cfg->d_model, p->cfg->sinusoidal_scale);
     return 0;
 }
 
 static void sinusoidal_embed_forward(const PosCtx *p, float *x, int B, int T, int pos0) {
-    pos_add_rows(x, p->sinus, B, T, pos0, p->cfg->d_model);
+    pos_add_rows(x, p->tables, B, T, pos0, p->cfg->d_model);
 }
 
 const PosScheme pos_scheme_sinusoidal = {

@@ -19,11 +19,17 @@ int t5_bucket(int n, int num_buckets, int max_distance) {
     return b < num_buckets - 1 ? b : num_buckets - 1;
 }
 
+// One tensor: rel_bias [num_buckets, H], zeros (t5 starts as the bare causal mask).
+static int t5_params(const GPTConfig *cfg, PosParam out[POS_MAX_PARAMS]) {
+    out[0] = (PosParam){"rel_bias", cfg->t5_num_buckets, cfg->n_head, 0.0f};
+    return 1;
+}
+
 static void t5_bias_fill(const PosCtx *p, float *bias, int T) {
     int H = p->cfg->n_head, nb = p->cfg->t5_num_buckets, md = p->cfg->t5_max_distance;
     for (int n = 0; n < T; n++) {
         int k = t5_bucket(n, nb, md);
-        for (int h = 0; h < H; h++) bias[h * T + n] = p->rel_bias[k * H + h];
+        for (int h = 0; h < H; h++) bias[h * T + n] = p->param[0][k * H + h];
     }
 }
 
@@ -34,13 +40,13 @@ static void t5_bias_backward(const PosCtx *p, const float *dbias, int B, int T) 
         for (int n = 0; n < T; n++) {
             float sum = 0.0f;
             for (int b = 0; b < B; b++) sum += dbias[((size_t)b * H + h) * T + n];
-            p->drel_bias[t5_bucket(n, nb, md) * H + h] += sum;
+            p->dparam[0][t5_bucket(n, nb, md) * H + h] += sum;
         }
 }
 
 const PosScheme pos_scheme_t5 = {
     .kind = POS_T5,
-    .has_rel_bias = 1,
+    .params = t5_params,
     .bias_fill = t5_bias_fill,
     .bias_backward = t5_bias_backward,
 };

@@ -75,9 +75,9 @@ int main(int argc, char **argv) {
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); return 1; }
     const GPTConfig *cfg = gpt_config(model);
     int T = a.seq_len ? a.seq_len : cfg->block_size;
-    if (cfg->pos == POS_LEARNED && T > cfg->block_size) {
-        fprintf(stderr, "eval: %s: pos=learned has positions only up to block_size %d; --seq-len %d is not possible\n",
-                a.weights, cfg->block_size, T);
+    if (T > gpt_max_positions(model)) {
+        fprintf(stderr, "eval: %s: pos=%s has at most %d positions; --seq-len %d is not possible\n",
+                a.weights, pos_kind_name(cfg->pos), gpt_max_positions(model), T);
         return 2;
     }
     DataLoader dl;

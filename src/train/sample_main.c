@@ -153,10 +153,10 @@ int main(int argc, char **argv) {
     n_prompt += bpe_encode(&tok, (const uint8_t *)a.prompt, plen, prompt_ids + 1);
 
     int max_len = (int)n_prompt + a.n_tokens;
-    if (cfg->pos == POS_LEARNED && max_len > cfg->block_size) max_len = cfg->block_size;
+    if (max_len > gpt_max_positions(model)) max_len = gpt_max_positions(model);
     if ((int)n_prompt > max_len) {
-        fprintf(stderr, "sample: the prompt (%zu tokens) is longer than block_size %d of this learned-position model\n",
-                n_prompt, cfg->block_size);
+        fprintf(stderr, "sample: the prompt (%zu tokens) is longer than the %d positions of this pos=%s model\n",
+                n_prompt, max_len, pos_kind_name(cfg->pos));
         return 1;
     }
     KVCache *cache;
@@ -179,9 +179,9 @@ int main(int argc, char **argv) {
         gpt_decode_step(model, cache, next, logits);
     }
     printf("\n");
-    if (generated < a.n_tokens && cfg->pos == POS_LEARNED && kv_cache_len(cache) >= cfg->block_size)
-        fprintf(stderr, "sample: stopped at block_size %d: learned positions have no embedding beyond it\n",
-                cfg->block_size);
+    if (generated < a.n_tokens && kv_cache_len(cache) >= gpt_max_positions(model))
+        fprintf(stderr, "sample: stopped at %d tokens: pos=%s has no position beyond it\n",
+                gpt_max_positions(model), pos_kind_name(cfg->pos));
     free(logits); free(probs); free(order); free(prompt_ids);
     kv_cache_free(cache);
     gpt_free(model);
