@@ -1,0 +1,778 @@
+// linear.c: the matmul engine of linear.h. OpenBLAS: matmul.c as it is.
+// oneDNN: one matmul primitive per product, in fp32 or in bf16.
+//
+// The three products as oneDNN matmuls, dst (M,N) = src (M,K) . wei (K,N),
+// all row-major ("ab"); "ba" is a transposed view of the same bytes:
+//
+//   op    dst            src                  wei                      K
+//   FWD   out (N,OC)     inp (N,C)            W^T (C,OC): W as "ba"    C    (+ bias (1,OC))
+//   DINP  dinp (N,C)     dout (N,OC)          W (OC,C)                 OC
+//   DW    dW (OC,C)      dout^T (OC,N) "ba"   inp (N,C)                N    (+= : a `sum` post-op)
+//
+// db (OC) += sum_n dout[n,:] is our own fp32 loop (as in matmul.c).
+//
+// Precision. fp32: src, wei, dst fp32. bf16: src and wei are bf16 (8-bit
+// significand, relative rounding error <= 2^-8 each), the products are
+// exact in fp32 and accumulated in fp32 (avx512_core_bf16: vdpbf16ps), dst
+// and bias are fp32. The activations (inp, dout) are rounded to bf16 per
+// call into engine-owned buffers; dout once per backward, for both DINP
+// (as src) and DW (its transposed view).
+//
+// Weights. A weight's B operand is either the fp32 master itself (fp32,
+// WEIGHTS_PLAIN: no copy; oneDNN packs blocks of it in its scratchpad
+// inside every call) or a copy made from the master by a oneDNN reorder:
+//   WEIGHTS_PACKED  one copy per op, W^T for FWD and W for DINP, in the
+//                   blocked layout oneDNN picks when asked with format `any`
+//                   (bf16: BA16a64b2a, i.e. 64-column panels of K-pairs, what
+//                   vdpbf16ps reads; fp32: BA16a64b), so the products read
+//                   their B operand without packing it again;
+//   WEIGHTS_PLAIN   (bf16) one row-major bf16 copy of W (OC,C), read as W for
+//                   DINP and through a "ba" view as W^T for FWD; oneDNN packs
+//                   it inside each call, like the fp32 master.
+// Copies are made at first use and re-made at the first use after
+// linear_engine_weights_changed(), which only bumps a generation counter:
+// a copy is stale when its generation is older. The packed layout is fixed
+// per (op, C, OC): the one oneDNN chooses at LAYOUT_REF_ROWS rows (with
+// 2.6.3 it was the same at every row count tried, 1 to 4096), and every
+// primitive is then created with that layout given explicitly, so one copy
+// serves every N.
+//
+// Caching. Primitives are created at the first call of a shape and kept:
+// one per (op, N, C, OC, bias or not, thread count), with memory objects
+// whose data pointers are set per call. The bf16 activation buffers and
+// oneDNN's scratchpad (user mode: ours, shared by all primitives, which run
+// one at a time) grow when a new shape needs more. After the first call of
+// a shape, a call allocates nothing of ours and creates nothing (measured
+// with an LD_PRELOAD malloc counter: 0 calls from our code; oneDNN 2.6.3's
+// dnnl_primitive_execute itself makes 6 small allocations per call, for
+// its argument map, which the C API offers no way around).
+//
+// Threads. Debian's oneDNN is built on OpenMP (the same libgomp as ropelab
+// and OpenBLAS), so a primitive executed outside a parallel region opens
+// its own `omp parallel num_threads(n)` region on the program's pool: no
+// second pool, no oversubscription. n is the thread count the primitive was
+// created for, capped by the current one. Measured with 2.6.3 (GOMP_parallel
+// interposed): created and run at 2 threads, one region of 2 threads per
+// product; at 1 thread, no region at all; created at 1 and run with 2
+// available, it still runs on 1 (the second core idles); created at 2 and
+// run at 1, on 1 (correct results). So the cache key holds
+// omp_get_max_threads(): after omp_set_num_threads(n) the next call of each
+// shape creates its primitive for n threads. Called inside one of our
+// parallel regions a primitive runs single-threaded on the calling thread;
+// the engine is meant to be called outside them. Our own loops (bf16
+// rounding, db) are ordinary parallel regions on the same pool.
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <omp.h>
+
+#include "model/layers.h"
+#include "model/linear.h"
+
+#define LAYOUT_REF_ROWS 1024   // rows of the product the packed layout is chosen for
+
+enum { OP_FWD, OP_DINP, OP_DW };
+static const char *const op_names[] = {"forward", "dinp", "dW"};
+
+// One weight copy: a weight's B operand for one op, in the engine's type and layout.
+typedef struct {
+    dnnl_memory_t mem;        // owns its buffer; NULL until first made
+    unsigned generation;      // e->generation when last made from the master
+} WeightCopy;
+
+typedef struct {
+    const float *master;            // W (OC,C) fp32: the model's parameter, never written here
+    int OC, C;
+    dnnl_memory_t master_view[2];   // the master as [OP_FWD] W^T (C,OC) "ba", [OP_DINP] W (OC,C) "ab"
+    WeightCopy copy[2];             // PACKED: [OP_FWD], [OP_DINP]; PLAIN bf16: [OP_DINP] only
+    dnnl_memory_t plain_fwd_view;   // PLAIN bf16: copy[OP_DINP]'s bytes read as W^T (C,OC) "ba"
+} Weight;
+
+// A cached matmul primitive and its memory objects (data pointers set per call).
+typedef struct {
+    int op, N, C, OC, has_bias, n_threads;   // the key
+    dnnl_primitive_t prim;
+    dnnl_memory_t src, dst, bias;            // bias NULL: none
+    dnnl_memory_t act_wei;                   // OP_DW: its wei operand is inp, an activation
+    dnnl_memory_t scratchpad;                // NULL: none needed
+} Matmul;
+
+// The packed layout oneDNN chose for the wei operand of op at (C, OC).
+typedef struct {
+    int op, C, OC;
+    dnnl_memory_desc_t md;
+} PackedLayout;
+
+// A cached reorder master -> copy.
+typedef struct {
+    dnnl_memory_desc_t from, to;
+    int n_threads;
+    dnnl_primitive_t prim;
+    dnnl_memory_t scratchpad;
+} Reorder;
+
+struct LinearEngine {
+    MatmulBackend backend;
+    Precision precision;
+    WeightLayout layout;            // resolved: PACKED or PLAIN
+    dnnl_data_type_t dt;            // type of the products' inputs: dnnl_f32 or dnnl_bf16
+    dnnl_cpu_isa_t isa;
+    dnnl_engine_t dnnl;
+    dnnl_stream_t stream;
+    Weight *weights;
+    int n_weights, cap_weights;
+    Matmul **matmuls;               // pointers: entries stay put while the array grows
+    int n_matmuls, cap_matmuls;
+    PackedLayout *layouts;
+    int n_layouts, cap_layouts;
+    Reorder **reorders;
+    int n_reorders, cap_reorders;
+    void *inp_bf16;                 // inp (N,C) rounded to bf16
+    size_t inp_bf16_bytes;
+    void *dout_bf16;                // dout (N,OC) rounded to bf16
+    size_t dout_bf16_bytes;
+    void *scratchpad;               // oneDNN's scratchpad, shared by every primitive
+    size_t scratchpad_bytes;
+    unsigned generation;            // bumped by linear_engine_weights_changed
+    long repacks;
+    char err[256];
+    char desc[192];
+};
+
+static void set_err(LinearEngine *e, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->err, sizeof e->err, fmt, ap);
+    va_end(ap);
+}
+
+// Runs a oneDNN call; on failure records "oneDNN <what>: <status>" and jumps
+// to the calling function's `fail` label (which cleans up and returns -1).
+#define TRY(what, call)                                                              \
+    do {                                                                             \
+        dnnl_status_t st_ = (call);                                                  \
+        if (st_ != dnnl_success) {                                                   \
+            set_err(e, "oneDNN %s: %s", (what), dnnl_status2str(st_));               \
+            goto fail;                                                               \
+        }                                                                            \
+    } while (0)
+
+// Room for `need` elements of `size` bytes in arr (capacity *cap): returns
+// the array, perhaps moved, or NULL if out of memory (arr then untouched).
+static void *grow(void *arr, int *cap, int need, size_t size) {
+    if (need <= *cap) return arr;
+    int cap_new = *cap ? 2 * *cap : 8;
+    while (cap_new < need) cap_new *= 2;
+    void *p = realloc(arr, (size_t)cap_new * size);
+    if (p) *cap = cap_new;
+    return p;
+}
+
+// A buffer of at least `bytes`, 64-byte aligned, replacing *buf if smaller.
+static int grow_buffer(void **buf, size_t *have, size_t bytes) {
+    if (bytes <= *have) return 0;
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded);
+    if (!p) return -1;
+    free(*buf);
+    *buf = p;
+    *have = rounded;
+    return 0;
+}
+
+// A plain 2-D descriptor: rows x cols, "ab" row-major or "ba" (its transpose's bytes).
+static dnnl_status_t md2(dnnl_memory_desc_t *md, int rows, int cols, dnnl_data_type_t dt,
+                         dnnl_format_tag_t tag) {
+    dnnl_dims_t dims = {rows, cols};
+    return dnnl_memory_desc_init_by_tag(md, 2, dims, dt, tag);
+}
+
+/* ---- the bf16 rounding of activations ---- */
+
+// fp32 -> bf16 (the top 16 bits), rounded to nearest, ties to even: add
+// 0x7FFF plus the lowest kept bit, then truncate. A NaN stays a quiet NaN
+// (adding could carry it into infinity).
+static inline uint16_t bf16_from_float(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    uint32_t quiet_nan = (u >> 16) | 0x0040u;
+    return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
+}
+
+// x (n) -> y (n) bf16. On the pool from 64K elements (below that, starting
+// the threads costs more than the conversion).
+static void to_bf16(uint16_t *y, const float *x, size_t n) {
+    #pragma omp parallel for simd schedule(static) if (n >= 65536)
+    for (size_t i = 0; i < n; i++) y[i] = bf16_from_float(x[i]);
+}
+
+/* ---- the loops shared with matmul.c ---- */
+
+// Thread t's share [*lo, *hi) of n rows: matmul.c's slices (multiples of 16
+// rows), so the results below are bit-identical to matmul_backward's.
+static void thread_slice(int n, int *lo, int *hi) {
+    int t = omp_get_thread_num(), n_threads = omp_get_num_threads();
+    int per = ((n + n_threads - 1) / n_threads + 15) / 16 * 16;
+    *lo = t * per < n ? t * per : n;
+    *hi = (t + 1) * per < n ? (t + 1) * per : n;
+}
+
+// db[o] += sum_n dout[n,o], fp32, rows added in order n = 0..N-1 whatever the
+// thread count (each thread owns a slice of o): deterministic.
+static void bias_grad(float *dbias, const float *dout, int N, int OC) {
+    #pragma omp parallel
+    {
+        int o0, o1;
+        thread_slice(OC, &o0, &o1);
+        for (int n = 0; n < N; n++) {
+            const float *g = dout + (size_t)n * OC;
+            #pragma omp simd
+            for (int o = o0; o < o1; o++) dbias[o] += g[o];
+        }
+    }
+}
+
+// OpenBLAS dinp alone (dW skipped): matmul_backward always makes dW, so this
+// is its dinp product, the same sgemm on the same row slices.
+// dinp[n0:n1] (rows, C) = dout[n0:n1] (rows, OC) . W (OC, C)
+static void openblas_dinp(float *dinp, const float *dout, const float *W, int N, int C, int OC) {
+    #pragma omp parallel
+    {
+        int n0, n1;
+        thread_slice(N, &n0, &n1);
+        if (n1 > n0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n1 - n0, C, OC, 1.0f,
+                        dout + (size_t)n0 * OC, OC, W, C, 0.0f, dinp + (size_t)n0 * C, C);
+    }
+}
+
+/* ---- packed layouts, reorders, weight copies ---- */
+
+// The layout oneDNN picks for the wei operand of op (OP_FWD: W^T (C,OC);
+// OP_DINP: W (OC,C)) when given format `any`, at LAYOUT_REF_ROWS rows.
+static int layout_get(LinearEngine *e, int op, int C, int OC, dnnl_memory_desc_t *md) {
+    for (int i = 0; i < e->n_layouts; i++) {
+        PackedLayout *l = &e->layouts[i];
+        if (l->op == op && l->C == C && l->OC == OC) { *md = l->md; return 0; }
+    }
+    int K = op == OP_FWD ? C : OC, Nout = op == OP_FWD ? OC : C;
+    dnnl_memory_desc_t src_md, wei_md, dst_md;
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_desc_t pd = NULL;
+    TRY("descriptor", md2(&src_md, LAYOUT_REF_ROWS, K, e->dt, dnnl_ab));
+    TRY("descriptor", md2(&wei_md, K, Nout, e->dt, dnnl_format_tag_any));
+    TRY("descriptor", md2(&dst_md, LAYOUT_REF_ROWS, Nout, dnnl_f32, dnnl_ab));
+    TRY("matmul descriptor", dnnl_matmul_desc_init(&desc, &src_md, &wei_md, NULL, &dst_md));
+    TRY("matmul primitive descriptor", dnnl_primitive_desc_create(&pd, &desc, NULL, e->dnnl, NULL));
+    const dnnl_memory_desc_t *chosen = dnnl_primitive_desc_query_md(pd, dnnl_query_weights_md, 0);
+    if (!chosen) { set_err(e, "oneDNN: no weights layout"); goto fail; }
+    PackedLayout *layouts = grow(e->layouts, &e->cap_layouts, e->n_layouts + 1, sizeof *layouts);
+    if (!layouts) { set_err(e, "out of memory"); goto fail; }
+    e->layouts = layouts;
+    e->layouts[e->n_layouts++] = (PackedLayout){.op = op, .C = C, .OC = OC, .md = *chosen};
+    *md = *chosen;
+    dnnl_primitive_desc_destroy(pd);
+    return 0;
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return -1;
+}
+
+static void reorder_destroy(Reorder *r) {
+    if (!r) return;
+    if (r->prim) dnnl_primitive_destroy(r->prim);
+    if (r->scratchpad) dnnl_memory_destroy(r->scratchpad);
+    free(r);
+}
+
+// The reorder from -> to for the current thread count, created at first need.
+static Reorder *reorder_get(LinearEngine *e, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to) {
+    int n_threads = omp_get_max_threads();
+    for (int i = 0; i < e->n_reorders; i++) {
+        Reorder *r = e->reorders[i];
+        if (r->n_threads == n_threads && dnnl_memory_desc_equal(&r->from, from) &&
+            dnnl_memory_desc_equal(&r->to, to))
+            return r;
+    }
+    Reorder *r = calloc(1, sizeof *r);
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    if (!r) { set_err(e, "out of memory"); return NULL; }
+    r->from = *from;
+    r->to = *to;
+    r->n_threads = n_threads;
+    TRY("attributes", dnnl_primitive_attr_create(&attr));
+    TRY("attributes", dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    TRY("reorder primitive descriptor",
+        dnnl_reorder_primitive_desc_create(&pd, from, e->dnnl, to, e->dnnl, attr));
+    TRY("reorder primitive", dnnl_primitive_create(&r->prim, pd));
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sp_bytes = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    if (sp_bytes > 0) {
+        TRY("scratchpad memory", dnnl_memory_create(&r->scratchpad, sp, e->dnnl, DNNL_MEMORY_NONE));
+        if (grow_buffer(&e->scratchpad, &e->scratchpad_bytes, sp_bytes) != 0) { set_err(e, "out of memory"); goto fail; }
+    }
+    Reorder **reorders = grow(e->reorders, &e->cap_reorders, e->n_reorders + 1, sizeof *reorders);
+    if (!reorders) { set_err(e, "out of memory"); goto fail; }
+    e->reorders = reorders;
+    e->reorders[e->n_reorders++] = r;
+    dnnl_primitive_desc_destroy(pd);
+    dnnl_primitive_attr_destroy(attr);
+    return r;
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    reorder_destroy(r);
+    return NULL;
+}
+
+// (Re-)makes copy c of weight w from its master: one reorder, fp32 (W or
+// W^T, plain) -> the copy's type and layout (bf16: rounded to nearest even).
+static int weight_copy_make(LinearEngine *e, Weight *w, int c) {
+    WeightCopy *cp = &w->copy[c];
+    if (!cp->mem) {   // first use: the copy's buffer
+        dnnl_memory_desc_t md;
+        if (e->layout == WEIGHTS_PACKED) {
+            if (layout_get(e, c, w->C, w->OC, &md) != 0) return -1;
+        } else {      // PLAIN bf16: W (OC,C) row-major, c == OP_DINP
+            TRY("descriptor", md2(&md, w->OC, w->C, dnnl_bf16, dnnl_ab));
+        }
+        TRY("weight copy memory", dnnl_memory_create(&cp->mem, &md, e->dnnl, DNNL_MEMORY_ALLOCATE));
+        if (e->layout == WEIGHTS_PLAIN) {   // the same bytes read as W^T (C,OC) for forward
+            dnnl_memory_desc_t view_md;
+            void *bytes;
+            TRY("descriptor", md2(&view_md, w->C, w->OC, dnnl_bf16, dnnl_ba));
+            TRY("weight copy memory", dnnl_memory_get_data_handle(cp->mem, &bytes));
+            TRY("weight copy memory", dnnl_memory_create(&w->plain_fwd_view, &view_md, e->dnnl, bytes));
+        }
+    }
+    const dnnl_memory_desc_t *from_md, *to_md;
+    TRY("memory descriptor", dnnl_memory_get_memory_desc(w->master_view[c], &from_md));
+    TRY("memory descriptor", dnnl_memory_get_memory_desc(cp->mem, &to_md));
+    Reorder *r = reorder_get(e, from_md, to_md);
+    if (!r) return -1;
+    dnnl_exec_arg_t args[3] = {{DNNL_ARG_FROM, w->master_view[c]}, {DNNL_ARG_TO, cp->mem}};
+    int n_args = 2;
+    if (r->scratchpad) {
+        TRY("scratchpad memory", dnnl_memory_set_data_handle(r->scratchpad, e->scratchpad));
+        args[n_args++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, r->scratchpad};
+    }
+    TRY("reorder of a weight", dnnl_primitive_execute(r->prim, e->stream, n_args, args));
+    TRY("stream wait", dnnl_stream_wait(e->stream));
+    cp->generation = e->generation;
+    e->repacks++;
+    return 0;
+fail:
+    return -1;
+}
+
+// The memory object holding weight w's B operand for op (OP_FWD or OP_DINP),
+// its copy re-made first if stale.
+static int weight_operand(LinearEngine *e, Weight *w, int op, dnnl_memory_t *operand) {
+    if (e->layout == WEIGHTS_PLAIN && e->dt == dnnl_f32) {   // the master itself
+        *operand = w->master_view[op];
+        return 0;
+    }
+    int c = e->layout == WEIGHTS_PLAIN ? OP_DINP : op;       // the copy holding it
+    if (!w->copy[c].mem || w->copy[c].generation != e->generation)
+        if (weight_copy_make(e, w, c) != 0) return -1;
+    *operand = e->layout == WEIGHTS_PLAIN && op == OP_FWD ? w->plain_fwd_view : w->copy[c].mem;
+    return 0;
+}
+
+/* ---- matmul primitives ---- */
+
+static void matmul_destroy(Matmul *m) {
+    if (!m) return;
+    if (m->prim) dnnl_primitive_destroy(m->prim);
+    dnnl_memory_t mems[] = {m->src, m->dst, m->bias, m->act_wei, m->scratchpad};
+    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
+        if (mems[i]) dnnl_memory_destroy(mems[i]);
+    free(m);
+}
+
+// Creates m's primitive (m's key filled in) and its memory objects, and
+// grows the engine's buffers to what this shape needs.
+static int matmul_create(LinearEngine *e, Matmul *m) {
+    int N = m->N, C = m->C, OC = m->OC;
+    dnnl_data_type_t dt = e->dt;
+    dnnl_memory_desc_t src_md, wei_md, dst_md, bias_md;
+    dnnl_matmul_desc_t desc;
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t post_ops = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    if (m->op == OP_FWD) {           // out (N,OC) = inp (N,C) . W^T (C,OC) + bias (1,OC)
+        TRY("descriptor", md2(&src_md, N, C, dt, dnnl_ab));
+        if (e->layout == WEIGHTS_PACKED) {
+            if (layout_get(e, OP_FWD, C, OC, &wei_md) != 0) goto fail;
+        } else {
+            TRY("descriptor", md2(&wei_md, C, OC, dt, dnnl_ba));
+        }
+        TRY("descriptor", md2(&dst_md, N, OC, dnnl_f32, dnnl_ab));
+        TRY("descriptor", md2(&bias_md, 1, OC, dnnl_f32, dnnl_ab));
+    } else if (m->op == OP_DINP) {   // dinp (N,C) = dout (N,OC) . W (OC,C)
+        TRY("descriptor", md2(&src_md, N, OC, dt, dnnl_ab));
+        if (e->layout == WEIGHTS_PACKED) {
+            if (layout_get(e, OP_DINP, C, OC, &wei_md) != 0) goto fail;
+        } else {
+            TRY("descriptor", md2(&wei_md, OC, C, dt, dnnl_ab));
+        }
+        TRY("descriptor", md2(&dst_md, N, C, dnnl_f32, dnnl_ab));
+    } else {                         // dW (OC,C) += dout^T (OC,N) . inp (N,C)
+        TRY("descriptor", md2(&src_md, OC, N, dt, dnnl_ba));
+        TRY("descriptor", md2(&wei_md, N, C, dt, dnnl_ab));
+        TRY("descriptor", md2(&dst_md, OC, C, dnnl_f32, dnnl_ab));
+    }
+    TRY("attributes", dnnl_primitive_attr_create(&attr));
+    TRY("attributes", dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    if (m->op == OP_DW) {            // dst = 1.0 * dst + product: the gradient accumulates
+        TRY("post-ops", dnnl_post_ops_create(&post_ops));
+        TRY("post-ops", dnnl_post_ops_append_sum(post_ops, 1.0f));
+        TRY("post-ops", dnnl_primitive_attr_set_post_ops(attr, post_ops));
+    }
+    TRY("matmul descriptor", dnnl_matmul_desc_init(&desc, &src_md, &wei_md, m->has_bias ? &bias_md : NULL, &dst_md));
+    TRY("matmul primitive descriptor", dnnl_primitive_desc_create(&pd, &desc, attr, e->dnnl, NULL));
+    TRY("matmul primitive", dnnl_primitive_create(&m->prim, pd));
+    TRY("memory", dnnl_memory_create(&m->src, &src_md, e->dnnl, DNNL_MEMORY_NONE));
+    TRY("memory", dnnl_memory_create(&m->dst, &dst_md, e->dnnl, DNNL_MEMORY_NONE));
+    if (m->has_bias) TRY("memory", dnnl_memory_create(&m->bias, &bias_md, e->dnnl, DNNL_MEMORY_NONE));
+    if (m->op == OP_DW) TRY("memory", dnnl_memory_create(&m->act_wei, &wei_md, e->dnnl, DNNL_MEMORY_NONE));
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    size_t sp_bytes = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    if (sp_bytes > 0) TRY("memory", dnnl_memory_create(&m->scratchpad, sp, e->dnnl, DNNL_MEMORY_NONE));
+    // the buffers this shape needs: scratchpad, and the bf16 activations it reads
+    int fail_oom = grow_buffer(&e->scratchpad, &e->scratchpad_bytes, sp_bytes) != 0;
+    if (dt == dnnl_bf16) {
+        if (m->op != OP_DINP)
+            fail_oom |= grow_buffer(&e->inp_bf16, &e->inp_bf16_bytes, (size_t)N * C * sizeof(uint16_t)) != 0;
+        if (m->op != OP_FWD)
+            fail_oom |= grow_buffer(&e->dout_bf16, &e->dout_bf16_bytes, (size_t)N * OC * sizeof(uint16_t)) != 0;
+    }
+    if (fail_oom) { set_err(e, "out of memory for the matmul buffers"); goto fail; }
+    if (post_ops) dnnl_post_ops_destroy(post_ops);
+    dnnl_primitive_attr_destroy(attr);
+    dnnl_primitive_desc_destroy(pd);
+    return 0;
+fail:;
+    char why[sizeof e->err];
+    snprintf(why, sizeof why, "%s", e->err);
+    set_err(e, "%s (%s product, N=%d C=%d OC=%d)", why, op_names[m->op], N, C, OC);
+    if (post_ops) dnnl_post_ops_destroy(post_ops);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    return -1;
+}
+
+// The primitive for this product at the current thread count, created at
+// the first call of its shape.
+static Matmul *matmul_get(LinearEngine *e, int op, int N, int C, int OC, int has_bias) {
+    int n_threads = omp_get_max_threads();
+    for (int i = 0; i < e->n_matmuls; i++) {
+        Matmul *m = e->matmuls[i];
+        if (m->op == op && m->N == N && m->C == C && m->OC == OC && m->has_bias == has_bias &&
+            m->n_threads == n_threads)
+            return m;
+    }
+    Matmul **matmuls = grow(e->matmuls, &e->cap_matmuls, e->n_matmuls + 1, sizeof *matmuls);
+    if (matmuls) e->matmuls = matmuls;
+    Matmul *m = matmuls ? calloc(1, sizeof *m) : NULL;
+    if (!m) {
+        set_err(e, "out of memory");
+        return NULL;
+    }
+    *m = (Matmul){.op = op, .N = N, .C = C, .OC = OC, .has_bias = has_bias, .n_threads = n_threads};
+    if (matmul_create(e, m) != 0) {
+        matmul_destroy(m);
+        return NULL;
+    }
+    e->matmuls[e->n_matmuls++] = m;
+    return m;
+}
+
+// Executes m: dst = src . wei (+ bias) (DW: dst += ...). The wei operand is
+// a weight's memory object (FWD, DINP) or, for DW, the activation act_wei.
+static int matmul_run(LinearEngine *e, Matmul *m, const void *src, dnnl_memory_t wei,
+                      const void *act_wei, float *dst, const float *bias) {
+    dnnl_exec_arg_t args[5];
+    int n = 0;
+    TRY("memory", dnnl_memory_set_data_handle(m->src, (void *)src));
+    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SRC, m->src};
+    if (act_wei) {
+        TRY("memory", dnnl_memory_set_data_handle(m->act_wei, (void *)act_wei));
+        wei = m->act_wei;
+    }
+    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_WEIGHTS, wei};
+    TRY("memory", dnnl_memory_set_data_handle(m->dst, dst));
+    args[n++] = (dnnl_exec_arg_t){DNNL_ARG_DST, m->dst};
+    if (m->bias) {
+        TRY("memory", dnnl_memory_set_data_handle(m->bias, (void *)bias));
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_BIAS, m->bias};
+    }
+    if (m->scratchpad) {
+        TRY("memory", dnnl_memory_set_data_handle(m->scratchpad, e->scratchpad));
+        args[n++] = (dnnl_exec_arg_t){DNNL_ARG_SCRATCHPAD, m->scratchpad};
+    }
+    TRY("matmul execution", dnnl_primitive_execute(m->prim, e->stream, n, args));
+    TRY("stream wait", dnnl_stream_wait(e->stream));
+    return 0;
+fail:;
+    char why[sizeof e->err];
+    snprintf(why, sizeof why, "%s", e->err);
+    set_err(e, "%s (%s product, N=%d C=%d OC=%d)", why, op_names[m->op], m->N, m->C, m->OC);
+    return -1;
+}
+
+/* ---- the interface ---- */
+
+const char *matmul_backend_name(MatmulBackend backend) {
+    return backend == MATMUL_OPENBLAS ? "openblas" : backend == MATMUL_ONEDNN ? "onednn" : "?";
+}
+const char *precision_name(Precision precision) {
+    return precision == PRECISION_FP32 ? "fp32" : precision == PRECISION_BF16 ? "bf16" : "?";
+}
+
+static const char *isa_name(dnnl_cpu_isa_t isa) {
+    switch (isa) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx512_mic: return "avx512_mic";
+    case dnnl_cpu_isa_avx512_mic_4ops: return "avx512_mic_4ops";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    default: return "unknown";
+    }
+}
+
+static void describe(LinearEngine *e) {
+    if (e->backend == MATMUL_OPENBLAS) {
+        snprintf(e->desc, sizeof e->desc, "openblas fp32 (matmul.c)");
+        return;
+    }
+    const dnnl_version_t *v = dnnl_version();
+    const char *weights = e->layout == WEIGHTS_PACKED ? "2 packed copies per weight"
+                          : e->dt == dnnl_f32         ? "read in place"
+                                                      : "1 plain bf16 copy per weight";
+    snprintf(e->desc, sizeof e->desc, "onednn %s (oneDNN %d.%d.%d, isa %s), weights %s",
+             precision_name(e->precision), v->major, v->minor, v->patch, isa_name(e->isa), weights);
+}
+
+int linear_engine_create(LinearEngine **out, MatmulBackend backend, Precision precision,
+                         char *err, size_t errlen) {
+    *out = NULL;
+    if (backend != MATMUL_OPENBLAS && backend != MATMUL_ONEDNN) {
+        snprintf(err, errlen, "unknown matmul backend %d", (int)backend);
+        return -1;
+    }
+    if (precision != PRECISION_FP32 && precision != PRECISION_BF16) {
+        snprintf(err, errlen, "unknown precision %d", (int)precision);
+        return -1;
+    }
+    if (backend == MATMUL_OPENBLAS && precision != PRECISION_FP32) {
+        snprintf(err, errlen, "the openblas matmul backend computes in fp32 only (bf16 needs onednn)");
+        return -1;
+    }
+    dnnl_cpu_isa_t isa = backend == MATMUL_ONEDNN ? dnnl_get_effective_cpu_isa() : dnnl_cpu_isa_all;
+    // The ISA values are bit sets: avx512_core_amx contains avx512_core_bf16.
+    // Without native bf16 dot products oneDNN would emulate them (not measured
+    // to pay off over fp32), so bf16 is refused.
+    if (precision == PRECISION_BF16 &&
+        (isa & dnnl_cpu_isa_avx512_core_bf16) != dnnl_cpu_isa_avx512_core_bf16) {
+        snprintf(err, errlen, "bf16 matmuls need native bf16 dot products (avx512_core_bf16 or amx); "
+                 "oneDNN dispatches to %s on this CPU: use fp32", isa_name(isa));
+        return -1;
+    }
+    LinearEngine *e = calloc(1, sizeof *e);
+    if (!e) { snprintf(err, errlen, "out of memory"); return -1; }
+    e->backend = backend;
+    e->precision = precision;
+    e->dt = precision == PRECISION_BF16 ? dnnl_bf16 : dnnl_f32;
+    e->layout = precision == PRECISION_BF16 ? WEIGHTS_PACKED : WEIGHTS_PLAIN;
+    e->isa = isa;
+    e->generation = 1;   // copies start at 0: stale
+    if (backend == MATMUL_ONEDNN) {
+        TRY("engine", dnnl_engine_create(&e->dnnl, dnnl_cpu, 0));
+        TRY("stream", dnnl_stream_create(&e->stream, e->dnnl, dnnl_stream_default_flags));
+    }
+    describe(e);
+    *out = e;
+    return 0;
+fail:
+    snprintf(err, errlen, "%s", e->err);
+    linear_engine_free(e);
+    return -1;
+}
+
+void linear_engine_free(LinearEngine *e) {
+    if (!e) return;
+    for (int i = 0; i < e->n_weights; i++) {
+        Weight *w = &e->weights[i];
+        dnnl_memory_t mems[] = {w->master_view[0], w->master_view[1], w->copy[0].mem, w->copy[1].mem,
+                                w->plain_fwd_view};
+        for (size_t j = 0; j < sizeof mems / sizeof mems[0]; j++)
+            if (mems[j]) dnnl_memory_destroy(mems[j]);
+    }
+    for (int i = 0; i < e->n_matmuls; i++) matmul_destroy(e->matmuls[i]);
+    for (int i = 0; i < e->n_reorders; i++) reorder_destroy(e->reorders[i]);
+    free(e->weights);
+    free(e->matmuls);
+    free(e->layouts);
+    free(e->reorders);
+    free(e->inp_bf16);
+    free(e->dout_bf16);
+    free(e->scratchpad);
+    if (e->stream) dnnl_stream_destroy(e->stream);
+    if (e->dnnl) dnnl_engine_destroy(e->dnnl);
+    free(e);
+}
+
+int linear_engine_set_weight_layout(LinearEngine *e, WeightLayout layout, char *err, size_t errlen) {
+    if (layout != WEIGHTS_DEFAULT && layout != WEIGHTS_PACKED && layout != WEIGHTS_PLAIN) {
+        snprintf(err, errlen, "unknown weight layout %d", (int)layout);
+        return -1;
+    }
+    if (e->n_weights > 0) {
+        snprintf(err, errlen, "the weight layout must be chosen before the first weight is added");
+        return -1;
+    }
+    if (layout == WEIGHTS_DEFAULT) layout = e->dt == dnnl_bf16 ? WEIGHTS_PACKED : WEIGHTS_PLAIN;
+    e->layout = layout;
+    describe(e);
+    return 0;
+}
+
+int linear_engine_add_weight(LinearEngine *e, const float *W, int OC, int C, char *err, size_t errlen) {
+    if (!W || OC < 1 || C < 1) {
+        snprintf(err, errlen, "linear weight: need a matrix of at least 1 x 1 (got %d x %d%s)", OC, C,
+                 W ? "" : ", NULL");
+        return -1;
+    }
+    Weight *weights = grow(e->weights, &e->cap_weights, e->n_weights + 1, sizeof *weights);
+    if (!weights) {
+        snprintf(err, errlen, "out of memory");
+        return -1;
+    }
+    e->weights = weights;
+    Weight *w = &e->weights[e->n_weights];
+    *w = (Weight){.master = W, .OC = OC, .C = C};
+    if (e->backend == MATMUL_ONEDNN) {   // the master as an fp32 operand or reorder source
+        dnnl_memory_desc_t md;
+        TRY("descriptor", md2(&md, C, OC, dnnl_f32, dnnl_ba));   // W^T (C,OC)
+        TRY("memory", dnnl_memory_create(&w->master_view[OP_FWD], &md, e->dnnl, (void *)W));
+        TRY("descriptor", md2(&md, OC, C, dnnl_f32, dnnl_ab));   // W (OC,C)
+        TRY("memory", dnnl_memory_create(&w->master_view[OP_DINP], &md, e->dnnl, (void *)W));
+    }
+    return e->n_weights++;
+fail:
+    snprintf(err, errlen, "%s (weight %d x %d)", e->err, OC, C);
+    if (w->master_view[OP_FWD]) dnnl_memory_destroy(w->master_view[OP_FWD]);
+    if (w->master_view[OP_DINP]) dnnl_memory_destroy(w->master_view[OP_DINP]);
+    return -1;
+}
+
+void linear_engine_weights_changed(LinearEngine *e) { e->generation++; }
+
+static Weight *weight_get(LinearEngine *e, int wid, int N) {
+    if (wid < 0 || wid >= e->n_weights) {
+        set_err(e, "linear: no weight with id %d (%d registered)", wid, e->n_weights);
+        return NULL;
+    }
+    if (N < 0) {
+        set_err(e, "linear: negative row count %d", N);
+        return NULL;
+    }
+    return &e->weights[wid];
+}
+
+int linear_engine_prepack(LinearEngine *e, int wid) {
+    Weight *w = weight_get(e, wid, 0);
+    if (!w) return -1;
+    if (e->backend == MATMUL_OPENBLAS) return 0;
+    dnnl_memory_t unused;
+    return weight_operand(e, w, OP_FWD, &unused) != 0 || weight_operand(e, w, OP_DINP, &unused) != 0 ? -1 : 0;
+}
+
+int linear_forward(LinearEngine *e, int wid, float *out, const float *inp, const float *bias, int N) {
+    Weight *w = weight_get(e, wid, N);
+    if (!w) return -1;
+    if (N == 0) return 0;
+    if (e->backend == MATMUL_OPENBLAS) {
+        matmul_forward(out, inp, w->master, bias, N, w->C, w->OC);
+        return 0;
+    }
+    // out (N,OC) = inp (N,C) . W^T (C,OC) + bias
+    Matmul *m = matmul_get(e, OP_FWD, N, w->C, w->OC, bias != NULL);
+    dnnl_memory_t wei;
+    if (!m || weight_operand(e, w, OP_FWD, &wei) != 0) return -1;
+    const void *src = inp;
+    if (e->dt == dnnl_bf16) {
+        to_bf16(e->inp_bf16, inp, (size_t)N * w->C);
+        src = e->inp_bf16;
+    }
+    return matmul_run(e, m, src, wei, NULL, out, bias);
+}
+
+int linear_backward(LinearEngine *e, int wid, float *dinp, float *dweight, float *dbias,
+                    const float *dout, const float *inp, int N) {
+    Weight *w = weight_get(e, wid, N);
+    if (!w) return -1;
+    if (N == 0) return 0;
+    int C = w->C, OC = w->OC;
+    if (e->backend == MATMUL_OPENBLAS) {
+        if (dweight) {
+            matmul_backward(dinp, dweight, dbias, dout, inp, w->master, N, C, OC);
+        } else {
+            if (dinp) openblas_dinp(dinp, dout, w->master, N, C, OC);
+            if (dbias) bias_grad(dbias, dout, N, OC);
+        }
+        return 0;
+    }
+    // the primitives first: at a new shape they size the bf16 buffers
+    Matmul *m_dinp = NULL, *m_dw = NULL;
+    dnnl_memory_t wei = NULL;
+    if (dinp && (!(m_dinp = matmul_get(e, OP_DINP, N, C, OC, 0)) || weight_operand(e, w, OP_DINP, &wei) != 0))
+        return -1;
+    if (dweight && !(m_dw = matmul_get(e, OP_DW, N, C, OC, 0))) return -1;
+    const void *dout_src = dout, *inp_src = inp;
+    if (e->dt == dnnl_bf16 && (dinp || dweight)) {   // dout once for both products
+        to_bf16(e->dout_bf16, dout, (size_t)N * OC);
+        dout_src = e->dout_bf16;
+        if (dweight) {
+            to_bf16(e->inp_bf16, inp, (size_t)N * C);
+            inp_src = e->inp_bf16;
+        }
+    }
+    // dinp (N,C) = dout (N,OC) . W (OC,C)
+    if (dinp && matmul_run(e, m_dinp, dout_src, wei, NULL, dinp, NULL) != 0) return -1;
+    // dW (OC,C) += dout^T (OC,N) . inp (N,C)
+    if (dweight && matmul_run(e, m_dw, dout_src, NULL, inp_src, dweight, NULL) != 0) return -1;
+    if (dbias) bias_grad(dbias, dout, N, OC);
+    return 0;
+}
+
+const char *linear_engine_error(const LinearEngine *e) { return e->err; }
+const char *linear_engine_describe(const LinearEngine *e) { return e->desc; }
+
+void linear_engine_stats(const LinearEngine *e, LinearEngineStats *s) {
+    memset(s, 0, sizeof *s);
+    s->repacks = e->repacks;
+    s->primitives = e->n_matmuls;
+    for (int i = 0; i < e->n_weights; i++)
+        for (int c = 0; c < 2; c++)
+            if (e->weights[i].copy[c].mem) {
+                const dnnl_memory_desc_t *md;
+                if (dnnl_memory_get_memory_desc(e->weights[i].copy[c].mem, &md) == dnnl_success)
+                    s->weight_copy_bytes += dnnl_memory_desc_get_size(md);
+            }
+    s->scratch_bytes = e->inp_bf16_bytes + e->dout_bf16_bytes + e->scratchpad_bytes;
+}
