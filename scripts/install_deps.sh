@@ -7,7 +7,7 @@
 #   tools: python3-torch (cross-check and baseline), python3-matplotlib (plots)
 # As root it runs apt-get; otherwise it prints the one line to run and fails.
 set -euo pipefail
-pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev bible-kjv
+pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev bible-kjv dict-gcide
       python3-numpy python3-torch python3-matplotlib)
 [ "${ROPELAB_MINIMAL_DEPS:-0}" = 1 ] && pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev bible-kjv)
 missing=()
