@@ -214,9 +214,9 @@ static int run_model(const BenchConfig *bc, PosKind pos, int steps, int warmup, 
             }
         double t0 = now_s();
         gpt_zero_grad(model);
-        float loss = gpt_forward(model, inp, tgt, bc->B, bc->T);
+        float loss = gc_forward(model, inp, tgt, bc->B, bc->T);
         double t1 = now_s();
-        gpt_backward(model, 1.0f);
+        gc_backward(model, 1.0f);
         double t2 = now_s();
         float *g = gpt_grads(model);
         double norm = grad_global_norm(g, n_params);   // as ./train does: norm, clip, update
@@ -345,8 +345,8 @@ static int compare_schemes(const BenchConfig *bc, int steps, int warmup) {
             size_t n = gpt_num_params(r->model);
             double t0 = now_s();
             gpt_zero_grad(r->model);
-            gpt_forward(r->model, inp, tgt, bc->B, bc->T);
-            gpt_backward(r->model, 1.0f);
+            gc_forward(r->model, inp, tgt, bc->B, bc->T);
+            gc_backward(r->model, 1.0f);
             float *g = gpt_grads(r->model);
             grad_clip(g, n, grad_global_norm(g, n), 1.0f);
             adamw_step(&r->opt, gpt_params(r->model), g, r->entries, r->n_entries, 3e-4f, s + 1);

@@ -38,14 +38,14 @@ static void causal_case(PosKind pos) {
     int tok[B * T];
     for (int i = 0; i < B * T; i++) tok[i] = (i * 11 + 3) % V;
     float *ref = malloc(sizeof(float) * B * T * V);
-    gpt_forward(m, tok, NULL, B, T);
+    gc_forward(m, tok, NULL, B, T);
     memcpy(ref, gpt_logits(m), sizeof(float) * B * T * V);
     for (int t = 0; t < T - 1; t++) {
         int changed[B * T];
         memcpy(changed, tok, sizeof tok);
         for (int b = 0; b < B; b++)
             for (int u = t + 1; u < T; u++) changed[b * T + u] = (changed[b * T + u] + 5 + u) % V;
-        gpt_forward(m, changed, NULL, B, T);
+        gc_forward(m, changed, NULL, B, T);
         const float *z = gpt_logits(m);
         double later = 0;
         for (int b = 0; b < B; b++)
@@ -73,7 +73,7 @@ static void kv_case(PosKind pos, int block_size, int T) {
     assert_int_equal(gpt_alloc_activations(m, 1, T, err, sizeof err), 0);
     int *tok = malloc(sizeof(int) * T);
     for (int i = 0; i < T; i++) tok[i] = (i * 7 + 1) % V;
-    gpt_forward(m, tok, NULL, 1, T);
+    gc_forward(m, tok, NULL, 1, T);
     const float *full = gpt_logits(m);
     KVCache *kv;
     assert_int_equal(kv_cache_create(&kv, m, T, err, sizeof err), 0);
@@ -81,16 +81,16 @@ static void kv_case(PosKind pos, int block_size, int T) {
     double worst = 0, scale = 0;
     for (int t = 0; t < T; t++) {
         assert_int_equal(kv_cache_len(kv), t);
-        assert_int_equal(gpt_decode_step(m, kv, tok[t], logits), 0);
+        assert_int_equal(gpt_decode_step(m, kv, tok[t], logits, err, sizeof err), 0);
         worst = fmax(worst, gc_max_abs_diff(logits, full + (size_t)t * V, V));
         for (int v = 0; v < V; v++) scale = fmax(scale, fabs(full[(size_t)t * V + v]));
     }
     printf("  kv-cache pos=%-10s T=%2d (block %d): max |diff| %.2e (logits up to %.1f)\n",
            pos_kind_name(pos), T, block_size, worst, scale);
     assert_true(worst < 1e-5 * fmax(1.0, scale));
-    assert_int_equal(gpt_decode_step(m, kv, tok[0], logits), -1);   // full
+    assert_int_equal(gpt_decode_step(m, kv, tok[0], logits, err, sizeof err), -1);   // full
     kv_cache_reset(kv);
-    assert_int_equal(gpt_decode_step(m, kv, tok[0], logits), 0);
+    assert_int_equal(gpt_decode_step(m, kv, tok[0], logits, err, sizeof err), 0);
     assert_true(gc_max_abs_diff(logits, full, V) < 1e-5 * fmax(1.0, scale));
     kv_cache_free(kv);
     free(tok);

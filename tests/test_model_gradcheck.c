@@ -45,7 +45,7 @@ typedef struct { GPT *m; int *inp, *tgt; int B, T; } Ctx;
 // The mean cross-entropy of the current parameters, summed in double.
 static double model_loss(void *p) {
     Ctx *c = p;
-    gpt_forward(c->m, c->inp, NULL, c->B, c->T);
+    gc_forward(c->m, c->inp, NULL, c->B, c->T);
     const float *z = gpt_logits(c->m);
     int V = gpt_config(c->m)->vocab_size;
     double total = 0.0;
@@ -86,10 +86,10 @@ static void check_scheme(PosKind pos, int rope_dims, const char *label) {
     Ctx ctx = {m, inp, tgt, B, T};
 
     gpt_zero_grad(m);
-    float loss = gpt_forward(m, inp, tgt, B, T);
+    float loss = gc_forward(m, inp, tgt, B, T);
     assert_true(fabs(loss - model_loss(&ctx)) < 1e-5);
-    gpt_forward(m, inp, tgt, B, T);
-    gpt_backward(m, 1.0f);
+    gc_forward(m, inp, tgt, B, T);
+    gc_backward(m, 1.0f);
 
     const ParamEntry *e;
     int n = gpt_param_entries(m, &e);
@@ -151,14 +151,14 @@ static void test_scale_and_accumulation(void **s) {
     size_t n = gpt_num_params(m);
     float *g1 = malloc(n * sizeof(float));
     gpt_zero_grad(m);
-    gpt_forward(m, inp, tgt, 2, 8);
-    gpt_backward(m, 1.0f);
+    gc_forward(m, inp, tgt, 2, 8);
+    gc_backward(m, 1.0f);
     memcpy(g1, gpt_grads(m), n * sizeof(float));
     gpt_zero_grad(m);
-    gpt_forward(m, inp, tgt, 2, 8);
-    gpt_backward(m, 0.25f);
-    gpt_forward(m, inp, tgt, 2, 8);
-    gpt_backward(m, 0.25f);
+    gc_forward(m, inp, tgt, 2, 8);
+    gc_backward(m, 0.25f);
+    gc_forward(m, inp, tgt, 2, 8);
+    gc_backward(m, 0.25f);
     const float *g2 = gpt_grads(m);
     for (size_t i = 0; i < n; i++) assert_true(fabsf(g2[i] - 0.5f * g1[i]) <= 1e-6f + 1e-4f * fabsf(g1[i]));
     free(g1);

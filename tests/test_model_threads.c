@@ -31,8 +31,8 @@ static float *run(PosKind pos, int threads, float *loss) {
     int inp[B * T], tgt[B * T];
     for (int i = 0; i < B * T; i++) { inp[i] = (i * 13) % V; tgt[i] = (i * 29 + 1) % V; }
     gpt_zero_grad(m);
-    *loss = gpt_forward(m, inp, tgt, B, T);
-    gpt_backward(m, 1.0f);
+    *loss = gc_forward(m, inp, tgt, B, T);
+    gc_backward(m, 1.0f);
     size_t n = gpt_num_params(m);
     float *g = malloc(n * sizeof(float));
     memcpy(g, gpt_grads(m), n * sizeof(float));

@@ -23,6 +23,7 @@
 #include "data/bpe.h"
 #include "data/tokens.h"
 #include "model/gpt.h"
+#include "util_gradcheck.h"
 
 static char dir[128];
 static char err[512];
@@ -152,7 +153,7 @@ static double direct_eval_loss(const char *pos, int B, int T, int batches) {
                 in[b * T + t] = (int)tokens_get(&tf, at);
                 tg[b * T + t] = (int)tokens_get(&tf, at + 1);
             }
-        sum += gpt_forward(model, in, tg, B, T);
+        sum += gc_forward(model, in, tg, B, T);
     }
     free(in); free(tg);
     tokens_close(&tf);

@@ -20,6 +20,7 @@
 
 #include "common/rng.h"
 #include "model/gpt.h"
+#include "util_gradcheck.h"
 #include "model/safetensors.h"
 
 static char dir[256];        // temporary directory of this test run
@@ -214,7 +215,7 @@ static void test_crash_in_save_keeps_previous_checkpoint(void **state) {
     int rc = run("ROPELAB_TEST_CRASH_IN_SAVE=20 ./train " RUN_ARGS " --out_dir=%s --quiet", data_args, run_dir);
     assert_int_equal(rc, 1);
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    snprintf(tmp, sizeof tmp, "%s.tmp.crash0", path);  // a temporary's name (PATH.tmp.XXXXXX)
     assert_int_equal(access(tmp, F_OK), 0);               // the half-written file is there ...
     StFile *f;
     assert_int_equal(st_open(&f, tmp, err, sizeof err), -1);   // ... and is not a valid file
@@ -223,7 +224,7 @@ static void test_crash_in_save_keeps_previous_checkpoint(void **state) {
     rc = run("./train --resume %s --quiet", run_dir);
     if (rc != 0) fail_msg("resume: exit %d: %s", rc, out);
     assert_same_rows(ref, n_ref, got, read_log(run_dir, got, 100));
-    assert_int_equal(access(tmp, F_OK), -1);              // the next save replaced it
+    assert_int_equal(access(tmp, F_OK), -1);              // the resumed run removed it
 }
 
 // kill -9 at arbitrary moments of a run that saves every step.
@@ -307,7 +308,7 @@ static void test_debug_state(void **state) {
     // The file's loss and gradients are the real ones: recompute the loss from
     // the stored parameters and check a few gradients by central differences.
     assert_int_equal(gpt_alloc_activations(m, 8, 32, err, sizeof err), 0);
-    assert_float_equal(gpt_forward(m, inputs, targets, 8, 32), L, 1e-5);
+    assert_float_equal(gc_forward(m, inputs, targets, 8, 32), L, 1e-5);
     float *params = gpt_params(m);
     const char *checks[] = {"ln_f.bias", "wpe", "h.1.mlp.c_fc.weight", "wte"};
     for (int c = 0; c < 4; c++) {
@@ -321,9 +322,9 @@ static void test_debug_state(void **state) {
         for (int i = 0; i < n; i++) if (strcmp(e[i].name, checks[c]) == 0) off = e[i].offset;
         float *p = &params[off + best], saved = *p, h = 1e-2f;
         *p = saved + h;
-        double lp = gpt_forward(m, inputs, targets, 8, 32);
+        double lp = gc_forward(m, inputs, targets, 8, 32);
         *p = saved - h;
-        double lm = gpt_forward(m, inputs, targets, 8, 32);
+        double lm = gc_forward(m, inputs, targets, 8, 32);
         *p = saved;
         double fd = (lp - lm) / (2 * h);
         if (fabs(fd - grad[best]) > 0.05 * fabs(grad[best]) + 1e-4)

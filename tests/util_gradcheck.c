@@ -1,5 +1,6 @@
 // util_gradcheck.c: central finite differences against analytic gradients.
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -114,4 +115,22 @@ GcResult gc_check_direction(gc_loss_fn loss, void *ctx, float *x, const float *g
     free(saved);
     free(u);
     return res;
+}
+
+float gc_forward(GPT *model, const int *inputs, const int *targets, int B, int T) {
+    char err[256];
+    float loss = 0.0f;
+    if (gpt_forward(model, inputs, targets, B, T, &loss, err, sizeof err) != 0) {
+        fprintf(stderr, "gpt_forward failed: %s\n", err);
+        abort();
+    }
+    return loss;
+}
+
+void gc_backward(GPT *model, float loss_scale) {
+    char err[256];
+    if (gpt_backward(model, loss_scale, err, sizeof err) != 0) {
+        fprintf(stderr, "gpt_backward failed: %s\n", err);
+        abort();
+    }
 }

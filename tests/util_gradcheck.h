@@ -50,4 +50,9 @@ double gc_max_abs_diff(const float *a, const float *b, size_t n);
 // the 0.02 init, attention is near uniform and many gradients are ~0.
 void gc_randomize_params(GPT *model, uint64_t seed);
 
+// gpt_forward / gpt_backward for tests: abort the test with the model's
+// message on failure; gc_forward returns the loss (0 without targets).
+float gc_forward(GPT *model, const int *inputs, const int *targets, int B, int T);
+void gc_backward(GPT *model, float loss_scale);
+
 #endif

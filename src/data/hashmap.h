@@ -18,14 +18,6 @@
 
 #define U64MAP_EMPTY UINT64_MAX
 
-// Allocation in the data layer: running out of memory ends the program with
-// one line (there is nothing sensible to return to).
-static inline void *data_realloc(void *p, size_t bytes) {
-    void *q = realloc(p, bytes ? bytes : 1);
-    if (!q) { fprintf(stderr, "out of memory (asked for %zu bytes)\n", bytes); exit(1); }
-    return q;
-}
-
 static inline uint64_t hash_mix64(uint64_t z) {
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;

@@ -15,6 +15,7 @@
 // 5. Write OUT/tokenizer.bin, OUT/train.bin, OUT/val.bin (atomically) and
 //    print a summary.
 #include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,16 +24,18 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+#include "common/fs.h"
 #include "data/bpe.h"
-#include "data/hashmap.h"   // data_realloc
 #include "data/tokens.h"
 
 typedef struct {
     int vocab_size;
     double val_fraction;
     int split_docs;            // 0: tail of the stream, 1: whole documents
-    const char *doc_sep;       // NULL: one document per file
-    char out_dir[1024];
+    char *doc_sep;             // NULL: one document per file
+    const char *out_dir;       // --out-dir, or out_dir_default
+    char out_dir_default[300];
     const char *tokenizer;     // existing tokenizer to use instead of training
     int block_size;            // > 0: both splits must hold one window of block_size + 1
     const char **inputs;
@@ -61,16 +64,11 @@ static void usage(FILE *f) {
         BPE_MIN_VOCAB, BPE_MAX_VOCAB);
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
-
 // ------------------------------------------------------------ options
 
 static char *unescape(const char *s) {
-    char *out = data_realloc(NULL, strlen(s) + 1), *o = out;
+    char *out = malloc(strlen(s) + 1), *o = out;
+    if (!out) return NULL;
     for (; *s; s++) {
         if (*s == '\\' && s[1]) {
             s++;
@@ -93,14 +91,22 @@ static int parse_int(const char *flag, const char *v, long lo, long hi, int *out
     return 0;
 }
 
+static void free_options(Options *o) {
+    free(o->inputs);
+    free(o->doc_sep);
+    memset(o, 0, sizeof *o);
+}
+
+// 0, 1 for --help (usage printed), -1 with a message.
 static int parse_options(int argc, char **argv, Options *o) {
     memset(o, 0, sizeof *o);
     o->vocab_size = 4096;
     o->val_fraction = 0.05;
-    o->inputs = calloc(argc, sizeof *o->inputs);
+    o->inputs = calloc((size_t)argc, sizeof *o->inputs);
+    if (!o->inputs) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); exit(0); }
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 1; }
         if (strncmp(a, "--", 2) != 0) { o->inputs[o->n_inputs++] = a; continue; }
         if (i + 1 >= argc) { fprintf(stderr, "prepare: %s needs a value (see --help)\n", a); return -1; }
         const char *v = argv[++i];
@@ -126,10 +132,16 @@ static int parse_options(int argc, char **argv, Options *o) {
             else if (!strcmp(v, "docs")) o->split_docs = 1;
             else { fprintf(stderr, "prepare: --split %s: expected tail or docs\n", v); return -1; }
         } else if (!strcmp(a, "--doc-sep")) {
-            o->doc_sep = unescape(v);
+            free(o->doc_sep);
+            if (!(o->doc_sep = unescape(v))) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
             if (!*o->doc_sep) { fprintf(stderr, "prepare: --doc-sep: the separator is empty\n"); return -1; }
         } else if (!strcmp(a, "--out-dir")) {
-            snprintf(o->out_dir, sizeof o->out_dir, "%s", v);
+            // Room for "/tokenizer.bin" and the writer's ".tmp.XXXXXX" within PATH_MAX.
+            if (!*v || strlen(v) + 32 >= PATH_MAX) {
+                fprintf(stderr, "prepare: --out-dir: the path is empty or longer than %d characters\n", PATH_MAX - 32);
+                return -1;
+            }
+            o->out_dir = v;
         } else if (!strcmp(a, "--tokenizer")) {
             o->tokenizer = v;
         } else if (!strcmp(a, "--block-size")) {
@@ -140,12 +152,13 @@ static int parse_options(int argc, char **argv, Options *o) {
         }
     }
     if (o->n_inputs == 0) { fprintf(stderr, "prepare: no input file (see --help)\n"); return -1; }
-    if (!o->out_dir[0]) {   // data/NAME from the first input
+    if (!o->out_dir) {   // data/NAME from the first input (NAME at most 255 bytes, a file name)
         const char *base = strrchr(o->inputs[0], '/');
         base = base ? base + 1 : o->inputs[0];
         size_t len = strcspn(base, ".");
         if (len == 0) len = strlen(base);
-        snprintf(o->out_dir, sizeof o->out_dir, "data/%.*s", (int)len, base);
+        snprintf(o->out_dir_default, sizeof o->out_dir_default, "data/%.*s", (int)len, base);
+        o->out_dir = o->out_dir_default;
     }
     return 0;
 }
@@ -199,27 +212,35 @@ static uint8_t *read_text(const char *path, size_t *len) {
     return buf;
 }
 
-// Cuts text into documents at every occurrence of sep (dropped); empty ones are skipped.
-static void split_docs(const uint8_t *text, size_t n, const char *sep, Doc **docs, int *n_docs, int *cap) {
+// Cuts text into documents at every occurrence of sep (dropped); empty ones
+// are skipped. 0, or -1 when out of memory.
+static int split_docs(const uint8_t *text, size_t n, const char *sep, Doc **docs, int *n_docs, int *cap) {
     size_t seplen = sep ? strlen(sep) : 0, start = 0;
     for (size_t i = 0; i <= n; i++) {
         int at_sep = seplen && i + seplen <= n && memcmp(text + i, sep, seplen) == 0;
         if (i == n || at_sep) {
             if (i > start) {
-                if (*n_docs == *cap) { *cap = *cap ? 2 * *cap : 64; *docs = data_realloc(*docs, *cap * sizeof **docs); }
+                if (*n_docs == *cap) {
+                    int new_cap = *cap ? 2 * *cap : 64;
+                    Doc *bigger = realloc(*docs, (size_t)new_cap * sizeof **docs);
+                    if (!bigger) return -1;
+                    *docs = bigger;
+                    *cap = new_cap;
+                }
                 (*docs)[(*n_docs)++] = (Doc){text + start, i - start};
             }
             if (at_sep) { i += seplen - 1; start = i + 1; }
         }
     }
+    return 0;
 }
 
 // ------------------------------------------------------------ progress
 
-typedef struct { const char *what; int tty; int last_step; } Progress;
+typedef struct { const char *what; int tty; int last_step; } PhaseMeter;
 
 // On a terminal, one line rewritten in place; otherwise a line every 25%.
-static void progress_show(Progress *p, double done, double total) {
+static void progress_show(PhaseMeter *p, double done, double total) {
     double pct = total > 0 ? 100.0 * done / total : 100.0;
     if (p->tty) {
         fprintf(stderr, "\r%s %5.1f%%", p->what, pct);
@@ -235,78 +256,75 @@ static void on_merge(int done, int total, void *user) { progress_show(user, done
 
 // ------------------------------------------------------------ main
 
-static int make_dirs(const char *dir) {
-    char buf[1024];
-    snprintf(buf, sizeof buf, "%s", dir);
-    for (char *p = buf + 1;; p++) {
-        if (*p == '/' || *p == 0) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(buf, 0755) != 0 && errno != EEXIST) {
-                fprintf(stderr, "%s: cannot create directory: %s\n", buf, strerror(errno));
-                return -1;
-            }
-            *p = c;
-            if (!c) return 0;
-        }
-    }
-}
-
 int main(int argc, char **argv) {
     Options o;
-    if (parse_options(argc, argv, &o)) return 2;
-    double t_start = now_seconds();
-    int tty = isatty(fileno(stderr));
-
-    // 1. Read and cut into documents.
+    int parsed = parse_options(argc, argv, &o);
+    if (parsed != 0) { free_options(&o); return parsed > 0 ? 0 : 2; }
+    double t_start = clock_seconds();
+    int tty = isatty(fileno(stderr)), rc = 1, tok_loaded = 0;
     Doc *docs = NULL;
     int n_docs = 0, cap_docs = 0;
     size_t total_bytes = 0;
-    uint8_t **texts = calloc(o.n_inputs, sizeof *texts);
+    uint8_t **texts = calloc((size_t)o.n_inputs, sizeof *texts);
+    uint32_t *ids = NULL;
+    const uint8_t **ptrs = NULL;
+    size_t *lens = NULL;
+    char *path_tok = NULL, *path_train = NULL, *path_val = NULL, err[1400];
+    Tokenizer tok;
+    if (!texts) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
+
+    // 1. Read and cut into documents.
     for (int i = 0; i < o.n_inputs; i++) {
         size_t len;
         texts[i] = read_text(o.inputs[i], &len);
-        if (!texts[i]) return 1;
+        if (!texts[i]) goto done;
         total_bytes += len;
-        split_docs(texts[i], len, o.doc_sep, &docs, &n_docs, &cap_docs);
+        if (split_docs(texts[i], len, o.doc_sep, &docs, &n_docs, &cap_docs) != 0) {
+            fprintf(stderr, "%s: out of memory for the document list\n", o.inputs[i]);
+            goto done;
+        }
     }
     if (n_docs == 0) {
         fprintf(stderr, "%s: no text left once the document separators are removed\n", o.inputs[0]);
-        return 1;
+        goto done;
     }
-    char path_tok[1100], path_train[1100], path_val[1100], err[1400];
-    snprintf(path_tok, sizeof path_tok, "%s/tokenizer.bin", o.out_dir);
-    snprintf(path_train, sizeof path_train, "%s/train.bin", o.out_dir);
-    snprintf(path_val, sizeof path_val, "%s/val.bin", o.out_dir);
+    size_t dir_len = strlen(o.out_dir) + 32;
+    path_tok = malloc(dir_len);
+    path_train = malloc(dir_len);
+    path_val = malloc(dir_len);
+    if (!path_tok || !path_train || !path_val) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
+    snprintf(path_tok, dir_len, "%s/tokenizer.bin", o.out_dir);
+    snprintf(path_train, dir_len, "%s/train.bin", o.out_dir);
+    snprintf(path_val, dir_len, "%s/val.bin", o.out_dir);
 
     // 2. Tokenizer.
-    Tokenizer tok;
-    double t0 = now_seconds();
+    double t0 = clock_seconds();
     if (o.tokenizer) {
-        if (bpe_load(&tok, o.tokenizer, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
+        if (bpe_load(&tok, o.tokenizer, err, sizeof err)) { fprintf(stderr, "%s\n", err); goto done; }
     } else {
-        const uint8_t **ptrs = malloc(n_docs * sizeof *ptrs);
-        size_t *lens = malloc(n_docs * sizeof *lens);
+        ptrs = malloc((size_t)n_docs * sizeof *ptrs);
+        lens = malloc((size_t)n_docs * sizeof *lens);
+        if (!ptrs || !lens) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
         for (int d = 0; d < n_docs; d++) { ptrs[d] = docs[d].bytes; lens[d] = docs[d].len; }
-        Progress pr = {"training merges", tty, 0};
+        PhaseMeter pr = {"training merges", tty, 0};
         if (bpe_train_multi(&tok, ptrs, lens, n_docs, o.vocab_size, on_merge, &pr, err, sizeof err)) {
             fprintf(stderr, "%s: %s\n", o.inputs[0], err);
-            return 1;
+            goto done;
         }
-        free(ptrs); free(lens);
         if (tok.vocab_size < o.vocab_size)
             fprintf(stderr, "note: the corpus ran out of pairs after %d merges; the vocabulary is %d, not %d\n",
                     tok.n_merges, tok.vocab_size, o.vocab_size);
     }
-    double t_train = now_seconds() - t0;
+    tok_loaded = 1;
+    double t_train = clock_seconds() - t0;
 
     // 3. Encode, eot before every document, in chunks cut at piece boundaries.
-    t0 = now_seconds();
-    uint32_t *ids = malloc((total_bytes + n_docs) * sizeof *ids);
-    if (!ids) { fprintf(stderr, "%s: out of memory for %zu tokens\n", o.inputs[0], total_bytes + n_docs); return 1; }
+    t0 = clock_seconds();
+    ids = malloc((total_bytes + (size_t)n_docs) * sizeof *ids);
+    if (!ids) { fprintf(stderr, "%s: out of memory for %zu tokens\n", o.inputs[0], total_bytes + n_docs); goto done; }
     size_t n_ids = 0, n_eot = 0, done_bytes = 0;
     const size_t chunk = 1 << 20;
-    Progress pe = {"encoding", tty, 0};
+    PhaseMeter pe = {"encoding", tty, 0};
     for (int d = 0; d < n_docs; d++) {
         ids[n_ids++] = tok.eot_id;
         n_eot++;
@@ -321,7 +339,7 @@ int main(int argc, char **argv) {
             progress_show(&pe, done_bytes, total_bytes);
         }
     }
-    double t_encode = now_seconds() - t0;
+    double t_encode = clock_seconds() - t0;
 
     // 4. Split.
     size_t n_val = (size_t)llround(o.val_fraction * n_ids), split = n_ids - n_val;
@@ -330,7 +348,7 @@ int main(int argc, char **argv) {
         if (split == 0) {
             fprintf(stderr, "%s: --split docs needs at least two documents before the last %.1f%% of the tokens "
                     "(use --doc-sep or --split tail)\n", o.inputs[0], 100 * o.val_fraction);
-            return 1;
+            goto done;
         }
         n_val = n_ids - split;
     }
@@ -338,16 +356,15 @@ int main(int argc, char **argv) {
     if (split < min_split || n_val < min_split) {
         fprintf(stderr, "%s: corpus too short: %zu tokens give %zu train and %zu validation tokens, "
                 "need at least %zu in each (one window)\n", o.inputs[0], n_ids, split, n_val, min_split);
-        return 1;
+        goto done;
     }
     // 5. Write, only now that every check has passed. OUT always holds the
     // tokenizer of its token files (a copy when one was given).
-    if (make_dirs(o.out_dir)) return 1;
-    if (bpe_save(&tok, path_tok, err, sizeof err) ||
+    if (make_dirs(o.out_dir, err, sizeof err) != 0 || bpe_save(&tok, path_tok, err, sizeof err) ||
         tokens_write(path_train, ids, split, tok.vocab_size, err, sizeof err) ||
         tokens_write(path_val, ids + split, n_val, tok.vocab_size, err, sizeof err)) {
         fprintf(stderr, "%s\n", err);
-        return 1;
+        goto done;
     }
     size_t text_tokens = n_ids - n_eot;
     printf("prepare: %d file%s, %d document%s -> %s/\n", o.n_inputs, o.n_inputs > 1 ? "s" : "",
@@ -362,11 +379,14 @@ int main(int argc, char **argv) {
     printf("  train       %s: %zu tokens\n", path_train, split);
     printf("  val         %s: %zu tokens (%.1f%%, %s)\n", path_val, n_val, 100.0 * n_val / n_ids,
            o.split_docs ? "whole documents" : "tail");
-    printf("  time        %.2f s\n", now_seconds() - t_start);
-    bpe_free(&tok);
-    free(ids); free(docs);
-    for (int i = 0; i < o.n_inputs; i++) free(texts[i]);
+    printf("  time        %.2f s\n", clock_seconds() - t_start);
+    rc = fflush(stdout) == 0 ? 0 : 1;
+done:
+    if (tok_loaded) bpe_free(&tok);
+    free(ids); free(docs); free(ptrs); free(lens);
+    free(path_tok); free(path_train); free(path_val);
+    for (int i = 0; texts && i < o.n_inputs; i++) free(texts[i]);
     free(texts);
-    free(o.inputs);
-    return 0;
+    free_options(&o);
+    return rc;
 }

@@ -12,7 +12,7 @@
 #include "model/gpt_internal.h"
 #include "model/layers.h"
 
-int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
+int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
     *model = NULL;
     GPTConfig c = *cfg;
     if (gpt_config_validate(&c, err, errlen) != 0) return -1;
@@ -21,8 +21,17 @@ int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errle
     if (!m) { snprintf(err, errlen, "out of memory"); return -1; }
     m->cfg = c;
     m->pos = pos_scheme(c.pos);
-    if (params_build(m, err, errlen) != 0 ||
-        pos_ctx_init(&m->pos_ctx, m->pos, &m->cfg, c.block_size, err, errlen) != 0) {
+    if (params_build_table(m, err, errlen) != 0) { gpt_free(m); return -1; }
+    *model = m;
+    return 0;
+}
+
+int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
+    if (gpt_describe(model, cfg, err, errlen) != 0) return -1;
+    GPT *m = *model;
+    *model = NULL;
+    if (params_alloc(m, err, errlen) != 0 ||
+        pos_ctx_init(&m->pos_ctx, m->pos, &m->cfg, m->cfg.block_size, err, errlen) != 0) {
         gpt_free(m);
         return -1;
     }
@@ -68,19 +77,28 @@ size_t gpt_activation_bytes(const GPT *m) { return m->acts.bytes; }
 int gpt_max_positions(const GPT *m) { return m->pos->max_pos_is_block ? m->cfg.block_size : INT_MAX; }
 void gpt_zero_grad(GPT *m) { memset(m->grads, 0, m->num_params * sizeof(float)); }
 
-// One allocation for every activation buffer, carved up by this table.
-int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
-    const GPTConfig *c = &m->cfg;
+int gpt_check_batch(const GPTConfig *c, int B, int T, char *err, size_t errlen) {
     if (B < 1 || T < 1) { snprintf(err, errlen, "batch size (%d) and sequence length (%d) must be >= 1", B, T); return -1; }
-    if (T > gpt_max_positions(m)) {
+    const PosScheme *s = pos_scheme(c->pos);
+    if (s && s->max_pos_is_block && T > c->block_size) {
         snprintf(err, errlen, "pos=%s cannot run sequences of %d tokens: block_size is %d",
                  pos_kind_name(c->pos), T, c->block_size);
         return -1;
     }
-    if ((size_t)B * T > ((size_t)1 << 31) / ((size_t)c->vocab_size > (size_t)4 * c->d_model ? (size_t)c->vocab_size : (size_t)4 * c->d_model)) {
-        snprintf(err, errlen, "batch (%d x %d) too large for the activation buffers", B, T);
+    // The widest activation row is max(V, 4C) floats; every index stays below 2^31.
+    size_t widest = (size_t)c->vocab_size > (size_t)4 * c->d_model ? (size_t)c->vocab_size : (size_t)4 * c->d_model;
+    if ((size_t)B * T > ((size_t)1 << 31) / widest) {
+        snprintf(err, errlen, "batch (%d x %d) too large for the activation buffers (B*T*max(V, 4C) must stay "
+                 "below 2^31)", B, T);
         return -1;
     }
+    return 0;
+}
+
+// One allocation for every activation buffer, carved up by this table.
+int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
+    const GPTConfig *c = &m->cfg;
+    if (gpt_check_batch(c, B, T, err, errlen) != 0) return -1;
     if (pos_ctx_ensure(&m->pos_ctx, m->pos, T > c->block_size ? T : c->block_size, err, errlen) != 0) return -1;
     Activations *a = &m->acts;
     free(a->encoded);
@@ -143,21 +161,21 @@ static LayerActs layer_acts(const GPT *m, int l) {
     return la;
 }
 
-float gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) {
+int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, float *loss_out,
+                char *err, size_t errlen) {
     const GPTConfig *c = &m->cfg;
     Activations *a = &m->acts;
     m->have_targets = 0;
     if (!a->encoded || B < 1 || T < 1 || B > a->B_max || T > a->T_max) {
-        fprintf(stderr, "gpt_forward: batch %dx%d does not fit the activations (%dx%d)\n",
-                B, T, a->B_max, a->T_max);
-        return NAN;
+        snprintf(err, errlen, "batch %dx%d does not fit the activations (%dx%d)", B, T, a->B_max, a->T_max);
+        return -1;
     }
     int BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
     for (int i = 0; i < BT; i++) {
         if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V))) {
-            fprintf(stderr, "gpt_forward: token %d at index %d is outside the vocabulary (%d)\n",
-                    inputs[i] < 0 || inputs[i] >= V ? inputs[i] : targets[i], i, V);
-            return NAN;
+            snprintf(err, errlen, "token %d at index %d is outside the vocabulary (%d)",
+                     inputs[i] < 0 || inputs[i] >= V ? inputs[i] : targets[i], i, V);
+            return -1;
         }
     }
     memcpy(a->tokens, inputs, (size_t)BT * sizeof(int));
@@ -192,16 +210,17 @@ float gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T) {
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w, m->p.ln_f_b, BT, C);
     matmul_forward(a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                       // (B,T,V)
-    if (!targets) return 0.0f;
+    if (!targets) return 0;
     double loss = crossentropy_forward(a->losses, a->ce_lse, a->logits, a->targets, BT, V);
+    if (loss_out) *loss_out = (float)loss;
     m->have_targets = 1;
-    return (float)loss;
+    return 0;
 }
 
-void gpt_backward(GPT *m, float loss_scale) {
+int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
     if (!m->have_targets) {
-        fprintf(stderr, "gpt_backward: the last forward had no targets (or was already backpropagated)\n");
-        return;
+        snprintf(err, errlen, "backward: the last forward had no targets (or was already backpropagated)");
+        return -1;
     }
     const GPTConfig *c = &m->cfg;
     Activations *a = &m->acts;
@@ -246,4 +265,5 @@ void gpt_backward(GPT *m, float loss_scale) {
     if (m->pos->embed_backward) m->pos->embed_backward(&m->pos_ctx, a->dres, B, T);
     encoder_backward(m->g.wte, a->dres, a->tokens, BT, C);
     m->have_targets = 0;   // the logits buffer now holds dlogits
+    return 0;
 }

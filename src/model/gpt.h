@@ -113,6 +113,9 @@ float *gpt_grads(GPT *model);        // same layout
 int gpt_param_entries(const GPT *model, const ParamEntry **entries); // returns count
 const ParamEntry *gpt_find_param(const GPT *model, const char *name); // NULL if absent
 
+// Whether batches of (B, T) fit this configuration: T within the scheme's
+// positions, B*T rows within the activations' index range (no allocation).
+int gpt_check_batch(const GPTConfig *cfg, int B, int T, char *err, size_t errlen);
 // Sizes the activation buffers for batches of (B, T). T may exceed block_size
 // (length extrapolation) for every scheme except learned, which fails.
 // Called once before training; no allocation happens inside forward/backward.
@@ -122,10 +125,12 @@ size_t gpt_activation_bytes(const GPT *model);  // for memory accounting
 // scheme with one learned row per position (learned), else INT_MAX.
 int gpt_max_positions(const GPT *model);
 
-// Forward pass on inputs (B,T) with B,T <= the allocated sizes.
-// If targets is non-NULL, returns the mean cross-entropy loss (and prepares
-// backward); otherwise returns 0 and only the logits are valid.
-float gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int T);
+// Forward pass on inputs (B,T) with B,T <= the allocated sizes. If targets
+// is non-NULL, *loss gets the mean cross-entropy loss (loss may be NULL) and
+// backward is prepared; otherwise only the logits are valid. -1 when the
+// batch does not fit the activations or holds a token outside the vocabulary.
+int gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int T, float *loss,
+                char *err, size_t errlen);
 const float *gpt_logits(const GPT *model);   // (B,T,V) of the last forward (padded row stride = V)
                                              // (valid until gpt_backward, which reuses it for dlogits)
 const float *gpt_losses(const GPT *model);   // (B,T) per-position losses of the last forward with targets
@@ -135,21 +140,34 @@ void gpt_zero_grad(GPT *model);
 // Backward pass of the last forward (which had targets); ADDS into the
 // gradients (so gradient accumulation is zero_grad, then k x forward+backward).
 // The loss being differentiated is the mean over the B*T positions of that
-// forward, scaled by loss_scale (1/grad_accum for accumulation).
-void gpt_backward(GPT *model, float loss_scale);
+// forward, scaled by loss_scale (1/grad_accum for accumulation). -1 when the
+// last forward had no targets or was already backpropagated.
+int gpt_backward(GPT *model, float loss_scale, char *err, size_t errlen);
 
 // Weights as the safetensors file of the contract (names, shapes, metadata).
 // Written atomically: temporary file, fsync, rename.
 int gpt_save(const GPT *model, const char *path, char *err, size_t errlen);
 // Loads a weights file, creating the model from its metadata. Every name,
-// dtype, shape and offset is checked; extra tensors are an error unless
+// dtype and shape is checked against the metadata before the model is
+// allocated, every value must be finite; extra tensors are an error unless
 // allow_extra is set (a training checkpoint carrying optimizer state).
 int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen);
 
-// The same file with extra tensors after the weights (optimizer state,
-// the debug state's inputs/targets/loss/grad.*), same metadata.
+// The same file with extra tensors after the weights and extra metadata
+// after the model's: a training checkpoint (AdamW moments, step, ...) and a
+// debug state (inputs, targets, loss, grad.*) are written only through here.
 int gpt_save_with(const GPT *model, const char *path, const StTensorOut *extra, int n_extra,
-                  char *err, size_t errlen);
+                  const StMeta *extra_meta, int n_extra_meta, char *err, size_t errlen);
+// Tensor name of an open file, checked to be F32 with the shape of entry e
+// and finite, copied into dst (numel floats). The one check of a stored
+// tensor: parameters, and the optimizer state that has their shapes.
+int gpt_read_tensor(const StFile *file, const char *name, const ParamEntry *e, float *dst,
+                    char *err, size_t errlen);
+// The parameters of an open file whose metadata describes this model's
+// configuration (a key that differs is named), every tensor checked.
+int gpt_read_params(GPT *model, const StFile *file, char *err, size_t errlen);
+// 0 if every model key of a and b has the same value, else -1 and *key names the first that differs.
+int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, const char **key);
 // The weights file's __metadata__ for this model, as key/value strings:
 // format=pt, then every key of the model-key table (docs/FORMAT.md).
 #define GPT_META_MAX 32
@@ -166,7 +184,8 @@ void kv_cache_free(KVCache *cache);
 int kv_cache_len(const KVCache *cache);       // positions filled so far
 void kv_cache_reset(KVCache *cache);
 // Feeds one token at position kv_cache_len(cache); writes the V logits of that position.
-// Returns -1 if the cache is full.
-int gpt_decode_step(GPT *model, KVCache *cache, int token, float *logits);
+// -1 with a message if the cache is full, belongs to another model, or the
+// token is outside the vocabulary.
+int gpt_decode_step(GPT *model, KVCache *cache, int token, float *logits, char *err, size_t errlen);
 
 #endif

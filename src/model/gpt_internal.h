@@ -75,10 +75,14 @@ struct GPT {
 };
 
 // params.c
-int params_build(GPT *m, char *err, size_t errlen);  // table, buffers, pointers
+int params_build_table(GPT *m, char *err, size_t errlen);  // the table (entries, offsets) only
+int params_alloc(GPT *m, char *err, size_t errlen);        // buffers and named pointers
 void params_init(GPT *m, uint64_t seed);
 void params_free(GPT *m);
-// gpt.c: creates a model without initialising the parameters (gpt_load)
+// gpt.c: a model's description (config, scheme, parameter table) without
+// any buffer, to check a file against before allocating (gpt_load); and a
+// whole model with uninitialised parameters.
+int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen);
 int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen);
 
 #endif

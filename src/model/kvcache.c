@@ -105,10 +105,15 @@ static void attend_one(KVCache *kv, const float *q, const float *keys, const flo
     }
 }
 
-int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits) {
+int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits, char *err, size_t errlen) {
     const GPTConfig *c = &m->cfg;
     int C = c->d_model, pos = kv->len;
-    if (kv->model != m || pos >= kv->max_len || token < 0 || token >= c->vocab_size) return -1;
+    if (kv->model != m) { snprintf(err, errlen, "decode: the KV cache belongs to another model"); return -1; }
+    if (pos >= kv->max_len) { snprintf(err, errlen, "decode: the KV cache is full (%d positions)", kv->max_len); return -1; }
+    if (token < 0 || token >= c->vocab_size) {
+        snprintf(err, errlen, "decode: token %d is outside the vocabulary (%d)", token, c->vocab_size);
+        return -1;
+    }
     float mean, rstd;
     // x = wte[token] (+ P[pos])
     memcpy(kv->x, m->p.wte + (size_t)token * C, (size_t)C * sizeof(float));

@@ -87,20 +87,25 @@ static float *alloc_floats(size_t n) {
     return p;
 }
 
-int params_build(GPT *m, char *err, size_t errlen) {
+int params_build_table(GPT *m, char *err, size_t errlen) {
     int L = m->cfg.n_layer;
     m->n_pos_params = m->pos->params ? m->pos->params(&m->cfg, m->pos_params) : 0;
     m->entries = calloc((size_t)1 + POS_MAX_PARAMS + 12 * (size_t)L + 2, sizeof(ParamEntry));
-    m->p.h = calloc((size_t)L, sizeof(LayerTensors));
-    m->g.h = calloc((size_t)L, sizeof(LayerTensors));
-    if (!m->entries || !m->p.h || !m->g.h) {
+    if (!m->entries) {
         snprintf(err, errlen, "out of memory for the parameter table");
         return -1;
     }
     build_table(m);
+    return 0;
+}
+
+int params_alloc(GPT *m, char *err, size_t errlen) {
+    int L = m->cfg.n_layer;
+    m->p.h = calloc((size_t)L, sizeof(LayerTensors));
+    m->g.h = calloc((size_t)L, sizeof(LayerTensors));
     m->params = alloc_floats(m->num_params);
     m->grads = alloc_floats(m->num_params);
-    if (!m->params || !m->grads) {
+    if (!m->p.h || !m->g.h || !m->params || !m->grads) {
         snprintf(err, errlen, "out of memory for %zu parameters", m->num_params);
         return -1;
     }

@@ -3,12 +3,10 @@
 // size is checked before any tensor is handed out, so a corrupt file gives
 // one clear error line and never a crash.
 #include <errno.h>
-#include <fcntl.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include <cjson/cJSON.h>
 
@@ -163,6 +161,11 @@ static int parse_tensor(const cJSON *o, StTensor *t, Range *r, const char *path,
         snprintf(err, errlen, "%s: tensor name too long (%.40s...)", path, name);
         return -1;
     }
+    for (const unsigned char *c = (const unsigned char *)name; *c; c++)
+        if (*c < 0x20 || *c == 0x7f) {   // would break the one-line messages that name it
+            snprintf(err, errlen, "%s: a tensor name holds control character 0x%02x", path, *c);
+            return -1;
+        }
     snprintf(t->name, sizeof t->name, "%s", name);
     const cJSON *dtype = cJSON_GetObjectItemCaseSensitive(o, "dtype");
     const cJSON *shape = cJSON_GetObjectItemCaseSensitive(o, "shape");
@@ -330,17 +333,25 @@ int st_open(StFile **out, const char *path, char *err, size_t errlen) {
         st_close(f);
         return -1;
     }
-    long size = -1;
-    if (fseek(fp, 0, SEEK_END) == 0) size = ftell(fp);
-    if (size < 0 || fseek(fp, 0, SEEK_SET) != 0) {
-        snprintf(err, errlen, "%s: cannot determine the file size", path);
+    // The whole file is read (its size is what the disk holds, so nothing
+    // is sized from the header before the header is checked against it).
+    struct stat st;
+    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
         fclose(fp);
         st_close(f);
         return -1;
     }
+    long size = (long)st.st_size;
     f->buf = malloc(size > 0 ? (size_t)size : 1);
-    if (!f->buf || fread(f->buf, 1, (size_t)size, fp) != (size_t)size) {
-        snprintf(err, errlen, "%s: cannot read %ld bytes", path, size);
+    if (!f->buf) {
+        snprintf(err, errlen, "%s: out of memory for %ld bytes", path, size);
+        fclose(fp);
+        st_close(f);
+        return -1;
+    }
+    if (fread(f->buf, 1, (size_t)size, fp) != (size_t)size) {
+        snprintf(err, errlen, "%s: read error (%s)", path, ferror(fp) ? strerror(errno) : "file shrank");
         fclose(fp);
         st_close(f);
         return -1;

@@ -3,6 +3,7 @@
 // with every name, dtype and shape checked. The only code that writes or
 // checks that format: training checkpoints and debug states are weights
 // files with extra tensors and metadata, written and read through here.
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,33 +24,34 @@ void gpt_metadata(const GPT *m, GPTMetadata *md) {
 }
 
 int gpt_save_with(const GPT *m, const char *path, const StTensorOut *extra, int n_extra,
-                  char *err, size_t errlen) {
-    int n = m->n_entries + (n_extra > 0 ? n_extra : 0);
+                  const StMeta *extra_meta, int n_extra_meta, char *err, size_t errlen) {
+    if (n_extra < 0 || n_extra_meta < 0 || n_extra_meta > GPT_META_MAX) {
+        snprintf(err, errlen, "%s: bad count of extra tensors or metadata", path);
+        return -1;
+    }
+    int n = m->n_entries + n_extra;
     StTensorOut *t = calloc((size_t)n, sizeof(StTensorOut));
     if (!t) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
     for (int i = 0; i < m->n_entries; i++) {
         const ParamEntry *e = &m->entries[i];
-        t[i].name = e->name;
-        t[i].dtype = ST_F32;
-        t[i].ndim = e->ndim;
-        t[i].shape[0] = e->shape[0];
-        t[i].shape[1] = e->shape[1];
-        t[i].data = m->params + e->offset;
+        t[i] = (StTensorOut){.name = e->name, .dtype = ST_F32, .ndim = e->ndim,
+                             .shape = {e->shape[0], e->shape[1]}, .data = m->params + e->offset};
     }
     for (int i = 0; i < n_extra; i++) t[m->n_entries + i] = extra[i];
     GPTMetadata md;
     gpt_metadata(m, &md);
-    int rc = st_write(path, t, n, md.items, md.count, err, errlen);
+    StMeta meta[2 * GPT_META_MAX];
+    memcpy(meta, md.items, (size_t)md.count * sizeof *meta);
+    for (int i = 0; i < n_extra_meta; i++) meta[md.count + i] = extra_meta[i];
+    int rc = st_write(path, t, n, meta, md.count + n_extra_meta, err, errlen);
     free(t);
     return rc;
 }
 
 int gpt_save(const GPT *m, const char *path, char *err, size_t errlen) {
-    return gpt_save_with(m, path, NULL, 0, err, errlen);
+    return gpt_save_with(m, path, NULL, 0, NULL, 0, err, errlen);
 }
 
-// Every key of the table from the metadata, parsed and range-checked by the
-// table; a key written before it existed takes its if_absent value.
 int gpt_config_from_file(const StFile *f, GPTConfig *c, char *err, size_t errlen) {
     const char *path = st_path(f);
     memset(c, 0, sizeof *c);
@@ -80,50 +82,112 @@ static void format_shape(char *buf, size_t n, int ndim, const int64_t *shape) {
     if (k < n) snprintf(buf + k, n - k, "]");
 }
 
+// Tensor name of an open file: F32 with the shape of e (no data read).
+static int check_tensor(const StFile *f, const char *name, const ParamEntry *e, char *err, size_t errlen) {
+    const char *path = st_path(f);
+    const StTensor *t = st_find(f, name);
+    if (!t) { snprintf(err, errlen, "%s: missing tensor %s", path, name); return -1; }
+    if (t->dtype != ST_F32) {
+        snprintf(err, errlen, "%s: tensor %s has dtype %s, expected F32", path, name, st_dtype_name(t->dtype));
+        return -1;
+    }
+    int64_t want[2] = {e->shape[0], e->shape[1]};
+    if (t->ndim != e->ndim || t->shape[0] != want[0] || (e->ndim == 2 && t->shape[1] != want[1])) {
+        char got_s[96], want_s[96];
+        format_shape(got_s, sizeof got_s, t->ndim, t->shape);
+        format_shape(want_s, sizeof want_s, e->ndim, want);
+        snprintf(err, errlen, "%s: tensor %s has shape %s, expected %s", path, name, got_s, want_s);
+        return -1;
+    }
+    return 0;
+}
+
+int gpt_read_tensor(const StFile *f, const char *name, const ParamEntry *e, float *dst, char *err, size_t errlen) {
+    if (check_tensor(f, name, e, err, errlen) != 0) return -1;
+    memcpy(dst, st_find(f, name)->data, e->numel * sizeof(float));   // the file's data may be unaligned
+    for (size_t i = 0; i < e->numel; i++)
+        if (!isfinite(dst[i])) {
+            snprintf(err, errlen, "%s: tensor %s holds %s at index %zu", st_path(f), name,
+                     isnan(dst[i]) ? "NaN" : "an infinity", i);
+            return -1;
+        }
+    return 0;
+}
+
+int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, const char **key) {
+    const ModelKey *keys;
+    int n_keys = gpt_model_keys(&keys);
+    for (int k = 0; k < n_keys; k++) {
+        char va[64], vb[64];
+        gpt_config_get(a, k, va, sizeof va);
+        gpt_config_get(b, k, vb, sizeof vb);
+        if (strcmp(va, vb) != 0) { *key = keys[k].name; return -1; }
+    }
+    return 0;
+}
+
+int gpt_read_params(GPT *m, const StFile *f, char *err, size_t errlen) {
+    GPTConfig file_cfg;
+    const char *key;
+    if (gpt_config_from_file(f, &file_cfg, err, errlen) != 0) return -1;
+    gpt_config_resolve(&file_cfg);
+    if (gpt_config_diff(&file_cfg, &m->cfg, &key) != 0) {
+        char in_file[64], in_model[64];
+        int k = gpt_model_key_find(key);
+        gpt_config_get(&file_cfg, k, in_file, sizeof in_file);
+        gpt_config_get(&m->cfg, k, in_model, sizeof in_model);
+        snprintf(err, errlen, "%s: %s is %s in the file but %s in this run", st_path(f), key, in_file, in_model);
+        return -1;
+    }
+    for (int i = 0; i < m->n_entries; i++) {
+        const ParamEntry *e = &m->entries[i];
+        if (gpt_read_tensor(f, e->name, e, m->params + e->offset, err, errlen) != 0) return -1;
+    }
+    return 0;
+}
+
+// Every tensor of m's table present in f with its dtype and shape, and (unless
+// allow_extra) nothing else. Runs on a model description, before any buffer
+// is sized: the file then holds all the data the model will be built from.
+static int check_file_tensors(const GPT *m, const StFile *f, int allow_extra, char *err, size_t errlen) {
+    for (int i = 0; i < m->n_entries; i++)
+        if (check_tensor(f, m->entries[i].name, &m->entries[i], err, errlen) != 0) return -1;
+    if (!allow_extra)
+        for (int i = 0; i < st_num_tensors(f); i++) {
+            const char *name = st_tensor_at(f, i)->name;
+            if (!gpt_find_param(m, name)) {
+                snprintf(err, errlen, "%s: unexpected tensor %s (not a parameter of pos=%s)", st_path(f), name,
+                         pos_kind_name(m->cfg.pos));
+                return -1;
+            }
+        }
+    return 0;
+}
+
 int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen) {
     *model = NULL;
     StFile *f;
     if (st_open(&f, path, err, errlen) != 0) return -1;
     GPTConfig cfg;
-    GPT *m = NULL;
-    if (gpt_config_from_file(f, &cfg, err, errlen) != 0) goto fail;
+    GPT *shell = NULL, *m = NULL;
     char msg[256];
+    if (gpt_config_from_file(f, &cfg, err, errlen) != 0) goto fail;
+    if (gpt_describe(&shell, &cfg, msg, sizeof msg) != 0) {
+        snprintf(err, errlen, "%s: %s", path, msg);
+        goto fail;
+    }
+    if (check_file_tensors(shell, f, allow_extra, err, errlen) != 0) goto fail;
     if (gpt_create_uninit(&m, &cfg, msg, sizeof msg) != 0) {
         snprintf(err, errlen, "%s: %s", path, msg);
         goto fail;
     }
-    for (int i = 0; i < m->n_entries; i++) {
-        const ParamEntry *e = &m->entries[i];
-        const StTensor *t = st_find(f, e->name);
-        if (!t) { snprintf(err, errlen, "%s: missing tensor %s", path, e->name); goto fail; }
-        if (t->dtype != ST_F32) {
-            snprintf(err, errlen, "%s: tensor %s has dtype %s, expected F32", path, e->name, st_dtype_name(t->dtype));
-            goto fail;
-        }
-        int64_t want[2] = {e->shape[0], e->shape[1]};
-        if (t->ndim != e->ndim || t->shape[0] != want[0] || (e->ndim == 2 && t->shape[1] != want[1])) {
-            char got_s[96], want_s[96];
-            format_shape(got_s, sizeof got_s, t->ndim, t->shape);
-            format_shape(want_s, sizeof want_s, e->ndim, want);
-            snprintf(err, errlen, "%s: tensor %s has shape %s, expected %s", path, e->name, got_s, want_s);
-            goto fail;
-        }
-        memcpy(m->params + e->offset, t->data, e->numel * sizeof(float));
-    }
-    if (!allow_extra) {
-        for (int i = 0; i < st_num_tensors(f); i++) {
-            const char *name = st_tensor_at(f, i)->name;
-            if (!gpt_find_param(m, name)) {
-                snprintf(err, errlen, "%s: unexpected tensor %s (not a parameter of pos=%s)", path, name,
-                         pos_kind_name(cfg.pos));
-                goto fail;
-            }
-        }
-    }
+    if (gpt_read_params(m, f, err, errlen) != 0) goto fail;
+    gpt_free(shell);
     st_close(f);
     *model = m;
     return 0;
 fail:
+    gpt_free(shell);
     gpt_free(m);
     st_close(f);
     return -1;

@@ -1,8 +1,12 @@
-// checkpoint.c: writes and reads training checkpoints and the debug-state
-// file (layouts in checkpoint.h), on top of safetensors.h.
+// checkpoint.c: training checkpoints and the debug-state file (layouts in
+// checkpoint.h): weights files with extra tensors and metadata, written with
+// gpt_save_with and read with gpt_read_params / gpt_read_tensor, so the
+// format and its checks have one home in src/model.
 #include "train/checkpoint.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,15 +20,15 @@ static StTensorOut tensor_out(const char *name, const ParamEntry *e, const float
 
 // Test hook (tests/test_train_run.c): ROPELAB_TEST_CRASH_IN_SAVE=K makes the
 // process die in the middle of writing the checkpoint of step K, as a kill
-// would: half of PATH.tmp is on disk, PATH itself is untouched.
-static void maybe_crash_in_save(const char *path, int step, const StTensorOut *t, int n,
+// would: half of a temporary PATH.tmp.crash0 is on disk, PATH itself is untouched.
+static void maybe_crash_in_save(const char *path, int step, GPT *model, const StTensorOut *t, int n,
                                 const StMeta *meta, int n_meta) {
     const char *hook = getenv("ROPELAB_TEST_CRASH_IN_SAVE");
     if (!hook || atoi(hook) != step) return;
     char full[1200], tmp[1200], err[256];
     snprintf(full, sizeof full, "%s.crashtest", path);
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    if (st_write(full, t, n, meta, n_meta, err, sizeof err) == 0) {
+    snprintf(tmp, sizeof tmp, "%s.tmp.crash0", path);
+    if (gpt_save_with(model, full, t, n, meta, n_meta, err, sizeof err) == 0) {
         FILE *in = fopen(full, "rb"), *out = fopen(tmp, "wb");
         if (in && out) {
             fseek(in, 0, SEEK_END);
@@ -44,71 +48,60 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
                     char *err, size_t errlen) {
     const ParamEntry *entries;
     int n = gpt_param_entries(model, &entries);
-    StTensorOut *t = calloc((size_t)3 * n, sizeof *t);
+    StTensorOut *t = calloc((size_t)2 * n, sizeof *t);
     char (*names)[80] = calloc((size_t)2 * n, sizeof *names);
     if (!t || !names) {
         free(t); free(names);
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    const float *params = gpt_params(model);
     for (int i = 0; i < n; i++) {
         snprintf(names[2 * i], 80, "adamw.m.%s", entries[i].name);
         snprintf(names[2 * i + 1], 80, "adamw.v.%s", entries[i].name);
-        t[i] = tensor_out(entries[i].name, &entries[i], params);
-        t[n + 2 * i] = tensor_out(names[2 * i], &entries[i], opt->m);
-        t[n + 2 * i + 1] = tensor_out(names[2 * i + 1], &entries[i], opt->v);
+        t[2 * i] = tensor_out(names[2 * i], &entries[i], opt->m);
+        t[2 * i + 1] = tensor_out(names[2 * i + 1], &entries[i], opt->v);
     }
-    GPTMetadata md;
-    gpt_metadata(model, &md);
-    StMeta meta[GPT_META_MAX + 5];
-    int n_meta = md.count;
-    memcpy(meta, md.items, (size_t)md.count * sizeof *meta);
     char step[32], rng[128], elapsed[32], hash[32];
     snprintf(step, sizeof step, "%d", state->step);
     snprintf(rng, sizeof rng, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
              state->data_rng.s[0], state->data_rng.s[1], state->data_rng.s[2], state->data_rng.s[3]);
     snprintf(elapsed, sizeof elapsed, "%.3f", state->elapsed_s);
     snprintf(hash, sizeof hash, "%016" PRIx64, state->config_hash);
-    meta[n_meta++] = (StMeta){"ropelab_checkpoint", "1"};
-    meta[n_meta++] = (StMeta){"step", step};
-    meta[n_meta++] = (StMeta){"data_rng", rng};
-    meta[n_meta++] = (StMeta){"elapsed_s", elapsed};
-    meta[n_meta++] = (StMeta){"config_hash", hash};
-    maybe_crash_in_save(path, state->step, t, 3 * n, meta, n_meta);
-    int rc = st_write(path, t, 3 * n, meta, n_meta, err, errlen);
+    StMeta meta[] = {{"ropelab_checkpoint", "1"}, {"step", step}, {"data_rng", rng},
+                     {"elapsed_s", elapsed}, {"config_hash", hash}};
+    int n_meta = (int)(sizeof meta / sizeof meta[0]);
+    maybe_crash_in_save(path, state->step, model, t, 2 * n, meta, n_meta);
+    int rc = gpt_save_with(model, path, t, 2 * n, meta, n_meta, err, errlen);
     free(t);
     free(names);
     return rc;
 }
 
-// Copies tensor name of f into dst after checking dtype and shape against e.
-static int read_tensor(const StFile *f, const char *name, const ParamEntry *e, float *dst,
-                       char *err, size_t errlen) {
-    const StTensor *t = st_find(f, name);
-    if (!t) {
-        snprintf(err, errlen, "%s: tensor %s is missing", st_path(f), name);
-        return -1;
-    }
-    int ok = t->dtype == ST_F32 && t->ndim == e->ndim;
-    for (int d = 0; ok && d < e->ndim; d++) ok = t->shape[d] == e->shape[d];
-    if (!ok || t->nbytes != e->numel * sizeof(float)) {
-        snprintf(err, errlen, "%s: tensor %s has the wrong dtype or shape for this configuration", st_path(f), name);
-        return -1;
-    }
-    memcpy(dst, t->data, t->nbytes);
+// A whole decimal number in [lo, hi], nothing else.
+static int parse_long(const char *s, long long lo, long long hi, long long *out) {
+    if (!s || !*s) return -1;
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || *end || v < lo || v > hi) return -1;
+    *out = v;
     return 0;
 }
 
-static int meta_int(const StFile *f, const char *key, long long *out, char *err, size_t errlen) {
-    const char *s = st_meta(f, key);
-    char *end;
-    if (s) *out = strtoll(s, &end, 10);
-    if (!s || !*s || *end) {
-        snprintf(err, errlen, "%s: metadata '%s' is missing or not an integer", st_path(f), key);
-        return -1;
+// Four whole decimal uint64, one space apart, not all zero (the one state
+// xoshiro256** never leaves: a loader would draw the same window forever).
+static int parse_rng(const char *s, Rng *rng) {
+    if (!s) return -1;
+    for (int i = 0; i < 4; i++) {
+        if (!(*s >= '0' && *s <= '9')) return -1;
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(s, &end, 10);
+        if (errno || (i < 3 ? *end != ' ' : *end != 0)) return -1;
+        rng->s[i] = v;
+        s = end + (i < 3);
     }
-    return 0;
+    return (rng->s[0] | rng->s[1] | rng->s[2] | rng->s[3]) ? 0 : -1;
 }
 
 int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
@@ -117,10 +110,11 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
     if (st_open(&f, path, err, errlen)) return -1;
     int rc = -1;
     const char *marker = st_meta(f, "ropelab_checkpoint");
-    const char *rng = st_meta(f, "data_rng"), *hash = st_meta(f, "config_hash");
-    const char *elapsed = st_meta(f, "elapsed_s");
+    const char *hash = st_meta(f, "config_hash"), *elapsed = st_meta(f, "elapsed_s");
     long long step;
-    char want_hash[32];
+    char want_hash[32], *end;
+    double elapsed_s = 0.0;
+    Rng rng;
     snprintf(want_hash, sizeof want_hash, "%016" PRIx64, state->config_hash);
     const ParamEntry *entries;
     int n = gpt_param_entries(model, &entries);
@@ -133,10 +127,18 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
                  "the model or data settings were changed", path, hash ? hash : "(none)", want_hash);
         goto done;
     }
-    if (meta_int(f, "step", &step, err, errlen)) goto done;
-    if (!rng || sscanf(rng, "%" SCNu64 " %" SCNu64 " %" SCNu64 " %" SCNu64, &state->data_rng.s[0],
-                       &state->data_rng.s[1], &state->data_rng.s[2], &state->data_rng.s[3]) != 4) {
-        snprintf(err, errlen, "%s: metadata 'data_rng' is missing or malformed", path);
+    // A checkpoint is written after an update, so step >= 1; the largest is the key's range.
+    if (parse_long(st_meta(f, "step"), 1, CHECKPOINT_MAX_STEP, &step) != 0) {
+        snprintf(err, errlen, "%s: metadata 'step' is missing or not a whole number in 1..%d", path,
+                 CHECKPOINT_MAX_STEP);
+        goto done;
+    }
+    if (parse_rng(st_meta(f, "data_rng"), &rng) != 0) {
+        snprintf(err, errlen, "%s: metadata 'data_rng' is missing or not 4 decimal uint64 (not all zero)", path);
+        goto done;
+    }
+    if (elapsed && (!*elapsed || !((elapsed_s = strtod(elapsed, &end)) >= 0.0) || *end || !isfinite(elapsed_s))) {
+        snprintf(err, errlen, "%s: metadata 'elapsed_s' is not a non-negative number", path);
         goto done;
     }
     if (st_num_tensors(f) != 3 * n) {
@@ -144,18 +146,23 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
                  path, st_num_tensors(f), 3 * n);
         goto done;
     }
-    float *params = gpt_params(model);
+    if (gpt_read_params(model, f, err, errlen) != 0) goto done;
     for (int i = 0; i < n; i++) {
         char name[96];
         const ParamEntry *e = &entries[i];
-        if (read_tensor(f, e->name, e, params + e->offset, err, errlen)) goto done;
         snprintf(name, sizeof name, "adamw.m.%s", e->name);
-        if (read_tensor(f, name, e, opt->m + e->offset, err, errlen)) goto done;
+        if (gpt_read_tensor(f, name, e, opt->m + e->offset, err, errlen)) goto done;
         snprintf(name, sizeof name, "adamw.v.%s", e->name);
-        if (read_tensor(f, name, e, opt->v + e->offset, err, errlen)) goto done;
+        if (gpt_read_tensor(f, name, e, opt->v + e->offset, err, errlen)) goto done;
+        for (size_t k = 0; k < e->numel; k++)
+            if (opt->v[e->offset + k] < 0.0f) {   // a mean of squares
+                snprintf(err, errlen, "%s: tensor %s holds a negative value at index %zu", path, name, k);
+                goto done;
+            }
     }
     state->step = (int)step;
-    state->elapsed_s = elapsed ? atof(elapsed) : 0.0;
+    state->data_rng = rng;
+    state->elapsed_s = elapsed_s;
     rc = 0;
 done:
     st_close(f);
@@ -166,7 +173,7 @@ int debug_state_save(const char *path, GPT *model, const int *inputs, const int 
                      int B, int T, float loss, char *err, size_t errlen) {
     const ParamEntry *entries;
     int n = gpt_param_entries(model, &entries);
-    StTensorOut *t = calloc((size_t)2 * n + 3, sizeof *t);
+    StTensorOut *t = calloc((size_t)n + 3, sizeof *t);
     char (*names)[80] = calloc((size_t)n, sizeof *names);
     if (!t || !names) {
         free(t); free(names);
@@ -175,15 +182,12 @@ int debug_state_save(const char *path, GPT *model, const int *inputs, const int 
     }
     for (int i = 0; i < n; i++) {
         snprintf(names[i], 80, "grad.%s", entries[i].name);
-        t[i] = tensor_out(entries[i].name, &entries[i], gpt_params(model));
-        t[n + i] = tensor_out(names[i], &entries[i], gpt_grads(model));
+        t[i] = tensor_out(names[i], &entries[i], gpt_grads(model));
     }
-    t[2 * n] = (StTensorOut){.name = "inputs", .dtype = ST_I32, .ndim = 2, .shape = {B, T}, .data = inputs};
-    t[2 * n + 1] = (StTensorOut){.name = "targets", .dtype = ST_I32, .ndim = 2, .shape = {B, T}, .data = targets};
-    t[2 * n + 2] = (StTensorOut){.name = "loss", .dtype = ST_F32, .ndim = 1, .shape = {1}, .data = &loss};
-    GPTMetadata md;
-    gpt_metadata(model, &md);
-    int rc = st_write(path, t, 2 * n + 3, md.items, md.count, err, errlen);
+    t[n] = (StTensorOut){.name = "inputs", .dtype = ST_I32, .ndim = 2, .shape = {B, T}, .data = inputs};
+    t[n + 1] = (StTensorOut){.name = "targets", .dtype = ST_I32, .ndim = 2, .shape = {B, T}, .data = targets};
+    t[n + 2] = (StTensorOut){.name = "loss", .dtype = ST_F32, .ndim = 1, .shape = {1}, .data = &loss};
+    int rc = gpt_save_with(model, path, t, n + 3, NULL, 0, err, errlen);
     free(t);
     free(names);
     return rc;

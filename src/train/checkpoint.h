@@ -9,8 +9,8 @@
 //     uint64 of the loader's xoshiro state, space separated), elapsed_s,
 //     config_hash (options_model_hash, hex).
 // gpt_load(path, allow_extra = 1) reads it as a weights file too.
-// Files are written with st_write: temporary file, fsync, rename, so a crash
-// at any moment leaves the previous checkpoint whole.
+// Files are written with gpt_save_with (st_write: temporary file, fsync,
+// rename), so a crash at any moment leaves the previous checkpoint whole.
 #ifndef ROPELAB_TRAIN_CHECKPOINT_H
 #define ROPELAB_TRAIN_CHECKPOINT_H
 
@@ -29,12 +29,17 @@ typedef struct {
     uint64_t config_hash;
 } TrainState;
 
+// The largest step a checkpoint may hold (the range of the `steps` key).
+#define CHECKPOINT_MAX_STEP 1000000000
+
 int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainState *state,
                     char *err, size_t errlen);
 
 // Loads into an existing model and optimizer built from the same options.
 // Checks the format marker, config_hash (against state->config_hash on entry),
-// every tensor's dtype and shape, and that nothing is missing or extra.
+// step (1..CHECKPOINT_MAX_STEP), data_rng (4 uint64, not all zero), the
+// model keys of the metadata, every tensor's dtype, shape and finiteness
+// (v >= 0), and that nothing is missing or extra.
 int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
                     char *err, size_t errlen);
 

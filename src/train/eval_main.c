@@ -72,37 +72,47 @@ int main(int argc, char **argv) {
     threads_set(a.threads);
     char err[512];
     GPT *model = NULL;
-    if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); return 1; }
+    DataLoader dl;
+    int dl_open = 0, rc = 1;
+    if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); goto done; }
     const GPTConfig *cfg = gpt_config(model);
     int T = a.seq_len ? a.seq_len : cfg->block_size;
     if (T > gpt_max_positions(model)) {
         fprintf(stderr, "eval: %s: pos=%s has at most %d positions; --seq-len %d is not possible\n",
                 a.weights, pos_kind_name(cfg->pos), gpt_max_positions(model), T);
-        return 2;
+        rc = 2;
+        goto done;
     }
-    DataLoader dl;
     if (loader_open(&dl, a.data, a.batch_size, T, 0, cfg->vocab_size, err, sizeof err)) {
         fprintf(stderr, "eval: %s\n", err);
-        return 1;
+        goto done;
     }
+    dl_open = 1;
     size_t windows = loader_num_eval_windows(&dl);
     size_t batches = a.batches ? (size_t)a.batches : windows / (size_t)a.batch_size;
     if (batches == 0) {
         fprintf(stderr, "eval: %s: %zu windows of %d tokens is fewer than one batch of %d\n",
                 a.data, windows, T, a.batch_size);
-        return 1;
+        goto done;
     }
-    if (gpt_alloc_activations(model, a.batch_size, T, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); return 1; }
+    if (gpt_alloc_activations(model, a.batch_size, T, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); goto done; }
     double sum = 0.0;
     for (size_t k = 0; k < batches; k++) {
+        float loss;
         loader_eval_batch(&dl, k);
-        sum += gpt_forward(model, dl.inputs, dl.targets, a.batch_size, T);
+        if (gpt_forward(model, dl.inputs, dl.targets, a.batch_size, T, &loss, err, sizeof err) != 0) {
+            fprintf(stderr, "eval: %s: %s\n", a.data, err);
+            goto done;
+        }
+        sum += loss;
     }
     double loss = sum / (double)batches;
     printf("eval: weights=%s data=%s pos=%s seq_len=%d windows=%zu tokens=%zu loss=%.6f ppl=%.4f\n",
            a.weights, a.data, pos_kind_name(cfg->pos), T, batches * a.batch_size,
            batches * a.batch_size * (size_t)T, loss, exp(loss));
-    loader_close(&dl);
+    rc = 0;
+done:
+    if (dl_open) loader_close(&dl);
     gpt_free(model);
-    return 0;
+    return rc;
 }

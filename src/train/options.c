@@ -388,6 +388,12 @@ int options_model_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg
     return blame(opt, keys[0], keys[1], err, errlen, "%s", msg);
 }
 
+int options_check_batch(const TrainOptions *opt, const GPTConfig *cfg, char *err, size_t errlen) {
+    char msg[512];
+    if (gpt_check_batch(cfg, opt->batch_size, cfg->block_size, msg, sizeof msg) == 0) return 0;
+    return blame(opt, "batch_size", "block_size", err, errlen, "%s", msg);
+}
+
 int options_check(TrainOptions *opt, char *err, size_t errlen) {
     // The model's rules before the tokenizer is read: vocab_size 1 leaves out
     // nothing but its own size (trainer checks again with the real one).

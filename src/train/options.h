@@ -71,6 +71,10 @@ int options_set(TrainOptions *opt, const char *name, const char *value, int line
 // that was set last among the keys involved.
 int options_check(TrainOptions *opt, char *err, size_t errlen);
 
+// Whether batches of batch_size x block_size fit cfg (options_model_config's),
+// the message naming where batch_size or block_size came from.
+int options_check_batch(const TrainOptions *opt, const GPTConfig *cfg, char *err, size_t errlen);
+
 // The model's rules once vocab_size is known (model too large ...), with the
 // message naming where the keys involved came from. Fills *cfg.
 int options_model_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg, char *err, size_t errlen);

@@ -12,17 +12,38 @@
 
 #include <stddef.h>
 #include <stdio.h>
+#include <sys/types.h>
+
+//
+// Writing: a row goes to an in-memory queue, and every call writes the whole
+// queue at the end of the last row known to be whole on disk (truncating
+// any half-written row first). A failed write (disk full, I/O error) keeps
+// the rows queued and is retried at the next row, so a passing failure
+// leaves no gap and no spliced line; runlog_pending says how many rows are
+// still only in memory, and the trainer saves no checkpoint newer than the log.
 
 typedef struct {
-    FILE *f;
+    int fd;
+    off_t good_size;             // bytes of whole rows on disk
+    char *queue;                 // rows not yet on disk
+    size_t queue_len, queue_cap;
+    int n_queued, first_queued;  // how many, and the step of the first
+    int last_step;               // step of the last row handed in (-1: none)
+    char path[1024];
 } RunLog;
 
 // resume_step < 0: a new log (header only). Otherwise the existing log is cut
-// (atomically) after the last row whose step is <= resume_step.
+// (atomically) after the row of resume_step, and must hold every row 0..resume_step.
 int runlog_open(RunLog *log, const char *path, int resume_step, char *err, size_t errlen);
-// NAN for any value means "not measured" and leaves the field empty.
-void runlog_row(RunLog *log, int step, float train_loss, float val_loss, float lr, float grad_norm,
-                double tokens_per_s, double elapsed_s);
+// NAN for any value means "not measured" and leaves the field empty. Queues
+// the row and writes the queue: 0 when every row is on disk, -1 (err says
+// why) when rows remain queued for the next try.
+int runlog_row(RunLog *log, int step, float train_loss, float val_loss, float lr, float grad_norm,
+               double tokens_per_s, double elapsed_s, char *err, size_t errlen);
+// Tries to write the queue again (0: nothing left queued).
+int runlog_flush(RunLog *log, char *err, size_t errlen);
+int runlog_pending(const RunLog *log);   // rows only in memory
+// Closes the file; rows still queued are lost (the caller reports them).
 void runlog_close(RunLog *log);
 
 // Progress: on a terminal one line rewritten with \r every step; otherwise a

@@ -138,37 +138,47 @@ int main(int argc, char **argv) {
     char err[512];
     Tokenizer tok;
     GPT *model = NULL;
-    if (bpe_load(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); return 1; }
-    if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); return 1; }
+    KVCache *cache = NULL;
+    uint32_t *prompt_ids = NULL;
+    float *logits = NULL, *probs = NULL;
+    int *order = NULL, tok_loaded = 0, rc = 1;
+    if (bpe_load(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
+    tok_loaded = 1;
+    if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
     const GPTConfig *cfg = gpt_config(model);
     if (cfg->vocab_size != tok.vocab_size) {
         fprintf(stderr, "sample: %s: vocabulary size %d does not match the tokenizer %s (%d)\n",
                 a.weights, cfg->vocab_size, a.tokenizer, tok.vocab_size);
-        return 1;
+        goto done;
     }
     size_t plen = strlen(a.prompt);
-    uint32_t *prompt_ids = malloc((plen + 1) * sizeof *prompt_ids);
+    int V = cfg->vocab_size;
+    prompt_ids = malloc((plen + 1) * sizeof *prompt_ids);
+    logits = malloc((size_t)V * sizeof *logits);
+    probs = malloc((size_t)V * sizeof *probs);
+    order = malloc((size_t)V * sizeof *order);
+    if (!prompt_ids || !logits || !probs || !order) { fprintf(stderr, "sample: out of memory\n"); goto done; }
     size_t n_prompt = 0;
     prompt_ids[n_prompt++] = (uint32_t)tok.eot_id;   // a sample starts a new document
     n_prompt += bpe_encode(&tok, (const uint8_t *)a.prompt, plen, prompt_ids + 1);
 
-    int max_len = (int)n_prompt + a.n_tokens;
-    if (max_len > gpt_max_positions(model)) max_len = gpt_max_positions(model);
-    if ((int)n_prompt > max_len) {
+    int max_len = n_prompt + (size_t)a.n_tokens > (size_t)gpt_max_positions(model)
+                      ? gpt_max_positions(model) : (int)n_prompt + a.n_tokens;
+    if (n_prompt > (size_t)max_len) {
         fprintf(stderr, "sample: the prompt (%zu tokens) is longer than the %d positions of this pos=%s model\n",
                 n_prompt, max_len, pos_kind_name(cfg->pos));
-        return 1;
+        goto done;
     }
-    KVCache *cache;
-    if (kv_cache_create(&cache, model, max_len, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); return 1; }
-    int V = cfg->vocab_size;
-    float *logits = malloc((size_t)V * sizeof *logits), *probs = malloc((size_t)V * sizeof *probs);
-    int *order = malloc((size_t)V * sizeof *order);
+    if (kv_cache_create(&cache, model, max_len, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
     Rng rng;
     rng_seed(&rng, a.seed);
 
     fwrite(a.prompt, 1, plen, stdout);
-    for (size_t i = 0; i < n_prompt; i++) gpt_decode_step(model, cache, (int)prompt_ids[i], logits);
+    for (size_t i = 0; i < n_prompt; i++)
+        if (gpt_decode_step(model, cache, (int)prompt_ids[i], logits, err, sizeof err) != 0) {
+            fprintf(stderr, "sample: %s\n", err);
+            goto done;
+        }
     int generated = 0;
     while (generated < a.n_tokens) {
         int next = sample_token(logits, V, a.temperature, a.top_k, probs, order, &rng);
@@ -176,15 +186,22 @@ int main(int argc, char **argv) {
         print_token(&tok, next);
         generated++;
         if (kv_cache_len(cache) >= max_len) break;
-        gpt_decode_step(model, cache, next, logits);
+        if (gpt_decode_step(model, cache, next, logits, err, sizeof err) != 0) {
+            printf("\n");
+            fprintf(stderr, "sample: %s\n", err);
+            goto done;
+        }
     }
     printf("\n");
     if (generated < a.n_tokens && kv_cache_len(cache) >= gpt_max_positions(model))
         fprintf(stderr, "sample: stopped at %d tokens: pos=%s has no position beyond it\n",
                 gpt_max_positions(model), pos_kind_name(cfg->pos));
+    rc = fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1;
+    if (rc) fprintf(stderr, "sample: writing the text failed\n");
+done:
     free(logits); free(probs); free(order); free(prompt_ids);
     kv_cache_free(cache);
     gpt_free(model);
-    bpe_free(&tok);
-    return 0;
+    if (tok_loaded) bpe_free(&tok);
+    return rc;
 }

@@ -1,22 +1,26 @@
-// trainer.c: the training run. Setup (tokenizer -> vocab_size, model, data
-// loaders, run directory or checkpoint), then the loop: per step, grad_accum
-// forward/backward passes, global-norm clipping, AdamW at the scheduled
-// learning rate, a log row, validation and checkpoints on schedule.
+// trainer.c: the training run. Setup (tokenizer -> vocab_size, the model's
+// rules, data loaders, then the model; the run directory, locked, new or
+// resumed), then the loop: per step, grad_accum forward/backward passes,
+// global-norm clipping, AdamW at the scheduled learning rate, a log row,
+// validation and checkpoints on schedule.
 #include "train/trainer.h"
 
 #include "common/threads.h"
 
-#include <cblas.h>
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <omp.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
+#include "common/fs.h"
 #include "data/bpe.h"
 #include "data/loader.h"
 #include "model/gpt.h"
@@ -34,10 +38,13 @@ typedef struct {
     int train_open, val_open;
     AdamW adamw;
     RunLog log;
+    int log_open;
+    int lock_fd;                     // flock'ed RUN_DIR/train.lock, -1 if none
     Progress progress;
     TrainState state;
     char path_ckpt[OPT_STR_MAX + 64], path_model[OPT_STR_MAX + 64];
     char path_log[OPT_STR_MAX + 64], path_config[OPT_STR_MAX + 64];
+    char path_lock[OPT_STR_MAX + 64];
 } Trainer;
 
 static volatile sig_atomic_t stop_signal = 0;
@@ -57,34 +64,9 @@ static void install_signal_handlers(void) {
     sigaction(SIGTERM, &sa, NULL);
 }
 
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 static int file_exists(const char *path) {
     struct stat st;
     return stat(path, &st) == 0;
-}
-
-// mkdir -p
-static int make_dirs(const char *path, char *err, size_t errlen) {
-    char buf[OPT_STR_MAX];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; ; p++) {
-        if (*p == '/' || *p == 0) {
-            char c = *p;
-            *p = 0;
-            if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-                snprintf(err, errlen, "%s: cannot create directory: %s", buf, strerror(errno));
-                return -1;
-            }
-            *p = c;
-            if (!c) break;
-        }
-    }
-    return 0;
 }
 
 static void trainer_free(Trainer *t) {
@@ -92,15 +74,18 @@ static void trainer_free(Trainer *t) {
     if (t->val_open) loader_close(&t->val);
     if (t->model) gpt_free(t->model);
     adamw_free(&t->adamw);
-    runlog_close(&t->log);
+    if (t->log_open) runlog_close(&t->log);
+    if (t->lock_fd >= 0) close(t->lock_fd);   // releases the flock
 }
 
-// Everything that does not write: tokenizer, model, loaders. Returns an exit status.
+// Everything that does not write: tokenizer, the model's rules with the real
+// vocab_size, the token files (opened and checked before anything large is
+// allocated), then the model and its activations. Returns an exit status.
 static int setup_model_and_data(Trainer *t, int need_val) {
     const TrainOptions *opt = t->opt;
+    const int B = opt->batch_size, T = opt->model.block_size;
     char err[1024];
     Tokenizer tok;
-    memset(&tok, 0, sizeof tok);
     if (bpe_load(&tok, opt->tokenizer, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         if (!file_exists(opt->tokenizer))
@@ -112,28 +97,27 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     bpe_free(&tok);
 
     GPTConfig cfg;
-    if (options_model_config(opt, t->vocab_size, &cfg, err, sizeof err) != 0) {
+    if (options_model_config(opt, t->vocab_size, &cfg, err, sizeof err) != 0 ||
+        options_check_batch(opt, &cfg, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_ECONFIG;
     }
-    if (gpt_create(&t->model, &cfg, opt->seed, err, sizeof err) != 0 ||
-        gpt_alloc_activations(t->model, opt->batch_size, opt->model.block_size, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        return TRAIN_EIO;
-    }
-    if (loader_open(&t->train, opt->train_file, opt->batch_size, opt->model.block_size, opt->seed,
-                    t->vocab_size, err, sizeof err) != 0) {
+    if (loader_open(&t->train, opt->train_file, B, T, opt->seed, t->vocab_size, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
     t->train_open = 1;
     if (need_val) {
-        if (loader_open(&t->val, opt->val_file, opt->batch_size, opt->model.block_size, opt->seed,
-                        t->vocab_size, err, sizeof err) != 0) {
+        if (loader_open(&t->val, opt->val_file, B, T, opt->seed, t->vocab_size, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             return TRAIN_EIO;
         }
         t->val_open = 1;
+    }
+    if (gpt_create(&t->model, &cfg, opt->seed, err, sizeof err) != 0 ||
+        gpt_alloc_activations(t->model, B, T, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return TRAIN_EIO;
     }
     return TRAIN_OK;
 }
@@ -143,11 +127,12 @@ static int run_debug_state(Trainer *t) {
     const TrainOptions *opt = t->opt;
     char err[1024];
     int B = opt->batch_size, T = opt->model.block_size;
+    float loss;
     loader_next_batch(&t->train);
     gpt_zero_grad(t->model);
-    float loss = gpt_forward(t->model, t->train.inputs, t->train.targets, B, T);
-    gpt_backward(t->model, 1.0f);
-    if (debug_state_save(t->args->debug_state, t->model, t->train.inputs, t->train.targets, B, T, loss,
+    if (gpt_forward(t->model, t->train.inputs, t->train.targets, B, T, &loss, err, sizeof err) != 0 ||
+        gpt_backward(t->model, 1.0f, err, sizeof err) != 0 ||
+        debug_state_save(t->args->debug_state, t->model, t->train.inputs, t->train.targets, B, T, loss,
                          err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
@@ -156,7 +141,58 @@ static int run_debug_state(Trainer *t) {
     return TRAIN_OK;
 }
 
-// The run directory: new (config.ini, fresh log) or resumed (checkpoint, cut log).
+// One ./train at a time in a run directory: an exclusive flock on
+// RUN_DIR/train.lock for the whole run (the kernel releases it when the
+// process ends, however it ends). The file holds the holder's pid, for the
+// message a second process prints.
+static int lock_run_dir(Trainer *t) {
+    char err[256];
+    t->lock_fd = open(t->path_lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (t->lock_fd < 0) {
+        fprintf(stderr, "%s: cannot create the lock file: %s\n", t->path_lock, strerror(errno));
+        return TRAIN_EIO;
+    }
+    if (flock(t->lock_fd, LOCK_EX | LOCK_NB) != 0) {
+        char pid[32] = "";
+        ssize_t n = pread(t->lock_fd, pid, sizeof pid - 1, 0);
+        pid[n > 0 ? n : 0] = 0;
+        pid[strcspn(pid, "\n")] = 0;
+        if (errno == EWOULDBLOCK)
+            fprintf(stderr, "%s: in use by another ./train (pid %s); wait for it to end or stop it first\n",
+                    t->opt->out_dir, pid[0] ? pid : "?");
+        else
+            fprintf(stderr, "%s: cannot lock: %s\n", t->path_lock, strerror(errno));
+        close(t->lock_fd);
+        t->lock_fd = -1;
+        return TRAIN_EIO;
+    }
+    snprintf(err, sizeof err, "%d\n", (int)getpid());
+    if (ftruncate(t->lock_fd, 0) != 0 || pwrite(t->lock_fd, err, strlen(err), 0) < 0) {}   // the pid is only informative
+    return TRAIN_OK;
+}
+
+// Temporaries a killed writer left in the run directory (FILE.tmp.XXXXXX of
+// atomic_file.c); with the lock held, no other process is writing them.
+static void remove_stale_temporaries(const char *dir) {
+    DIR *d = opendir(dir);
+    if (!d) return;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        static const char *const owned[] = {"checkpoint.safetensors.tmp.", "model.safetensors.tmp.",
+                                            "log.csv.tmp.", "config.ini.tmp."};
+        for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
+            if (strncmp(e->d_name, owned[i], strlen(owned[i])) == 0) {
+                char path[OPT_STR_MAX + 300];
+                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+                unlink(path);
+            }
+    }
+    closedir(d);
+}
+
+// The run directory: new (config.ini, fresh log) or resumed (checkpoint, cut
+// log). A directory whose run stopped before its first checkpoint holds
+// nothing to continue from: it starts again from step 0, with or without --resume.
 static int setup_run_dir(Trainer *t) {
     const TrainOptions *opt = t->opt;
     char err[1024];
@@ -164,7 +200,30 @@ static int setup_run_dir(Trainer *t) {
     snprintf(t->path_model, sizeof t->path_model, "%s/model.safetensors", opt->out_dir);
     snprintf(t->path_log, sizeof t->path_log, "%s/log.csv", opt->out_dir);
     snprintf(t->path_config, sizeof t->path_config, "%s/config.ini", opt->out_dir);
-    int resume = t->args->resume_dir != NULL;
+    snprintf(t->path_lock, sizeof t->path_lock, "%s/train.lock", opt->out_dir);
+    if (make_dirs(opt->out_dir, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return TRAIN_EIO;
+    }
+    int rc = lock_run_dir(t);
+    if (rc != TRAIN_OK) return rc;
+    remove_stale_temporaries(opt->out_dir);
+
+    int have_ckpt = file_exists(t->path_ckpt);
+    int resume = t->args->resume_dir != NULL && have_ckpt;
+    if (t->args->resume_dir && !have_ckpt && !t->args->quiet)
+        fprintf(stderr, "%s: no checkpoint yet (the run stopped before its first save); starting from step 0\n",
+                opt->out_dir);
+    if (!t->args->resume_dir && !t->args->overwrite) {
+        if (have_ckpt) {
+            fprintf(stderr, "%s: already holds a run; continue it with --resume %s or start over with --overwrite\n",
+                    opt->out_dir, opt->out_dir);
+            return TRAIN_ECONFIG;
+        }
+        if (file_exists(t->path_log) && !t->args->quiet)
+            fprintf(stderr, "%s: holds a log but no checkpoint (the run stopped before its first save); "
+                    "starting again from step 0\n", opt->out_dir);
+    }
     AdamWConfig acfg = {opt->beta1, opt->beta2, opt->eps, opt->weight_decay};
     if (adamw_init(&t->adamw, &acfg, gpt_num_params(t->model)) != 0) {
         fprintf(stderr, "out of memory for the AdamW moments\n");
@@ -178,16 +237,10 @@ static int setup_run_dir(Trainer *t) {
         }
         loader_set_rng(&t->train, t->state.data_rng);
     } else {
-        if (!t->args->overwrite && (file_exists(t->path_ckpt) || file_exists(t->path_log))) {
-            fprintf(stderr, "%s: already holds a run; continue it with --resume %s or start over with --overwrite\n",
-                    opt->out_dir, opt->out_dir);
-            return TRAIN_ECONFIG;
-        }
-        if (make_dirs(opt->out_dir, err, sizeof err) != 0) {
-            fprintf(stderr, "%s\n", err);
+        if (have_ckpt && remove(t->path_ckpt) != 0) {   // --overwrite: an old checkpoint must not be resumed
+            fprintf(stderr, "%s: cannot remove: %s\n", t->path_ckpt, strerror(errno));
             return TRAIN_EIO;
         }
-        remove(t->path_ckpt);   // --overwrite: an old checkpoint must not be resumed by mistake
         t->state.step = 0;
         t->state.elapsed_s = 0;
     }
@@ -198,27 +251,47 @@ static int setup_run_dir(Trainer *t) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
+    t->log_open = 1;
     return TRAIN_OK;
 }
 
-static float evaluate(Trainer *t) {
+// Mean loss over the fixed validation batches; 0, or -1 with a message.
+static int evaluate(Trainer *t, float *val) {
     const TrainOptions *opt = t->opt;
+    char err[512];
     double sum = 0.0;
     for (int k = 0; k < opt->eval_batches; k++) {
+        float loss;
         loader_eval_batch(&t->val, (size_t)k);
-        sum += gpt_forward(t->model, t->val.inputs, t->val.targets, opt->batch_size, opt->model.block_size);
+        if (gpt_forward(t->model, t->val.inputs, t->val.targets, opt->batch_size, opt->model.block_size, &loss,
+                        err, sizeof err) != 0) {
+            progress_break(&t->progress);
+            fprintf(stderr, "%s: validation: %s\n", opt->val_file, err);
+            return -1;
+        }
+        sum += loss;
     }
-    return (float)(sum / opt->eval_batches);
+    *val = (float)(sum / opt->eval_batches);
+    return 0;
 }
 
+// A checkpoint is saved only when every log row up to its step is on disk:
+// a resumed run cuts the log at the checkpoint's step, so a checkpoint
+// newer than the log would leave a gap. Returns 0 or TRAIN_EIO.
 static int save(Trainer *t) {
     char err[1024];
+    if (runlog_flush(&t->log, err, sizeof err) != 0) {
+        progress_break(&t->progress);
+        fprintf(stderr, "%s\nstopping: no checkpoint is saved past the log's last row (the last checkpoint "
+                "in %s stays; continue with ./train --resume %s)\n", err, t->opt->out_dir, t->opt->out_dir);
+        return TRAIN_EIO;
+    }
     t->state.data_rng = loader_get_rng(&t->train);
     if (checkpoint_save(t->path_ckpt, t->model, &t->adamw, &t->state, err, sizeof err) != 0 ||
         gpt_save(t->model, t->path_model, err, sizeof err) != 0) {
         progress_break(&t->progress);
         fprintf(stderr, "%s\n", err);
-        return -1;
+        return TRAIN_EIO;
     }
     return 0;
 }
@@ -238,26 +311,34 @@ static int sigint_hook_step(void) {
 }
 
 // Gradients of one step: grad_accum micro-batches, each backward scaled by
-// 1/grad_accum so the sum is the gradient of the mean loss. Returns that mean.
-static float accumulate_gradients(Trainer *t) {
+// 1/grad_accum so the sum is the gradient of the mean loss; *loss gets that mean.
+static int accumulate_gradients(Trainer *t, float *loss) {
     const int B = t->opt->batch_size, T = t->opt->model.block_size, accum = t->opt->grad_accum;
+    char err[512];
     gpt_zero_grad(t->model);
     double loss_sum = 0.0;
     for (int a = 0; a < accum; a++) {
+        float micro;
         loader_next_batch(&t->train);
-        loss_sum += gpt_forward(t->model, t->train.inputs, t->train.targets, B, T);
-        gpt_backward(t->model, 1.0f / accum);
+        if (gpt_forward(t->model, t->train.inputs, t->train.targets, B, T, &micro, err, sizeof err) != 0 ||
+            gpt_backward(t->model, 1.0f / accum, err, sizeof err) != 0) {
+            progress_break(&t->progress);
+            fprintf(stderr, "%s: training batch: %s\n", t->opt->train_file, err);
+            return -1;
+        }
+        loss_sum += micro;
     }
-    return (float)(loss_sum / accum);
+    *loss = (float)(loss_sum / accum);
+    return 0;
 }
 
-// One optimizer update (0-based index s). Returns 0, or an exit status on divergence.
+// One optimizer update (0-based index s). Returns 0, or an exit status.
 static int train_step(Trainer *t, int s, float lr, float *loss, double *norm) {
     const ParamEntry *entries;
     int n_entries = gpt_param_entries(t->model, &entries);
     size_t n_params = gpt_num_params(t->model);
     float *grads = gpt_grads(t->model);
-    *loss = accumulate_gradients(t);
+    if (accumulate_gradients(t, loss) != 0) return TRAIN_EIO;
     *norm = grad_global_norm(grads, n_params);
     if (!isfinite(*loss)) return diverged(t, s + 1, "the training loss", *loss);
     if (!isfinite(*norm)) return diverged(t, s + 1, "the gradient norm", *norm);
@@ -266,13 +347,31 @@ static int train_step(Trainer *t, int s, float lr, float *loss, double *norm) {
     return 0;
 }
 
+// Queues a log row; a write that fails is reported once per failure spell
+// and retried with the next row (runlog.c). The checkpoint rule in save()
+// keeps the log whole across a resume.
+static void log_row(Trainer *t, int step, float loss, float val, float lr, float norm, double tok_s,
+                    double elapsed, int *failing) {
+    char err[1024];
+    int rc = runlog_row(&t->log, step, loss, val, lr, norm, tok_s, elapsed, err, sizeof err);
+    if (rc != 0 && !*failing) {
+        progress_break(&t->progress);
+        fprintf(stderr, "%s\n", err);
+    }
+    if (rc == 0 && *failing && !t->args->quiet) {
+        progress_break(&t->progress);
+        fprintf(stderr, "%s: the held rows are written (up to step %d)\n", t->path_log, step);
+    }
+    *failing = rc != 0;
+}
+
 static int train_loop(Trainer *t) {
     const TrainOptions *opt = t->opt;
     LrSchedule sched = {opt->lr, opt->min_lr, opt->warmup_steps, opt->steps};
     const double tokens_per_step = (double)opt->batch_size * opt->model.block_size * opt->grad_accum;
     const int hook_step = sigint_hook_step();
-    double t_begin = now_s(), elapsed0 = t->state.elapsed_s;
-    int first_step = t->state.step;
+    double t_begin = clock_seconds(), elapsed0 = t->state.elapsed_s;
+    int first_step = t->state.step, log_failing = 0;
     float last_val = NAN;
 
     progress_init(&t->progress, t->args->quiet, opt->steps);
@@ -281,27 +380,28 @@ static int train_loop(Trainer *t) {
                 first_step ? "resuming" : "training", opt->out_dir, gpt_num_params(t->model), t->vocab_size,
                 tokens_per_step, omp_get_max_threads(), first_step, opt->steps);
     if (first_step == 0) {                   // row 0: the initial weights
-        last_val = evaluate(t);
+        if (evaluate(t, &last_val) != 0) return TRAIN_EIO;
         if (!isfinite(last_val)) return diverged(t, 0, "the validation loss", last_val);
-        runlog_row(&t->log, 0, NAN, last_val, NAN, NAN, NAN, elapsed0 + now_s() - t_begin);
+        log_row(t, 0, NAN, last_val, NAN, NAN, NAN, elapsed0 + clock_seconds() - t_begin, &log_failing);
         progress_update(&t->progress, 0, NAN, last_val, 1, 0, NAN);
     }
     while (t->state.step < opt->steps) {
         int s = t->state.step;               // 0-based index of this update
         float lr = lr_at_step(&sched, s), loss;
-        double norm, t0 = now_s();
+        double norm, t0 = clock_seconds();
         int rc = train_step(t, s, lr, &loss, &norm);
         if (rc) return rc;
         t->state.step = ++s;                 // from here on, s counts updates done
-        double tok_s = tokens_per_step / (now_s() - t0);
+        double tok_s = tokens_per_step / (clock_seconds() - t0);
 
         int evaluated = s == opt->steps || (opt->eval_every > 0 && s % opt->eval_every == 0);
-        float val = evaluated ? evaluate(t) : NAN;
+        float val = NAN;
+        if (evaluated && evaluate(t, &val) != 0) return TRAIN_EIO;
         if (evaluated && !isfinite(val)) return diverged(t, s, "the validation loss", val);
         if (evaluated) last_val = val;
-        double now = now_s();
+        double now = clock_seconds();
         t->state.elapsed_s = elapsed0 + now - t_begin;
-        runlog_row(&t->log, s, loss, val, lr, (float)norm, tok_s, t->state.elapsed_s);
+        log_row(t, s, loss, val, lr, (float)norm, tok_s, t->state.elapsed_s, &log_failing);
         double eta = (now - t_begin) / (s - first_step) * (opt->steps - s);
         progress_update(&t->progress, s, loss, last_val, evaluated, tok_s, eta);
 
@@ -326,6 +426,7 @@ static int train_loop(Trainer *t) {
 int train_run(const TrainOptions *opt, const TrainArgs *args) {
     Trainer t;
     memset(&t, 0, sizeof t);
+    t.lock_fd = -1;
     t.opt = opt;
     t.args = args;
     threads_set(opt->threads);
