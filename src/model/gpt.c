@@ -217,6 +217,18 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
     return 0;
 }
 
+void gpt_set_grad_ready_hook(GPT *m, GradReadyFn fn, void *user) {
+    m->grad_ready = fn;
+    m->grad_ready_user = user;
+}
+
+// The flat-buffer range of layer l's 12 tensors (consecutive in the table, after wte and the scheme's).
+static void layer_range(const GPT *m, int l, size_t *offset, size_t *count) {
+    const ParamEntry *first = &m->entries[1 + m->n_pos_params + 12 * l], *last = first + 11;
+    *offset = first->offset;
+    *count = last->offset + last->numel - first->offset;
+}
+
 int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
     if (!m->have_targets) {
         snprintf(err, errlen, "backward: the last forward had no targets (or was already backpropagated)");
@@ -260,10 +272,22 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
                         BT, C, 3 * C);
         layernorm_backward(a->dres, g->ln_1_w, g->ln_1_b, a->dbuf_c, x_in, w->ln_1_w,
                            la.ln1_mean, la.ln1_rstd, BT, C);
+        if (m->grad_ready) {   // layer l's gradients are final
+            size_t off, n;
+            layer_range(m, l, &off, &n);
+            m->grad_ready(m->grad_ready_user, off, n);
+        }
     }
     if (dbias) m->pos->bias_backward(&m->pos_ctx, dbias, B, T);
     if (m->pos->embed_backward) m->pos->embed_backward(&m->pos_ctx, a->dres, B, T);
     encoder_backward(m->g.wte, a->dres, a->tokens, BT, C);
+    if (m->grad_ready) {   // the rest: wte and the scheme's tensors before the layers, ln_f after them
+        size_t first_layer, last_layer, n;
+        layer_range(m, 0, &first_layer, &n);
+        layer_range(m, c->n_layer - 1, &last_layer, &n);
+        m->grad_ready(m->grad_ready_user, 0, first_layer);
+        m->grad_ready(m->grad_ready_user, last_layer + n, m->num_params - last_layer - n);
+    }
     m->have_targets = 0;   // the logits buffer now holds dlogits
     return 0;
 }

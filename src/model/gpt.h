@@ -144,6 +144,14 @@ void gpt_zero_grad(GPT *model);
 // last forward had no targets or was already backpropagated.
 int gpt_backward(GPT *model, float loss_scale, char *err, size_t errlen);
 
+// Called by gpt_backward each time a range of the flat gradient buffer holds
+// its final value for this backward: each layer's tensors as soon as that
+// layer is done (L-1 first), then everything else (wte, the scheme's tensors,
+// ln_f). The ranges cover the buffer exactly once. For overlapping gradient
+// communication with backward (data-parallel training); NULL: no calls.
+typedef void (*GradReadyFn)(void *user, size_t offset, size_t count);
+void gpt_set_grad_ready_hook(GPT *model, GradReadyFn fn, void *user);
+
 // Weights as the safetensors file of the contract (names, shapes, metadata).
 // Written atomically: temporary file, fsync, rename.
 int gpt_save(const GPT *model, const char *path, char *err, size_t errlen);

@@ -72,6 +72,8 @@ struct GPT {
     // state of the last forward
     int B, T;
     int have_targets;
+    GradReadyFn grad_ready;          // gpt_set_grad_ready_hook
+    void *grad_ready_user;
 };
 
 // params.c
