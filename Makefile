@@ -81,7 +81,7 @@ run:
 	@bash scripts/run.sh
 
 compare: $(PROGRAMS)
-	@bash scripts/compare.sh $(if $(QUICK),--quick) $(if $(JOBS),--jobs $(JOBS))
+	@bash scripts/compare.sh --setup $(if $(QUICK),quick,$(or $(SETUP),default)) $(if $(JOBS),--jobs $(JOBS))
 
 clean:
 	rm -rf build $(PROGRAMS)

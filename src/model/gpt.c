@@ -26,12 +26,48 @@ int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
     return 0;
 }
 
+int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, size_t errlen) {
+    const GPTConfig *c = &m->cfg;
+    int C = c->d_model, L = c->n_layer;
+    LinearEngine *e = NULL;
+    int *wid = malloc((size_t)4 * L * sizeof *wid);
+    if (!wid) { snprintf(err, errlen, "out of memory"); return -1; }
+    if (linear_engine_create(&e, matmul == GPT_MATMUL_ONEDNN ? MATMUL_ONEDNN : MATMUL_OPENBLAS,
+                             precision == GPT_BF16 ? PRECISION_BF16 : PRECISION_FP32, err, errlen) != 0) {
+        free(wid);
+        return -1;
+    }
+    int head = linear_engine_add_weight(e, m->p.wte, c->vocab_size, C, err, errlen), ok = head >= 0;
+    for (int l = 0; ok && l < L; l++) {
+        const LayerTensors *w = &m->p.h[l];
+        ok = (wid[4 * l] = linear_engine_add_weight(e, w->c_attn_w, 3 * C, C, err, errlen)) >= 0 &&
+             (wid[4 * l + 1] = linear_engine_add_weight(e, w->attn_proj_w, C, C, err, errlen)) >= 0 &&
+             (wid[4 * l + 2] = linear_engine_add_weight(e, w->c_fc_w, 4 * C, C, err, errlen)) >= 0 &&
+             (wid[4 * l + 3] = linear_engine_add_weight(e, w->mlp_proj_w, C, 4 * C, err, errlen)) >= 0;
+    }
+    if (!ok) {
+        linear_engine_free(e);
+        free(wid);
+        return -1;
+    }
+    linear_engine_free(m->linear);
+    free(m->wid_layer);
+    m->linear = e;
+    m->wid_head = head;
+    m->wid_layer = wid;
+    return 0;
+}
+
+const char *gpt_matmul_describe(const GPT *m) { return linear_engine_describe(m->linear); }
+void gpt_params_changed(GPT *m) { linear_engine_weights_changed(m->linear); }
+
 int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
     if (gpt_describe(model, cfg, err, errlen) != 0) return -1;
     GPT *m = *model;
     *model = NULL;
     if (params_alloc(m, err, errlen) != 0 ||
-        pos_ctx_init(&m->pos_ctx, m->pos, &m->cfg, m->cfg.block_size, err, errlen) != 0) {
+        pos_ctx_init(&m->pos_ctx, m->pos, &m->cfg, m->cfg.block_size, err, errlen) != 0 ||
+        gpt_set_matmul(m, GPT_MATMUL_OPENBLAS, GPT_FP32, err, errlen) != 0) {
         gpt_free(m);
         return -1;
     }
@@ -53,6 +89,8 @@ void gpt_free(GPT *m) {
     if (!m) return;
     params_free(m);
     pos_ctx_free(&m->pos_ctx);
+    linear_engine_free(m->linear);
+    free(m->wid_layer);
     free(m->acts.encoded);   // the one activation allocation starts here
     free(m->acts.tokens);
     free(m);
@@ -195,26 +233,30 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
         LayerActs la = layer_acts(m, l);
         // attention block: x + c_proj(attn(rot(c_attn(LN1(x)))))
         layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, w->ln_1_w, w->ln_1_b, BT, C);
-        matmul_forward(la.qkv, la.ln1, w->c_attn_w, w->c_attn_b, BT, C, 3 * C);      // (B,T,3C)
+        const int *wid = m->wid_layer + 4 * l;
+        if (linear_forward(m->linear, wid[0], la.qkv, la.ln1, w->c_attn_b, BT) != 0) goto linear_failed;  // (B,T,3C)
         if (m->pos->qk_forward) m->pos->qk_forward(&m->pos_ctx, la.qkv, B, T, 0);
         attention_forward(la.atty, la.att_lse, la.qkv, bias, a->scratch, a->n_threads, B, T, C, H);
-        matmul_forward(a->tmp_c, la.atty, w->attn_proj_w, w->attn_proj_b, BT, C, C);
+        if (linear_forward(m->linear, wid[1], a->tmp_c, la.atty, w->attn_proj_b, BT) != 0) goto linear_failed;
         residual_forward(la.res2, x, a->tmp_c, (size_t)BT * C);
         // MLP block: x + c_proj(GELU(c_fc(LN2(x))))
         layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.res2, w->ln_2_w, w->ln_2_b, BT, C);
-        matmul_forward(la.fch, la.ln2, w->c_fc_w, w->c_fc_b, BT, C, 4 * C);          // (B,T,4C)
+        if (linear_forward(m->linear, wid[2], la.fch, la.ln2, w->c_fc_b, BT) != 0) goto linear_failed;  // (B,T,4C)
         gelu_forward(la.fch_gelu, la.fch, (size_t)BT * 4 * C);
-        matmul_forward(a->tmp_c, la.fch_gelu, w->mlp_proj_w, w->mlp_proj_b, BT, 4 * C, C);
+        if (linear_forward(m->linear, wid[3], a->tmp_c, la.fch_gelu, w->mlp_proj_b, BT) != 0) goto linear_failed;
         residual_forward(la.res3, la.res2, a->tmp_c, (size_t)BT * C);
         x = la.res3;
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w, m->p.ln_f_b, BT, C);
-    matmul_forward(a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                       // (B,T,V)
+    if (linear_forward(m->linear, m->wid_head, a->logits, a->lnf, NULL, BT) != 0) goto linear_failed;  // (B,T,V)
     if (!targets) return 0;
     double loss = crossentropy_forward(a->losses, a->ce_lse, a->logits, a->targets, BT, V);
     if (loss_out) *loss_out = (float)loss;
     m->have_targets = 1;
     return 0;
+linear_failed:
+    snprintf(err, errlen, "%s", linear_engine_error(m->linear));
+    return -1;
 }
 
 void gpt_set_grad_ready_hook(GPT *m, GradReadyFn fn, void *user) {
@@ -243,7 +285,8 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
 
     // loss = loss_scale * mean_n loss_n -> dlogits (in place), then the tied head
     crossentropy_backward(a->logits, a->ce_lse, a->targets, BT, V, loss_scale / BT);
-    matmul_backward(a->dbuf_c, m->g.wte, NULL, a->logits, a->lnf, m->p.wte, BT, C, V);
+    if (linear_backward(m->linear, m->wid_head, a->dbuf_c, m->g.wte, NULL, a->logits, a->lnf, BT) != 0)
+        goto linear_failed;
     const float *x_last = c->n_layer > 0 ? layer_acts(m, c->n_layer - 1).res3 : a->encoded;
     memset(a->dres, 0, (size_t)BT * C * sizeof(float));
     layernorm_backward(a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dbuf_c, x_last, m->p.ln_f_w,
@@ -256,20 +299,22 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
         LayerActs la = layer_acts(m, l);
         const float *x_in = l == 0 ? a->encoded : layer_acts(m, l - 1).res3;
         // MLP block
-        matmul_backward(a->dbuf_4c, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_gelu,
-                        w->mlp_proj_w, BT, 4 * C, C);
+        const int *wid = m->wid_layer + 4 * l;
+        if (linear_backward(m->linear, wid[3], a->dbuf_4c, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_gelu, BT))
+            goto linear_failed;
         gelu_backward(a->dbuf_4c, la.fch, a->dbuf_4c, (size_t)BT * 4 * C);
-        matmul_backward(a->dbuf_c, g->c_fc_w, g->c_fc_b, a->dbuf_4c, la.ln2, w->c_fc_w, BT, C, 4 * C);
+        if (linear_backward(m->linear, wid[2], a->dbuf_c, g->c_fc_w, g->c_fc_b, a->dbuf_4c, la.ln2, BT))
+            goto linear_failed;
         layernorm_backward(a->dres, g->ln_2_w, g->ln_2_b, a->dbuf_c, la.res2, w->ln_2_w,
                            la.ln2_mean, la.ln2_rstd, BT, C);
         // attention block
-        matmul_backward(a->dbuf_c, g->attn_proj_w, g->attn_proj_b, a->dres, la.atty,
-                        w->attn_proj_w, BT, C, C);
+        if (linear_backward(m->linear, wid[1], a->dbuf_c, g->attn_proj_w, g->attn_proj_b, a->dres, la.atty, BT))
+            goto linear_failed;
         attention_backward(a->dbuf_3c, dbias, a->dbuf_c, la.qkv, la.att_lse, bias,
                            a->scratch, a->n_threads, B, T, C, H);
         if (m->pos->qk_backward) m->pos->qk_backward(&m->pos_ctx, a->dbuf_3c, B, T);
-        matmul_backward(a->dbuf_c, g->c_attn_w, g->c_attn_b, a->dbuf_3c, la.ln1, w->c_attn_w,
-                        BT, C, 3 * C);
+        if (linear_backward(m->linear, wid[0], a->dbuf_c, g->c_attn_w, g->c_attn_b, a->dbuf_3c, la.ln1, BT))
+            goto linear_failed;
         layernorm_backward(a->dres, g->ln_1_w, g->ln_1_b, a->dbuf_c, x_in, w->ln_1_w,
                            la.ln1_mean, la.ln1_rstd, BT, C);
         if (m->grad_ready) {   // layer l's gradients are final
@@ -290,4 +335,8 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
     }
     m->have_targets = 0;   // the logits buffer now holds dlogits
     return 0;
+linear_failed:
+    m->have_targets = 0;
+    snprintf(err, errlen, "%s", linear_engine_error(m->linear));
+    return -1;
 }

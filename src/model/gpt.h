@@ -116,6 +116,20 @@ const ParamEntry *gpt_find_param(const GPT *model, const char *name); // NULL if
 // Whether batches of (B, T) fit this configuration: T within the scheme's
 // positions, B*T rows within the activations' index range (no allocation).
 int gpt_check_batch(const GPTConfig *cfg, int B, int T, char *err, size_t errlen);
+// The engine of the linear layers' and the head's matrix products (see
+// model/linear.h): matmul "openblas" (fp32, the default) or "onednn" (fp32
+// or bf16). bf16: the products' inputs are rounded to bf16 and accumulated
+// in fp32; weights, gradients and everything else stay fp32. Fails with a
+// message where the CPU has no native bf16 dot products.
+typedef enum { GPT_MATMUL_OPENBLAS, GPT_MATMUL_ONEDNN } GPTMatmul;
+typedef enum { GPT_FP32, GPT_BF16 } GPTPrecision;
+int gpt_set_matmul(GPT *model, GPTMatmul matmul, GPTPrecision precision, char *err, size_t errlen);
+// One line naming the engine in use (backend, precision, the ISA it dispatches to).
+const char *gpt_matmul_describe(const GPT *model);
+// The parameters changed (an optimizer step, a load): engines that keep
+// copies of the weights (bf16) re-make them once, at their next use.
+void gpt_params_changed(GPT *model);
+
 // Sizes the activation buffers for batches of (B, T). T may exceed block_size
 // (length extrapolation) for every scheme except learned, which fails.
 // Called once before training; no allocation happens inside forward/backward.

@@ -4,6 +4,7 @@
 #define ROPELAB_GPT_INTERNAL_H
 
 #include "model/gpt.h"
+#include "model/linear.h"
 #include "model/pos.h"
 
 // Named pointers into one flat buffer (params, or grads with the same layout).
@@ -74,6 +75,11 @@ struct GPT {
     int have_targets;
     GradReadyFn grad_ready;          // gpt_set_grad_ready_hook
     void *grad_ready_user;
+    // The products of the linear layers and the tied head (gpt_set_matmul):
+    // each weight matrix registered once, by id.
+    LinearEngine *linear;
+    int wid_head;                    // wte as the head's (V,C) weight
+    int *wid_layer;                  // L x 4: c_attn, attn c_proj, c_fc, mlp c_proj
 };
 
 // params.c

@@ -143,6 +143,7 @@ int gpt_read_params(GPT *m, const StFile *f, char *err, size_t errlen) {
         const ParamEntry *e = &m->entries[i];
         if (gpt_read_tensor(f, e->name, e, m->params + e->offset, err, errlen) != 0) return -1;
     }
+    gpt_params_changed(m);
     return 0;
 }
 

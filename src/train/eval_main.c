@@ -23,6 +23,8 @@
 typedef struct {
     const char *weights, *data;
     int seq_len, batch_size, batches, threads;
+    GPTMatmul matmul;
+    GPTPrecision precision;
 } EvalArgs;
 
 static void usage(FILE *out) {
@@ -34,6 +36,8 @@ static void usage(FILE *out) {
         "  --batch-size B     windows per forward pass (default 8)\n"
         "  --batches K        batches to evaluate, 0 = every whole batch in the file (default 0)\n"
         "  --threads N        threads, 0 = all cores (default 0)\n"
+        "  --precision P      fp32 (default) or bf16 (the linear layers' products, on oneDNN)\n"
+        "  --matmul M         openblas (default for fp32) or onednn\n"
         "Prints one line: loss, perplexity, windows and tokens evaluated.\n");
 }
 
@@ -42,11 +46,23 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
     static const struct option opts[] = {
         {"weights", 1, 0, 'w'}, {"data", 1, 0, 'd'}, {"seq-len", 1, 0, 'T'},
         {"batch-size", 1, 0, 'B'}, {"batches", 1, 0, 'K'}, {"threads", 1, 0, 'j'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
-    int c, idx = 0;
+        {"precision", 1, 0, 'p'}, {"matmul", 1, 0, 'm'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    int c, idx = 0, matmul_given = 0;
     while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
         if (c == 'w') { a->weights = optarg; continue; }
         if (c == 'd') { a->data = optarg; continue; }
+        if (c == 'p' || c == 'm') {
+            int ok = c == 'p' ? (!strcmp(optarg, "fp32") || !strcmp(optarg, "bf16"))
+                              : (!strcmp(optarg, "openblas") || !strcmp(optarg, "onednn"));
+            if (!ok) {
+                fprintf(stderr, "eval: --%s: '%s' is not one of %s\n", opts[idx].name, optarg,
+                        c == 'p' ? "fp32|bf16" : "openblas|onednn");
+                exit(2);
+            }
+            if (c == 'p') a->precision = strcmp(optarg, "bf16") == 0 ? GPT_BF16 : GPT_FP32;
+            else { a->matmul = strcmp(optarg, "onednn") == 0 ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS; matmul_given = 1; }
+            continue;
+        }
         if (c == 'h') { usage(stdout); exit(0); }
         if (c == '?') { usage(stderr); exit(2); }
         char *end;
@@ -62,6 +78,11 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         if (c == 'j') a->threads = (int)v;
     }
     if (optind < argc) { fprintf(stderr, "eval: unexpected argument '%s'\n", argv[optind]); exit(2); }
+    if (a->precision == GPT_BF16 && !matmul_given) a->matmul = GPT_MATMUL_ONEDNN;
+    if (a->precision == GPT_BF16 && a->matmul == GPT_MATMUL_OPENBLAS) {
+        fprintf(stderr, "eval: --precision bf16 needs --matmul onednn: OpenBLAS has no bf16 products\n");
+        exit(2);
+    }
     if (!a->weights || !a->data) { fprintf(stderr, "eval: --weights and --data are required (see --help)\n"); exit(2); }
 }
 
@@ -75,6 +96,11 @@ int main(int argc, char **argv) {
     DataLoader dl;
     int dl_open = 0, rc = 1;
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); goto done; }
+    if (gpt_set_matmul(model, a.matmul, a.precision, err, sizeof err)) {
+        fprintf(stderr, "eval: %s\n", err);
+        rc = 2;
+        goto done;
+    }
     const GPTConfig *cfg = gpt_config(model);
     int T = a.seq_len ? a.seq_len : cfg->block_size;
     if (T > gpt_max_positions(model)) {

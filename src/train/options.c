@@ -27,41 +27,48 @@ typedef struct {
     double min, max;     // inclusive range (strings: min 1 = must not be empty)
     int fixed;           // defines the data: cannot change on --resume
     const char *help;
+    const char *choices; // strings: the allowed values, "a|b|c" (NULL: any)
 } OptSpec;
 
 #define F(field) offsetof(TrainOptions, field)
 static const OptSpec OPTION_TABLE[] = {
     {"tokenizer", "data", T_STR, "data/kjv/tokenizer.bin", F(tokenizer), 1, 0, 1,
-     "BPE tokenizer written by ./prepare; gives vocab_size"},
-    {"train_file", "data", T_STR, "data/kjv/train.bin", F(train_file), 1, 0, 1, "training tokens (llm.c token file)"},
-    {"val_file", "data", T_STR, "data/kjv/val.bin", F(val_file), 1, 0, 1, "validation tokens (llm.c token file)"},
+     "BPE tokenizer written by ./prepare; gives vocab_size", NULL},
+    {"train_file", "data", T_STR, "data/kjv/train.bin", F(train_file), 1, 0, 1, "training tokens (llm.c token file)", NULL},
+    {"val_file", "data", T_STR, "data/kjv/val.bin", F(val_file), 1, 0, 1, "validation tokens (llm.c token file)", NULL},
 
-    {"lr", "optim", T_FLOAT, "0.002", F(lr), 0, 1e30, 0, "peak learning rate, reached at the end of warmup"},
+    {"lr", "optim", T_FLOAT, "0.002", F(lr), 0, 1e30, 0, "peak learning rate, reached at the end of warmup", NULL},
     {"min_lr", "optim", T_FLOAT, "0.0002", F(min_lr), 0, 1e30, 0,
-     "learning rate at the end of the cosine decay; <= lr"},
+     "learning rate at the end of the cosine decay; <= lr", NULL},
     {"warmup_steps", "optim", T_INT, "50", F(warmup_steps), 0, 1e9, 0,
-     "steps of linear warmup from lr/warmup_steps to lr"},
-    {"beta1", "optim", T_FLOAT, "0.9", F(beta1), 0, 0.999999, 0, "AdamW first-moment decay"},
-    {"beta2", "optim", T_FLOAT, "0.95", F(beta2), 0, 0.999999, 0, "AdamW second-moment decay"},
-    {"eps", "optim", T_FLOAT, "1e-08", F(eps), 1e-30, 1, 0, "AdamW epsilon, added to sqrt(v_hat)"},
+     "steps of linear warmup from lr/warmup_steps to lr", NULL},
+    {"beta1", "optim", T_FLOAT, "0.9", F(beta1), 0, 0.999999, 0, "AdamW first-moment decay", NULL},
+    {"beta2", "optim", T_FLOAT, "0.95", F(beta2), 0, 0.999999, 0, "AdamW second-moment decay", NULL},
+    {"eps", "optim", T_FLOAT, "1e-08", F(eps), 1e-30, 1, 0, "AdamW epsilon, added to sqrt(v_hat)", NULL},
     {"weight_decay", "optim", T_FLOAT, "0.1", F(weight_decay), 0, 10, 0,
-     "decoupled weight decay, on wte and the linear weight matrices only (not biases, LayerNorm, wpe, rel_bias)"},
+     "decoupled weight decay, on wte and the linear weight matrices only (not biases, LayerNorm, wpe, rel_bias)", NULL},
     {"grad_clip", "optim", T_FLOAT, "1", F(grad_clip), 0, 1e30, 0,
-     "clip the global gradient norm to this value; 0 = no clipping"},
-    {"batch_size", "optim", T_INT, "16", F(batch_size), 1, 65536, 0, "sequences per micro-batch (B)"},
+     "clip the global gradient norm to this value; 0 = no clipping", NULL},
+    {"batch_size", "optim", T_INT, "16", F(batch_size), 1, 65536, 0, "sequences per micro-batch (B)", NULL},
     {"grad_accum", "optim", T_INT, "1", F(grad_accum), 1, 65536, 0,
-     "micro-batches per step; tokens per step = batch_size * block_size * grad_accum"},
+     "micro-batches per step; tokens per step = batch_size * block_size * grad_accum", NULL},
 
-    {"steps", "run", T_INT, "600", F(steps), 1, 1e9, 0, "optimizer steps (updates) in the run"},
+    {"steps", "run", T_INT, "600", F(steps), 1, 1e9, 0, "optimizer steps (updates) in the run", NULL},
     {"eval_every", "run", T_INT, "50", F(eval_every), 0, 1e9, 0,
-     "validation loss every this many steps (and at step 0 and the last step); 0 = only those"},
+     "validation loss every this many steps (and at step 0 and the last step); 0 = only those", NULL},
     {"eval_batches", "run", T_INT, "8", F(eval_batches), 1, 1e6, 0,
-     "validation batches per evaluation (fixed windows from the start of val_file)"},
+     "validation batches per evaluation (fixed windows from the start of val_file)", NULL},
     {"save_every", "run", T_INT, "100", F(save_every), 0, 1e9, 0,
-     "checkpoint every this many steps (and at the end); 0 = only at the end"},
-    {"seed", "run", T_U64, "1", F(seed), 0, 0, 1, "seeds the initial weights and the order of training batches"},
-    {"threads", "run", T_INT, "0", F(threads), 0, 4096, 0, "OpenMP and OpenBLAS threads; 0 = all cores"},
-    {"out_dir", "run", T_STR, "", F(out_dir), 0, 0, 0, "run directory; empty = runs/<pos>-<config name>-s<seed>"},
+     "checkpoint every this many steps (and at the end); 0 = only at the end", NULL},
+    {"seed", "run", T_U64, "1", F(seed), 0, 0, 1, "seeds the initial weights and the order of training batches", NULL},
+    {"threads", "run", T_INT, "0", F(threads), 0, 4096, 0, "OpenMP and OpenBLAS threads; 0 = all cores", NULL},
+    {"precision", "run", T_STR, "fp32", F(precision), 1, 0, 0,
+     "fp32, or bf16: the linear layers' products take bf16 inputs (fp32 accumulation, fp32 weights and "
+     "everything else); may change on --resume", "fp32|bf16"},
+    {"matmul", "run", T_STR, "auto", F(matmul), 1, 0, 0,
+     "engine of the linear layers' products: openblas (fp32), onednn (fp32 or bf16); auto = openblas for "
+     "fp32, onednn for bf16", "auto|openblas|onednn"},
+    {"out_dir", "run", T_STR, "", F(out_dir), 0, 0, 0, "run directory; empty = runs/<pos>-<config name>-s<seed>", NULL},
 };
 #undef F
 enum { N_OPTS = (int)(sizeof OPTION_TABLE / sizeof OPTION_TABLE[0]) };
@@ -176,6 +183,16 @@ static int set_value(TrainOptions *opt, int k, const char *value, int line, char
         if (len >= OPT_STR_MAX) BAD("value is longer than %d characters", OPT_STR_MAX - 1);
         if (s->min >= 1 && len == 0) BAD("must not be empty");
         if (strchr(value, '\n')) BAD("value contains a newline");
+        if (s->choices) {   // one of "a|b|c", whole
+            const char *c = s->choices;
+            int found = 0;
+            while (*c && !found) {
+                size_t n = strcspn(c, "|");
+                found = n == len && strncmp(c, value, n) == 0;
+                c += n + (c[n] == '|');
+            }
+            if (!found) BAD("'%s' is not one of %s", value, s->choices);
+        }
         memcpy(field(opt, k), value, len + 1);
         break;
     }
@@ -394,6 +411,16 @@ int options_check_batch(const TrainOptions *opt, const GPTConfig *cfg, char *err
     return blame(opt, "batch_size", "block_size", err, errlen, "%s", msg);
 }
 
+int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, char *err, size_t errlen) {
+    *precision = strcmp(opt->precision, "bf16") == 0 ? GPT_BF16 : GPT_FP32;
+    if (strcmp(opt->matmul, "auto") == 0) *matmul = *precision == GPT_BF16 ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;
+    else *matmul = strcmp(opt->matmul, "onednn") == 0 ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;
+    if (*precision == GPT_BF16 && *matmul == GPT_MATMUL_OPENBLAS)
+        return blame(opt, "precision", "matmul", err, errlen, "precision=bf16 needs matmul=onednn (or auto): "
+                     "OpenBLAS has no bf16 products");
+    return 0;
+}
+
 int options_check(TrainOptions *opt, char *err, size_t errlen) {
     // The model's rules before the tokenizer is read: vocab_size 1 leaves out
     // nothing but its own size (trainer checks again with the real one).
@@ -401,6 +428,9 @@ int options_check(TrainOptions *opt, char *err, size_t errlen) {
     if (options_model_config(opt, 1, &cfg, err, errlen) != 0) return -1;
     if (opt->min_lr > opt->lr)
         return blame(opt, "min_lr", "lr", err, errlen, "min_lr (%g) is larger than lr (%g)", opt->min_lr, opt->lr);
+    GPTMatmul matmul;
+    GPTPrecision precision;
+    if (options_matmul(opt, &matmul, &precision, err, errlen) != 0) return -1;
     gpt_config_resolve(&opt->model);
     if (!opt->out_dir[0]) {
         char buf[2 * OPT_STR_MAX + 64];
@@ -528,7 +558,7 @@ static const char *type_name(int k) {
     case T_INT: return "int";
     case T_U64: return "uint64";
     case T_FLOAT: return "float";
-    default: return "path";
+    default: return opt_spec(k)->choices ? "choice" : "path";
     }
 }
 
@@ -548,6 +578,7 @@ static void key_doc(int k, const char **def, char *range, size_t n, char *help, 
     *def = o->def;
     if (o->type == T_INT) snprintf(range, n, " [%.0f..%.0f]", o->min, o->max);
     if (o->type == T_FLOAT) snprintf(range, n, " [%g..%g]", o->min, o->max);
+    if (o->choices) snprintf(range, n, " {%s}", o->choices);
     snprintf(help, hn, "%s", o->help);
 }
 

@@ -37,6 +37,8 @@ typedef struct {
     int steps, eval_every, eval_batches, save_every;
     uint64_t seed;
     int threads;
+    char precision[8];          // fp32 | bf16
+    char matmul[16];            // auto | openblas | onednn
     char out_dir[OPT_STR_MAX];  // "" = runs/<pos>-<config name>-s<seed>, resolved by options_check
 
     // Not keys: where each value came from, for error messages.
@@ -92,6 +94,11 @@ void options_print_help(FILE *f);
 // The resolved configuration as an INI file that options_load_file reads back.
 int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size,
                       char *err, size_t errlen);
+
+// The engine of the matrix products these options ask for: matmul = auto is
+// openblas for fp32 and onednn for bf16; openblas with bf16 is refused,
+// naming where the keys came from.
+int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, char *err, size_t errlen);
 
 // Hash of the keys that fix the model and the data (sections model, positions,
 // data, and seed): a checkpoint records it and --resume checks it. A model

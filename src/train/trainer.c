@@ -119,6 +119,13 @@ static int setup_model_and_data(Trainer *t, int need_val) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
+    GPTMatmul matmul;
+    GPTPrecision precision;
+    if (options_matmul(opt, &matmul, &precision, err, sizeof err) != 0 ||
+        gpt_set_matmul(t->model, matmul, precision, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);   // e.g. bf16 on a CPU without bf16 dot products
+        return TRAIN_ECONFIG;
+    }
     return TRAIN_OK;
 }
 
@@ -344,6 +351,7 @@ static int train_step(Trainer *t, int s, float lr, float *loss, double *norm) {
     if (!isfinite(*norm)) return diverged(t, s + 1, "the gradient norm", *norm);
     grad_clip(grads, n_params, *norm, t->opt->grad_clip);
     adamw_step(&t->adamw, gpt_params(t->model), grads, entries, n_entries, lr, s + 1);
+    gpt_params_changed(t->model);   // bf16 copies of the weights are re-made once, at the next forward
     return 0;
 }
 
@@ -376,9 +384,9 @@ static int train_loop(Trainer *t) {
 
     progress_init(&t->progress, t->args->quiet, opt->steps);
     if (!t->args->quiet)
-        fprintf(stderr, "%s %s: %zu parameters, vocab %d, %.0f tokens per step, %d threads, step %d of %d\n",
+        fprintf(stderr, "%s %s: %zu parameters, vocab %d, %.0f tokens per step, %d threads, step %d of %d; %s\n",
                 first_step ? "resuming" : "training", opt->out_dir, gpt_num_params(t->model), t->vocab_size,
-                tokens_per_step, omp_get_max_threads(), first_step, opt->steps);
+                tokens_per_step, omp_get_max_threads(), first_step, opt->steps, gpt_matmul_describe(t->model));
     if (first_step == 0) {                   // row 0: the initial weights
         if (evaluate(t, &last_val) != 0) return TRAIN_EIO;
         if (!isfinite(last_val)) return diverged(t, 0, "the validation loss", last_val);
