@@ -51,11 +51,10 @@ def measured_scores(weights, data, seq_len, n_windows):
     cfg = model.cfg
     if cfg.pos == "learned" and seq_len > cfg.block_size:
         sys.exit(f"attention_decay.py: {weights}: learned positions stop at block_size {cfg.block_size}")
-    raw = np.fromfile(data, dtype=np.int32, count=256)
-    if raw.size < 3 or raw[0] not in (20240520, 20240801):
-        sys.exit(f"attention_decay.py: {data}: not an llm.c token file")
-    dtype = np.uint16 if raw[0] == 20240520 else np.uint32
-    tokens = np.fromfile(data, dtype=dtype, offset=1024)[: raw[2]]
+    try:
+        tokens = tm.read_tokens(data)
+    except ValueError as e:
+        sys.exit(f"attention_decay.py: {e}")
     n_windows = min(n_windows, len(tokens) // seq_len)
     idx = torch.tensor(tokens[: n_windows * seq_len].astype(np.int64)).view(n_windows, seq_len)
 

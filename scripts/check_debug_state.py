@@ -50,10 +50,6 @@ GRAD_REL_TOL = 1e-3
 PART_FLOOR = 1e-2
 
 
-ST_NAME = {torch.float32: "F32", torch.float64: "F64", torch.int32: "I32",
-           torch.int64: "I64", torch.uint8: "U8"}
-
-
 class BadFile(Exception):
     """A debug-state file that cannot be checked (message: "path: problem")."""
 
@@ -75,8 +71,8 @@ def read_debug_state(path):
             raise BadFile(f"{path}: tensor '{name}' missing")
         t = tensors[name]
         if t.dtype != dtype:
-            raise BadFile(f"{path}: tensor '{name}' has dtype {ST_NAME.get(t.dtype, t.dtype)}, "
-                          f"expected {ST_NAME[dtype]}")
+            raise BadFile(f"{path}: tensor '{name}' has dtype {tm.st_dtype_name(t.dtype) or t.dtype}, "
+                          f"expected {tm.st_dtype_name(dtype)}")
         if shape is not None and tuple(t.shape) != shape:
             raise BadFile(f"{path}: tensor '{name}' has shape {list(t.shape)}, expected {list(shape)}")
         return t

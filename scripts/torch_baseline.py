@@ -7,8 +7,9 @@ PyTorch on the CPU and reports its speed, as a baseline for ./train.
         --batch-size 8 --vocab-size 4096 --pos learned --tokens data/train.bin
 
 Batches are random tokens, or random windows of an llm.c token file (--tokens).
-AdamW (torch.optim.AdamW, lr 3e-4, betas 0.9/0.95, weight decay on the 2-D
-tensors only). The last line is machine-readable, e.g.
+AdamW (torch.optim.AdamW, lr 3e-4, betas 0.9/0.95), with weight decay on wte
+and the linear weight matrices only, as ./train (torch_model.decay_param_names).
+The last line is machine-readable, e.g.
 
     torch pos=rope L=4 C=128 H=4 V=2048 B=32 T=128 threads=2 tokens_per_s=4012.3
     ms_per_step=1021.0 fwd_ms=... bwd_ms=... opt_ms=... steps=10 loss_first=... loss_last=...
@@ -32,33 +33,6 @@ PRESETS = {
     "S": dict(n_layer=4, d_model=128, n_head=4, seq_len=128, batch_size=32, vocab_size=2048),
     "M": dict(n_layer=6, d_model=256, n_head=8, seq_len=256, batch_size=8, vocab_size=4096),
 }
-
-HEADER_INTS = 256
-FORMATS = {20240520: (1, np.uint16), 20240801: (7, np.uint32)}   # magic -> (version, dtype)
-
-
-def read_tokens(path):
-    """Tokens of an llm.c token file as a numpy array (memory-mapped).
-    Raises ValueError("path: problem")."""
-    try:
-        size = os.path.getsize(path)
-        header = np.fromfile(path, dtype="<i4", count=HEADER_INTS)
-    except OSError as e:
-        raise ValueError(f"{path}: {e.strerror}") from None
-    if header.size < HEADER_INTS:
-        raise ValueError(f"{path}: too short for the 1024-byte header")
-    magic, version, count = int(header[0]), int(header[1]), int(header[2])
-    if magic not in FORMATS:
-        raise ValueError(f"{path}: bad magic {magic} (expected 20240520 or 20240801)")
-    want_version, dtype = FORMATS[magic]
-    if version != want_version:
-        raise ValueError(f"{path}: version {version}, expected {want_version} for magic {magic}")
-    item = np.dtype(dtype).itemsize
-    if count < 0 or size != 4 * HEADER_INTS + count * item:
-        raise ValueError(f"{path}: size {size} does not match {count} tokens of {item} bytes")
-    return np.memmap(path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r",
-                     offset=4 * HEADER_INTS, shape=(count,))
-
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description="PyTorch CPU training-speed baseline of the ropelab model.")
@@ -98,7 +72,7 @@ def main(argv=None):
     tokens = None
     if args.tokens:
         try:
-            tokens = read_tokens(args.tokens)
+            tokens = tm.read_tokens(args.tokens)
         except ValueError as e:
             print(e, file=sys.stderr)
             return 2
@@ -112,12 +86,8 @@ def main(argv=None):
 
     model = tm.GPT(cfg)
     model.init_weights(args.seed)
-    decay = set(tm.decay_param_names(model))
-    groups = [{"params": [p for n, p in model.named_parameters() if n in decay],
-               "weight_decay": args.weight_decay},
-              {"params": [p for n, p in model.named_parameters() if n not in decay],
-               "weight_decay": 0.0}]
-    opt = torch.optim.AdamW(groups, lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
+    opt = torch.optim.AdamW(tm.adamw_param_groups(model, args.weight_decay),
+                            lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
     rng = np.random.default_rng(args.seed)
 
     def batch():

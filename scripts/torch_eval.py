@@ -22,14 +22,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_model as tm  # noqa: E402
 
 
-def read_tokens(path):
-    header = np.fromfile(path, dtype="<i4", count=256)
-    if header.size != 256 or header[0] not in (20240520, 20240801):
-        sys.exit(f"torch_eval.py: {path}: not an llm.c token file")
-    dtype = "<u2" if header[0] == 20240520 else "<u4"
-    return np.fromfile(path, dtype=dtype, offset=1024)[: header[2]].astype(np.int64)
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--weights", required=True)
@@ -42,14 +34,17 @@ def main():
     model = tm.model_from_metadata(meta).double()
     model.load_state_dict({k: v.double() for k, v in tensors.items()}, strict=True)
     T = args.seq_len or model.cfg.block_size
-    tokens = read_tokens(args.data)
+    try:
+        tokens = tm.read_tokens(args.data)
+    except ValueError as e:
+        sys.exit(f"torch_eval.py: {e}")
     n_windows = (len(tokens) - 1) // T
     losses = []
     with torch.no_grad():
         for k in range(args.batches):
             w = [(k * args.batch_size + b) % n_windows for b in range(args.batch_size)]
-            x = torch.tensor(np.stack([tokens[i * T: i * T + T] for i in w]))
-            y = torch.tensor(np.stack([tokens[i * T + 1: i * T + T + 1] for i in w]))
+            x = torch.tensor(np.stack([tokens[i * T: i * T + T].astype(np.int64) for i in w]))
+            y = torch.tensor(np.stack([tokens[i * T + 1: i * T + T + 1].astype(np.int64) for i in w]))
             losses.append(model(x, y)[1].item())
     print(f"torch_eval: loss={np.mean(losses):.6f}")
 

@@ -3,8 +3,11 @@
 
 An independent, plain re-implementation used to cross-check the C program
 (scripts/check_debug_state.py) and to benchmark against it
-(scripts/torch_baseline.py). It also holds a small self-contained safetensors
-reader/writer (struct + json + numpy), so no third-party package is needed.
+(scripts/torch_baseline.py). It is also the one home, for every script, of:
+  - the safetensors reader/writer (struct + json + numpy, no third-party
+    package) and its dtype map (ST_DTYPES, st_dtype_name);
+  - the llm.c token-file reader (read_tokens);
+  - which parameters AdamW decays (decay_param_names, adamw_param_groups).
 
 Shapes: B batch, T sequence length, C = d_model, H = n_head, D = C/H,
 V = vocab_size, L = n_layer, R = rope_dims.
@@ -34,11 +37,14 @@ POS_KINDS = ("rope", "learned", "sinusoidal", "t5", "alibi", "none")
 
 @dataclass
 class GPTConfig:
-    n_layer: int
-    n_head: int
-    d_model: int
-    vocab_size: int
-    block_size: int
+    """The model keys. Their defaults are the C table's (src/model/config.c,
+    printed by `./train --help`); tests/test_torch_model.py checks that they
+    agree. vocab_size comes from the tokenizer: 0 means "not set yet"."""
+    n_layer: int = 4
+    n_head: int = 4
+    d_model: int = 128
+    vocab_size: int = 0
+    block_size: int = 128
     pos: str = "rope"
     rope_base: float = 10000.0
     rope_dims: int = 0          # 0 means "all of D" (resolved by validate())
@@ -51,7 +57,19 @@ class GPTConfig:
         return self.d_model // self.n_head
 
     def validate(self):
-        """Checks consistency; resolves rope_dims 0 -> D. Raises ValueError."""
+        """Checks what the maths of this file needs; resolves rope_dims 0 -> D.
+        Returns self; raises ValueError.
+
+        The ranges of single keys (rope_base > 1, n_layer <= 256, ...) are
+        the C program's: their one home is the table in src/model/config.c
+        (`./train --help` prints each key with its default and range), and
+        every file ./train writes satisfies them. Checked here only: sizes
+        positive (tensor shapes), pos a known scheme, d_model divisible by
+        n_head, and a scheme's own rules when that scheme is used, as in C:
+        rope needs rope_dims even and <= head_dim (an odd head_dim is fine
+        for the other schemes); t5 needs t5_num_buckets >= 2 and
+        t5_max_distance > t5_num_buckets/2 (its log-spaced buckets).
+        """
         for name in ("n_layer", "n_head", "d_model", "vocab_size", "block_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} ({getattr(self, name)}) must be positive")
@@ -61,11 +79,10 @@ class GPTConfig:
             raise ValueError(f"d_model ({self.d_model}) is not divisible by n_head ({self.n_head})")
         if self.rope_dims == 0:
             self.rope_dims = self.head_dim
-        if self.rope_dims < 0 or self.rope_dims % 2 or self.rope_dims > self.head_dim:
-            raise ValueError(f"rope_dims ({self.rope_dims}) must be even and in 2..head_dim ({self.head_dim})")
-        if not self.rope_base > 0:
-            raise ValueError(f"rope_base ({self.rope_base}) must be positive")
-        if self.t5_num_buckets < 2 or self.t5_max_distance <= self.t5_num_buckets // 2:
+        if self.pos == "rope" and (self.rope_dims < 0 or self.rope_dims % 2 or self.rope_dims > self.head_dim):
+            raise ValueError(f"rope_dims ({self.rope_dims}) must be even and in 2..head_dim ({self.head_dim})"
+                             + (" (head_dim is odd: set rope_dims)" if self.head_dim % 2 else ""))
+        if self.pos == "t5" and (self.t5_num_buckets < 2 or self.t5_max_distance <= self.t5_num_buckets // 2):
             raise ValueError(f"t5_num_buckets ({self.t5_num_buckets}) must be >= 2 and "
                              f"t5_max_distance ({self.t5_max_distance}) > t5_num_buckets/2")
         return self
@@ -238,8 +255,9 @@ class GPT(nn.Module):
         self.init_weights()
 
     def init_weights(self, seed=None):
-        """GPT-2 style init: N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)),
-        biases 0, LayerNorm 1/0, rel_bias 0. (Not part of the contract.)"""
+        """GPT-2 style init, as the C program's (src/model/params.c): N(0, 0.02),
+        residual projections N(0, 0.02/sqrt(2L)), wpe N(0, 0.01), biases 0,
+        LayerNorm 1/0, rel_bias 0. (Not part of the file format.)"""
         gen = torch.Generator().manual_seed(seed) if seed is not None else None
         std_res = 0.02 / math.sqrt(2 * self.cfg.n_layer)
         with torch.no_grad():
@@ -249,7 +267,7 @@ class GPT(nn.Module):
                 elif name.endswith(".bias") or name == "rel_bias":
                     p.zero_()
                 else:
-                    std = std_res if name.endswith("c_proj.weight") else 0.02
+                    std = std_res if name.endswith("c_proj.weight") else 0.01 if name == "wpe" else 0.02
                     p.copy_(torch.randn(p.shape, generator=gen) * std)
 
     def _table(self, kind, T, dtype, device):
@@ -307,17 +325,82 @@ def model_from_metadata(meta):
 
 
 def decay_param_names(model):
-    """Names of the parameters AdamW decays: every 2-D tensor (wte, wpe,
-    rel_bias, linear weights); biases and LayerNorm parameters are not."""
-    return [n for n, p in model.named_parameters() if p.dim() >= 2]
+    """Names of the parameters AdamW decays, in model order: the C
+    optimiser's rule (the weight_decay flag of src/model/params.c), wte and
+    the weight matrices of the linear layers (attn.c_attn, attn.c_proj,
+    mlp.c_fc, mlp.c_proj). Not decayed: biases, LayerNorm parameters and the
+    positional schemes' own tensors (wpe, rel_bias)."""
+    linear = {f"{name}.weight" for name, mod in model.named_modules() if isinstance(mod, nn.Linear)}
+    return [n for n, _ in model.named_parameters() if n == "wte" or n in linear]
+
+
+def adamw_param_groups(model, weight_decay):
+    """torch.optim.AdamW parameter groups: decay_param_names at weight_decay,
+    every other parameter at 0."""
+    decay = set(decay_param_names(model))
+    named = list(model.named_parameters())
+    return [{"params": [p for n, p in named if n in decay], "weight_decay": weight_decay},
+            {"params": [p for n, p in named if n not in decay], "weight_decay": 0.0}]
+
+
+# ----------------------------------------------------------------------------
+# llm.c token files (docs/FORMAT.md, "Token files"): 256 int32 little-endian
+# header words (magic, version, count, zeros), then count token ids.
+
+TOKEN_HEADER_WORDS = 256
+TOKEN_FORMATS = {20240520: (1, np.uint16), 20240801: (7, np.uint32)}   # magic -> (version, token type)
+
+
+def read_tokens(path):
+    """The token ids of an llm.c token file as a read-only memory-mapped
+    numpy array (uint16 or uint32; convert slices with .astype(np.int64)).
+
+    Checks as src/data/tokens.c does: a known magic, the version of that
+    magic, a count >= 0 and a file size of exactly 1024 + count x (2 or 4)
+    bytes. Raises ValueError("path: problem").
+    """
+    try:
+        size = os.path.getsize(path)
+        header = np.fromfile(path, dtype="<i4", count=TOKEN_HEADER_WORDS)
+    except OSError as e:
+        raise ValueError(f"{path}: {e.strerror or e}") from None
+    if header.size < TOKEN_HEADER_WORDS:
+        raise ValueError(f"{path}: {size} bytes is too short for a token file "
+                         f"({4 * TOKEN_HEADER_WORDS}-byte header)")
+    magic, version, count = (int(x) for x in header[:3])
+    if magic not in TOKEN_FORMATS:
+        raise ValueError(f"{path}: bad magic {magic} (expected "
+                         f"{' or '.join(map(str, TOKEN_FORMATS))}: not an llm.c token file)")
+    want_version, token_type = TOKEN_FORMATS[magic]
+    if version != want_version:
+        raise ValueError(f"{path}: version {version} does not match magic {magic} (expected {want_version})")
+    if count < 0:
+        raise ValueError(f"{path}: negative token count {count}")
+    dtype = np.dtype(token_type).newbyteorder("<")
+    expect = 4 * TOKEN_HEADER_WORDS + count * dtype.itemsize
+    if size != expect:
+        raise ValueError(f"{path}: file is {size} bytes but the header's {count} tokens need {expect}")
+    return np.memmap(path, dtype=dtype, mode="r", offset=4 * TOKEN_HEADER_WORDS, shape=(count,))
 
 
 # ----------------------------------------------------------------------------
 # safetensors (self-contained reader and writer)
 
-_DTYPES = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64,
-           "U8": np.uint8, "U16": np.uint16}
-_NP_TO_ST = {np.dtype(v): k for k, v in _DTYPES.items()}
+# safetensors dtype name -> numpy type: the dtypes these scripts read and write.
+ST_DTYPES = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64,
+             "U8": np.uint8, "U16": np.uint16}
+_NP_TO_ST = {np.dtype(v): k for k, v in ST_DTYPES.items()}
+
+
+def st_dtype_name(dtype):
+    """The safetensors name ("F32", ...) of a numpy or torch dtype; None if
+    it has none here."""
+    if isinstance(dtype, torch.dtype):
+        try:
+            dtype = torch.empty(0, dtype=dtype).numpy().dtype
+        except TypeError:          # a torch dtype numpy lacks (bfloat16 ...)
+            return None
+    return _NP_TO_ST.get(np.dtype(dtype))
 
 
 class SafetensorsError(ValueError):
@@ -359,12 +442,12 @@ def load_safetensors(path):
             dtype, shape, (begin, end) = info["dtype"], list(info["shape"]), info["data_offsets"]
         except (KeyError, TypeError, ValueError):
             fail(f"tensor '{name}': malformed header entry")
-        if dtype not in _DTYPES:
+        if dtype not in ST_DTYPES:
             fail(f"tensor '{name}': unsupported dtype '{dtype}'")
         if not all(isinstance(s, int) and s >= 0 for s in shape) or \
            not isinstance(begin, int) or not isinstance(end, int):
             fail(f"tensor '{name}': bad shape or offsets")
-        npdt = np.dtype(_DTYPES[dtype]).newbyteorder("<")
+        npdt = np.dtype(ST_DTYPES[dtype]).newbyteorder("<")
         nbytes = int(np.prod(shape, dtype=np.int64)) * npdt.itemsize
         if not 0 <= begin <= end <= len(data):
             fail(f"tensor '{name}': data range [{begin}, {end}) outside the data ({len(data)} bytes)")
@@ -392,10 +475,11 @@ def save_safetensors(path, tensors, metadata=None):
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
     for name, t in tensors.items():
         arr = t.detach().cpu().numpy() if isinstance(t, torch.Tensor) else np.asarray(t)
-        if arr.dtype not in _NP_TO_ST:
+        st_name = st_dtype_name(arr.dtype)
+        if st_name is None:
             raise SafetensorsError(f"{path}: tensor '{name}': unsupported dtype {arr.dtype}")
         raw = np.ascontiguousarray(arr, dtype=arr.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": _NP_TO_ST[arr.dtype], "shape": list(arr.shape),
+        header[name] = {"dtype": st_name, "shape": list(arr.shape),
                         "data_offsets": [offset, offset + len(raw)]}
         chunks.append(raw)
         offset += len(raw)

@@ -5,13 +5,19 @@ The main check is an independent float64 NumPy forward pass written as plain
 loops straight from docs/FORMAT.md (explicit 2x2 rotations, per-(i, j)
 scores and biases): the PyTorch model's loss must agree to 1e-10 for every
 scheme. Further tests pin the scheme tables to values from the papers
-(docs/REFERENCES.md), causality, the parameter names and the safetensors
-reader/writer. Run: /usr/bin/python3 tests/test_torch_model.py
+(docs/REFERENCES.md), causality, the parameter names, the safetensors
+reader/writer and the token-file reader, and hold the facts shared with the C
+program to it: the defaults of every model key (parsed from `./train --help`;
+build it with `make` first) and which parameters AdamW decays.
+Run: /usr/bin/python3 tests/test_torch_model.py
 """
 
+import dataclasses
 import math
 import os
+import re
 import struct
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -19,7 +25,8 @@ import unittest
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "scripts"))
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
 import torch_model as tm  # noqa: E402
 
 # ALiBi slopes of the paper's get_slopes, written out by hand.
@@ -249,12 +256,161 @@ class TestModel(unittest.TestCase):
             tm.GPTConfig(1, 2, 8, 11, 4, rope_dims=3).validate()  # odd
         with self.assertRaises(ValueError):
             tm.GPTConfig(1, 2, 8, 11, 4, pos="xpos").validate()
+        with self.assertRaises(ValueError):
+            tm.GPTConfig(1, 2, 8, 0, 4).validate()               # vocab_size not set
         cfg = tm.GPTConfig(2, 2, 8, 11, 4, pos="t5", rope_base=500.0).validate()
         meta = cfg.to_metadata()
         self.assertEqual(meta["rope_dims"], "4")
         self.assertTrue(all(isinstance(v, str) for v in meta.values()))
         self.assertEqual(tm.GPTConfig.from_metadata(meta), cfg)
         self.assertEqual(tm.GPTConfig.from_metadata({**meta, "rope_base": "10000"}).rope_base, 10000.0)
+        # a file written before sinusoidal_scale existed means the unscaled table
+        old = {k: v for k, v in meta.items() if k != "sinusoidal_scale"}
+        self.assertEqual(tm.GPTConfig.from_metadata(old).sinusoidal_scale, 1.0)
+
+    def test_scheme_rules_apply_to_their_scheme_only(self):
+        # head_dim 3: odd, fine for every scheme but rope with rope_dims 0
+        for pos in tm.POS_KINDS:
+            if pos != "rope":
+                self.assertEqual(tm.GPTConfig(1, 3, 9, 11, 4, pos=pos).validate().rope_dims, 3, pos)
+        with self.assertRaises(ValueError):
+            tm.GPTConfig(1, 3, 9, 11, 4, pos="rope").validate()
+        self.assertEqual(tm.GPTConfig(1, 3, 9, 11, 4, pos="rope", rope_dims=2).validate().rope_dims, 2)
+        with self.assertRaises(ValueError):
+            tm.GPTConfig(1, 2, 8, 11, 4, pos="rope", rope_dims=6).validate()   # > head_dim 4
+        tm.GPTConfig(1, 2, 8, 11, 4, pos="learned", rope_dims=6).validate()
+        # t5's rule: t5_max_distance > t5_num_buckets/2, for t5 only
+        with self.assertRaises(ValueError):
+            tm.GPTConfig(1, 2, 8, 11, 4, pos="t5", t5_num_buckets=32, t5_max_distance=16).validate()
+        tm.GPTConfig(1, 2, 8, 11, 4, pos="t5", t5_num_buckets=32, t5_max_distance=17).validate()
+        tm.GPTConfig(1, 2, 8, 11, 4, pos="rope", t5_num_buckets=32, t5_max_distance=16).validate()
+        # single-key ranges are the C table's, not re-checked here
+        tm.GPTConfig(1, 2, 8, 11, 4, pos="rope", rope_base=0.5).validate()
+
+
+def train_help():
+    """`./train --help` of the build in the repository root, or None if ./train is absent."""
+    exe = os.path.join(ROOT, "train")
+    if not os.access(exe, os.X_OK):
+        return None
+    r = subprocess.run([exe, "--help"], capture_output=True, text=True, cwd=ROOT, timeout=60)
+    if r.returncode != 0:
+        raise AssertionError(f"./train --help exited with {r.returncode}: {r.stderr.strip()}")
+    return r.stdout
+
+
+def help_model_keys(text):
+    """{key: (type, default text, help line)} of the [model] and [positions] sections."""
+    keys, section = {}, None
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        m = re.match(r"^\[(\w+)\]\s*$", line)
+        if m:
+            section = m.group(1)
+            continue
+        m = re.match(r"^  (\w+)\s+(\w+)\s+\((.*?)\)", line)
+        if m and section in ("model", "positions"):
+            help_line = lines[i + 1].strip() if i + 1 < len(lines) else ""
+            keys[m.group(1)] = (m.group(2), m.group(3), help_line)
+    return keys
+
+
+class TestSameAsTheCProgram(unittest.TestCase):
+    """Facts whose one home is the C program: the model keys' defaults (the
+    table in src/model/config.c, printed by ./train --help) and the rule of
+    which parameters AdamW decays (src/model/params.c)."""
+
+    def test_defaults_are_the_c_tables(self):
+        text = train_help()
+        if text is None:
+            msg = "skipped: ./train is absent (run make first): model-key defaults not compared with C"
+            print("\n" + msg, file=sys.stderr)
+            self.skipTest(msg)
+        keys = help_model_keys(text)
+        self.assertIn("n_layer", keys, "no [model] keys found in ./train --help")
+        self.assertIn("rope_base", keys, "no [positions] keys found in ./train --help")
+        field_defaults = {f.name: f.default for f in dataclasses.fields(tm.GPTConfig)}
+        for name, (kind, default, _) in keys.items():
+            with self.subTest(key=name):
+                self.assertIn(name, field_defaults, f"C model key '{name}' is not a GPTConfig field")
+                ours = field_defaults[name]
+                if kind == "int":
+                    self.assertEqual(ours, int(default))
+                elif kind == "float":
+                    self.assertEqual(ours, float(default))
+                elif kind == "scheme":
+                    self.assertEqual(ours, default)
+                else:
+                    self.fail(f"unknown key type '{kind}'")
+        # every other field is vocab_size, which comes from the tokenizer (0 = not set, as in C)
+        self.assertEqual(set(field_defaults) - set(keys), {"vocab_size"})
+        self.assertEqual(field_defaults["vocab_size"], 0)
+        # rope_dims 0 = head_dim on both sides; sinusoidal_scale 0.02
+        self.assertIn("0 = head_dim", keys["rope_dims"][2])
+        self.assertEqual(tm.GPTConfig(vocab_size=11).validate().rope_dims, 128 // 4)
+        self.assertEqual(tm.GPTConfig().sinusoidal_scale, 0.02)
+
+    def test_decay_is_wte_and_linear_weights_only(self):
+        linear = ["attn.c_attn.weight", "attn.c_proj.weight", "mlp.c_fc.weight", "mlp.c_proj.weight"]
+        want = ["wte"] + [f"h.{layer}.{n}" for layer in range(2) for n in linear]
+        for pos in tm.POS_KINDS:
+            with self.subTest(pos=pos):
+                model = tm.GPT(tm.GPTConfig(2, 2, 8, 11, 7, pos=pos))
+                names = tm.decay_param_names(model)
+                self.assertEqual(names, want)
+                self.assertNotIn("wpe", names)
+                self.assertNotIn("rel_bias", names)
+                decay, no_decay = tm.adamw_param_groups(model, 0.1)
+                self.assertEqual((decay["weight_decay"], no_decay["weight_decay"]), (0.1, 0.0))
+                by_id = {id(p): n for n, p in model.named_parameters()}
+                self.assertEqual([by_id[id(p)] for p in decay["params"]], want)
+                self.assertEqual(len(decay["params"]) + len(no_decay["params"]),
+                                 len(list(model.parameters())))
+                if pos in ("learned", "t5"):
+                    own = "wpe" if pos == "learned" else "rel_bias"
+                    self.assertIn(own, [by_id[id(p)] for p in no_decay["params"]])
+
+
+class TestTokenFiles(unittest.TestCase):
+    @staticmethod
+    def write(path, magic, version, count, tokens, dtype):
+        header = np.zeros(256, dtype="<i4")
+        header[:3] = (magic, version, count)
+        with open(path, "wb") as f:
+            f.write(header.tobytes() + np.asarray(tokens, dtype=dtype).tobytes())
+
+    def test_reads_both_widths(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "t.bin")
+            for magic, version, dtype, top in ((20240520, 1, "<u2", 65535), (20240801, 7, "<u4", 70000)):
+                self.write(path, magic, version, 4, [0, 5, 1, top], dtype)
+                got = tm.read_tokens(path)
+                self.assertEqual(got.astype(np.int64).tolist(), [0, 5, 1, top])
+                del got
+            self.write(path, 20240520, 1, 0, [], "<u2")
+            self.assertEqual(tm.read_tokens(path).size, 0)
+
+    def test_rejects_bad_files(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "bad.bin")
+            cases = [((20240521, 1, 2, [1, 2], "<u2"), "bad magic"),
+                     ((20240520, 7, 2, [1, 2], "<u2"), "version"),
+                     ((20240801, 1, 2, [1, 2], "<u4"), "version"),
+                     ((20240520, 1, -1, [1, 2], "<u2"), "negative"),
+                     ((20240520, 1, 3, [1, 2], "<u2"), "need"),
+                     ((20240801, 7, 2, [1, 2], "<u2"), "need")]
+            for args, what in cases:
+                self.write(path, *args)
+                with self.assertRaises(ValueError) as cm:
+                    tm.read_tokens(path)
+                self.assertTrue(str(cm.exception).startswith(path + ": "), str(cm.exception))
+                self.assertIn(what, str(cm.exception))
+            with open(path, "wb") as f:
+                f.write(b"\0" * 100)
+            with self.assertRaisesRegex(ValueError, "too short"):
+                tm.read_tokens(path)
+            with self.assertRaisesRegex(ValueError, "^" + re.escape(os.path.join(d, "missing.bin")) + ": "):
+                tm.read_tokens(os.path.join(d, "missing.bin"))
 
 
 class TestSafetensors(unittest.TestCase):
@@ -286,6 +442,14 @@ class TestSafetensors(unittest.TestCase):
                 with self.assertRaises(tm.SafetensorsError) as cm:
                     tm.load_safetensors(path)
                 self.assertTrue(str(cm.exception).startswith(path + ": "))
+
+    def test_dtype_names(self):
+        for name, np_type in tm.ST_DTYPES.items():
+            self.assertEqual(tm.st_dtype_name(np_type), name)
+        self.assertEqual(tm.st_dtype_name(torch.float32), "F32")
+        self.assertEqual(tm.st_dtype_name(torch.int64), "I64")
+        self.assertIsNone(tm.st_dtype_name(torch.bfloat16))
+        self.assertIsNone(tm.st_dtype_name(np.float16))
 
 
 if __name__ == "__main__":

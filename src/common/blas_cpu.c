@@ -1,5 +1,8 @@
-// blas_cpu.c: re-exec with OPENBLAS_CORETYPE when OpenBLAS misdetects the CPU
-// (see blas_cpu.h).
+// blas_cpu.c: re-executes the program with OPENBLAS_CORETYPE=Haswell when
+// OpenBLAS fell back to its SSE3 "Prescott" kernels on a CPU that has AVX2
+// and FMA (see blas_cpu.h). Nothing else is changed: a value of
+// OPENBLAS_CORETYPE that is already set is kept, and so is any core OpenBLAS
+// recognised by itself (Haswell, SkylakeX, Cooperlake, Zen ...).
 #include "common/blas_cpu.h"
 
 #include <cblas.h>
@@ -12,9 +15,14 @@ void blas_use_native_kernels(char **argv) {
     const char *core = openblas_get_corename();
     if (!core || strcasecmp(core, "prescott") != 0) return;
     __builtin_cpu_init();
-    // Haswell (AVX2 + FMA) kernels, not SkylakeX: where this workplace sets
-    // OPENBLAS_CORETYPE it sets an AVX2 type, because older OpenBLAS builds
-    // compute wrong results or crash with their AVX-512 kernels on newer CPUs.
+    // OpenBLAS did not recognise this CPU (a model newer than the OpenBLAS
+    // build, or a virtual CPU reporting a generic model), so any choice here
+    // is a guess. Haswell's kernels need AVX2 and FMA, the two features
+    // checked here. An AVX-512 kernel set (SkylakeX, Cooperlake) is not
+    // guessed: it needs more features than these, and AVX-512 kernels
+    // are where OpenBLAS has had wrong results (e.g. the AVX-512 DGEMM kernel
+    // of 0.3.4-0.3.6, OpenBLAS issue 2182; DYNAMIC_ARCH builds made on a
+    // machine without AVX-512, issue 2986).
     if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return;
     const char *better = "Haswell";
     // Setting the variable first also guarantees at most one re-exec.
