@@ -213,7 +213,7 @@ def rope_rotate_half(u, cos, sin):
     return torch.cat((x0 * cos - x1 * sin, x0 * sin + x1 * cos, u[..., R:]), dim=-1)
 
 
-def rope_theta_from_d(T, R, rope_base, D=8):
+def rope_theta_from_d(T, R, rope_base, *scaling, D=8):
     """theta_i = base^(-2i/D) with D the head width (8 in the self-test), not R."""
     theta = rope_base ** (-2.0 * torch.arange(R // 2, dtype=torch.float64) / D)
     angle = torch.arange(T, dtype=torch.float64)[:, None] * theta[None, :]
@@ -226,6 +226,19 @@ _sinusoidal_table = tm.sinusoidal_table
 def sinusoidal_swapped(T, C, scale=1.0):
     pe = _sinusoidal_table(T, C, scale)
     return torch.stack((pe[:, 1::2], pe[:, 0::2]), dim=-1).reshape(T, C)
+
+
+_rope_cos_sin = tm.rope_cos_sin
+
+
+def rope_yarn_no_temperature(T, R, base, scaling="none", factor=1.0, *rest):
+    cos, sin = _rope_cos_sin(T, R, base, scaling, factor, *rest)
+    t = 0.1 * math.log(factor) + 1.0 if scaling == "yarn" and factor > 1 else 1.0
+    return cos / t, sin / t
+
+
+def rope_ntk_as_linear(T, R, base, scaling="none", factor=1.0, *rest):
+    return _rope_cos_sin(T, R, base, "linear" if scaling == "ntk" else scaling, factor, *rest)
 
 
 def sinusoidal_unscaled(T, C, scale=1.0):
@@ -275,6 +288,9 @@ def self_test(tmpdir):
         ("alibi-H6", dict(pos="alibi", n_head=6, d_model=48), T),
         ("none", dict(pos="none"), T),
         ("sinusoidal-scaled", dict(pos="sinusoidal", sinusoidal_scale=0.25), T),
+        ("rope-yarn", dict(pos="rope", rope_scaling="yarn", rope_scaling_factor=4.0, rope_original_length=8,
+                           rope_yarn_beta_fast=4.0, rope_yarn_beta_slow=0.1), T),
+        ("rope-ntk", dict(pos="rope", rope_scaling="ntk", rope_scaling_factor=4.0), T),
     ]
     mutants = [  # (case label, description, context manager or None, mutate fn or None)
         ("rope", "rotate-half pairing (GPT-NeoX)", lambda: patched("apply_rope", rope_rotate_half), None),
@@ -282,6 +298,8 @@ def self_test(tmpdir):
         ("learned", "wpe read one row off", None, mutant_wpe_shift),
         ("sinusoidal", "sin and cos swapped", lambda: patched("sinusoidal_table", sinusoidal_swapped), None),
         ("sinusoidal-scaled", "sinusoidal_scale ignored", lambda: patched("sinusoidal_table", sinusoidal_unscaled), None),
+        ("rope-yarn", "yarn without its attention temperature", lambda: patched("rope_cos_sin", rope_yarn_no_temperature), None),
+        ("rope-ntk", "ntk as linear interpolation", lambda: patched("rope_cos_sin", rope_ntk_as_linear), None),
         ("t5", "round instead of floor in bucket", lambda: patched("t5_bucket", t5_bucket_round), None),
         ("t5", "bias added before 1/sqrt(D)", None, mutant_t5_bias_before_scale),
         ("alibi-H6", "power-of-two slope formula for H=6", lambda: patched("alibi_slopes", alibi_naive), None),

@@ -34,6 +34,11 @@ POS_KINDS = ("rope", "learned", "sinusoidal", "t5", "alibi", "none")
 # ----------------------------------------------------------------------------
 # Configuration
 
+# What a file written before a key existed means by its absence (the C table's if_absent).
+IF_ABSENT = {"sinusoidal_scale": 1.0, "rope_scaling": "none", "rope_scaling_factor": 1.0,
+             "rope_original_length": 0, "rope_yarn_beta_fast": 32.0, "rope_yarn_beta_slow": 1.0}
+ROPE_SCALINGS = ("none", "linear", "ntk", "yarn")
+
 
 @dataclass
 class GPTConfig:
@@ -51,6 +56,11 @@ class GPTConfig:
     t5_num_buckets: int = 32
     t5_max_distance: int = 128
     sinusoidal_scale: float = 0.02  # PE is multiplied by it (files without the key: 1)
+    rope_scaling: str = "none"      # none | linear | ntk | yarn (beyond the training length)
+    rope_scaling_factor: float = 1.0
+    rope_original_length: int = 0   # yarn: the trained length L (0: block_size)
+    rope_yarn_beta_fast: float = 32.0
+    rope_yarn_beta_slow: float = 1.0
 
     @property
     def head_dim(self):
@@ -82,6 +92,8 @@ class GPTConfig:
         if self.pos == "rope" and (self.rope_dims < 0 or self.rope_dims % 2 or self.rope_dims > self.head_dim):
             raise ValueError(f"rope_dims ({self.rope_dims}) must be even and in 2..head_dim ({self.head_dim})"
                              + (" (head_dim is odd: set rope_dims)" if self.head_dim % 2 else ""))
+        if self.pos == "rope" and self.rope_scaling not in ROPE_SCALINGS:
+            raise ValueError(f"rope_scaling '{self.rope_scaling}' is not one of {', '.join(ROPE_SCALINGS)}")
         if self.pos == "t5" and (self.t5_num_buckets < 2 or self.t5_max_distance <= self.t5_num_buckets // 2):
             raise ValueError(f"t5_num_buckets ({self.t5_num_buckets}) must be >= 2 and "
                              f"t5_max_distance ({self.t5_max_distance}) > t5_num_buckets/2")
@@ -97,14 +109,14 @@ class GPTConfig:
         """Builds a config from a safetensors __metadata__ map. Raises ValueError."""
         kw = {}
         for f in fields(cls):
-            if f.name == "sinusoidal_scale" and f.name not in meta:
-                kw[f.name] = 1.0   # written before the key existed: unscaled
+            if f.name not in meta and f.name in IF_ABSENT:
+                kw[f.name] = IF_ABSENT[f.name]   # written before the key existed
                 continue
             if f.name not in meta:
                 raise ValueError(f"metadata key '{f.name}' missing")
             raw = meta[f.name]
             try:
-                if f.name == "pos":
+                if f.type is str:
                     kw[f.name] = str(raw)
                 elif f.type is float:
                     kw[f.name] = float(raw)
@@ -119,13 +131,32 @@ class GPTConfig:
 # Positional schemes: fixed tables, computed in float64 then cast
 
 
-def rope_cos_sin(T, R, rope_base):
-    """cos, sin of m * theta_i, m = 0..T-1, theta_i = rope_base^(-2i/R): each (T, R/2), float64."""
+def rope_cos_sin(T, R, rope_base, scaling="none", factor=1.0, original_length=0, beta_fast=32.0, beta_slow=1.0):
+    """cos, sin of m * theta_i for m = 0..T-1, each (T, R/2), float64.
+
+    theta_i = rope_base^(-2i/R), then, beyond the training length (factor s):
+      linear: theta_i / s  (position interpolation: m reads as m/s)
+      ntk:    rope_base * s^(R/(R-2)) as the base (NTK-aware)
+      yarn:   r_i = L theta_i / (2 pi) turns over the trained length L
+              (original_length), ramp g_i = clamp((r_i - beta_slow) /
+              (beta_fast - beta_slow), 0, 1), theta_i' = (1 - g_i) theta_i / s
+              + g_i theta_i, and cos, sin times 0.1 ln s + 1 (YaRN's sqrt(1/t)).
+    """
     i = torch.arange(R // 2, dtype=torch.float64)
-    theta = rope_base ** (-2.0 * i / R)
+    base = rope_base * factor ** (R / (R - 2)) if scaling == "ntk" else rope_base
+    theta = base ** (-2.0 * i / R)
+    scale = 1.0
+    if scaling == "linear":
+        theta = theta / factor
+    elif scaling == "yarn":
+        turns = original_length * theta / (2 * math.pi)
+        ramp = ((turns - beta_slow) / (beta_fast - beta_slow)).clamp(0.0, 1.0)
+        theta = (1 - ramp) * theta / factor + ramp * theta
+        if factor > 1:
+            scale = 0.1 * math.log(factor) + 1.0
     m = torch.arange(T, dtype=torch.float64)
     angle = m[:, None] * theta[None, :]
-    return torch.cos(angle), torch.sin(angle)
+    return scale * torch.cos(angle), scale * torch.sin(angle)
 
 
 def apply_rope(u, cos, sin):
@@ -276,7 +307,9 @@ class GPT(nn.Module):
         if key not in self._tables:
             cfg = self.cfg
             if kind == "rope":
-                cos, sin = rope_cos_sin(T, cfg.rope_dims, cfg.rope_base)
+                cos, sin = rope_cos_sin(T, cfg.rope_dims, cfg.rope_base, cfg.rope_scaling, cfg.rope_scaling_factor,
+                                        cfg.rope_original_length or cfg.block_size, cfg.rope_yarn_beta_fast,
+                                        cfg.rope_yarn_beta_slow)
                 val = (cos.to(dtype=dtype, device=device), sin.to(dtype=dtype, device=device))
             elif kind == "sinusoidal":
                 val = sinusoidal_table(T, cfg.d_model, cfg.sinusoidal_scale).to(dtype=dtype, device=device)

@@ -35,6 +35,7 @@
 #include "common/threads.h"
 #include "model/gpt.h"
 #include "model/gpt_internal.h"
+#include "util_gradcheck.h"
 #include "model/layers.h"
 #include "model/pos.h"
 #include "train/adamw.h"
@@ -114,7 +115,9 @@ static void rope_micro(int reps) {
     float *R = calloc((size_t)T * D * D, sizeof(float));
     float *u = malloc(sizeof(float) * N * D), *w = malloc(sizeof(float) * N * D),
           *w2 = malloc(sizeof(float) * N * D), *e = malloc(sizeof(float) * N * D);
-    rope_build_tables(cs, sn, T, D, 10000.0f);
+    GPTConfig rope = {.n_layer = 1, .n_head = 1, .d_model = D, .vocab_size = 4, .block_size = T, .pos = POS_ROPE};
+    gpt_config_defaults(&rope);
+    rope_build_tables(cs, sn, T, &rope);
     for (int m = 0; m < T; m++)
         for (int i = 0; i < HALF; i++) {
             float *r = R + (size_t)m * D * D, c = cs[m * HALF + i], s = sn[m * HALF + i];

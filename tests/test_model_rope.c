@@ -5,6 +5,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,6 +34,20 @@ static void rotate_by_matrix(double *out, const float *x, int m, int R, double b
     }
 }
 
+// A rope config with rope_dims R and the given base, no scaling.
+static GPTConfig rope_cfg(int R, float base) {
+    GPTConfig cfg = {.n_layer = 1, .n_head = 1, .d_model = D, .vocab_size = 4, .block_size = NPOS, .pos = POS_ROPE};
+    gpt_config_defaults(&cfg);
+    cfg.rope_dims = R;
+    cfg.rope_base = base;
+    return cfg;
+}
+
+static void build(int R, float base) {
+    GPTConfig cfg = rope_cfg(R, base);
+    rope_build_tables(cos_t, sin_t, NPOS, &cfg);
+}
+
 static void rotate_elementwise(float *u, int m, int R) {
     rope_rotate(u, cos_t + m * (R / 2), sin_t + m * (R / 2), R);
 }
@@ -40,7 +55,7 @@ static void rotate_elementwise(float *u, int m, int R) {
 static void test_matches_matrix_form(void **s) {
     (void)s;
     for (int R = 2; R <= D; R += 2) {
-        rope_build_tables(cos_t, sin_t, NPOS, R, 10000.0f);
+        build(R, 10000.0f);
         for (int m = 0; m < NPOS; m += 7) {
             float x[D], u[D];
             double ref[D];
@@ -62,7 +77,7 @@ static double dot(const float *a, const float *b) {
 
 static void test_relative_and_norm(void **s) {
     (void)s;
-    rope_build_tables(cos_t, sin_t, NPOS, D, 10000.0f);
+    build(D, 10000.0f);
     float q[D], k[D];
     gc_fill_normal(q, D, 0, 1, 1);
     gc_fill_normal(k, D, 0, 1, 2);
@@ -110,7 +125,7 @@ static void test_qk_hook(void **s) {
     memcpy(qkv, orig, sizeof qkv);
     int pos0 = 5;
     pos_scheme_rope.qk_forward(&pc, qkv, B, T, pos0);
-    rope_build_tables(cos_t, sin_t, NPOS, D, 500.0f);
+    build(D, 500.0f);
     for (int b = 0; b < B; b++)
         for (int t = 0; t < T; t++)
             for (int part = 0; part < 3; part++)
@@ -127,8 +142,75 @@ static void test_qk_hook(void **s) {
     pos_ctx_free(&pc);
 }
 
+// Every scaling at factor 1 gives exactly the unscaled tables.
+static void test_scaling_factor_one_is_identity(void **s) {
+    static float c0[NPOS * D / 2], s0[NPOS * D / 2], c1[NPOS * D / 2], s1[NPOS * D / 2];
+    GPTConfig cfg = rope_cfg(D, 10000.0f);
+    rope_build_tables(c0, s0, NPOS, &cfg);
+    for (int mode = ROPE_SCALING_LINEAR; mode <= ROPE_SCALING_YARN; mode++) {
+        cfg.rope_scaling = mode;
+        cfg.rope_scaling_factor = 1.0f;
+        rope_build_tables(c1, s1, NPOS, &cfg);
+        assert_memory_equal(c0, c1, sizeof c0);
+        assert_memory_equal(s0, s1, sizeof s0);
+    }
+}
+
+// Linear scaling (position interpolation) at factor s: position s*m gets the
+// table of position m (the same angle; float rounding of the two products only).
+static void test_linear_scaling_interpolates_positions(void **s) {
+    static float c0[NPOS * D / 2], s0[NPOS * D / 2], c4[NPOS * D / 2], s4[NPOS * D / 2];
+    GPTConfig cfg = rope_cfg(D, 10000.0f);
+    rope_build_tables(c0, s0, NPOS, &cfg);
+    cfg.rope_scaling = ROPE_SCALING_LINEAR;
+    cfg.rope_scaling_factor = 4.0f;
+    rope_build_tables(c4, s4, NPOS, &cfg);
+    for (int m = 0; 4 * m < NPOS; m++)
+        for (int i = 0; i < D / 2; i++) {
+            assert_true(fabsf(c4[4 * m * (D / 2) + i] - c0[m * (D / 2) + i]) < 2e-7f);
+            assert_true(fabsf(s4[4 * m * (D / 2) + i] - s0[m * (D / 2) + i]) < 2e-7f);
+        }
+    // and NTK-aware: base' = base s^(R/(R-2)); pair 0 keeps its angle, the last is divided by s
+    double th[D / 2], th0[D / 2], scale;
+    cfg.rope_scaling = ROPE_SCALING_NONE;
+    rope_frequencies(&cfg, th0, &scale);
+    cfg.rope_scaling = ROPE_SCALING_NTK;
+    rope_frequencies(&cfg, th, &scale);
+    assert_true(th[0] == th0[0]);
+    assert_true(fabs(th[D / 2 - 1] - th0[D / 2 - 1] / 4.0) < 1e-15);
+    assert_true(scale == 1.0);
+}
+
+// YaRN's ramp by hand for R = 8, base 10000, L = 64, s = 4, beta 1..32:
+// theta_i = 10000^(-i/4) = 1, 0.1, 0.01, 0.001; turns over L, r_i = 64 theta_i / (2 pi)
+// = 10.186, 1.0186, 0.10186, 0.010186; ramp g = (r - 1) / 31 clamped:
+// 0.29632, 0.000600, 0, 0; theta' = (1 - g) theta / 4 + g theta:
+//   i=0: 0.25 + 0.75 * 0.29632 = 0.472240;  i=1: 0.1 (0.25 + 0.75 * 0.000600) = 0.0250450
+//   i=2: 0.0025;  i=3: 0.00025;  tables x (0.1 ln 4 + 1) = 1.1386294.
+static void test_yarn_ramp_by_hand(void **s) {
+    GPTConfig cfg = rope_cfg(D, 10000.0f);
+    cfg.rope_scaling = ROPE_SCALING_YARN;
+    cfg.rope_scaling_factor = 4.0f;
+    double th[D / 2], scale;
+    rope_frequencies(&cfg, th, &scale);
+    const double want[D / 2] = {0.472240, 0.0250450, 0.0025, 0.00025};
+    for (int i = 0; i < D / 2; i++) assert_true(fabs(th[i] - want[i]) < 2e-6 * want[i] + 1e-9);
+    assert_true(fabs(scale - 1.1386294) < 1e-7);
+    // rope_original_length replaces block_size as L
+    cfg.rope_original_length = 32;   // r halves: 5.093, 0.509, ...: g_0 = 0.13204, g_1 = 0
+    rope_frequencies(&cfg, th, &scale);
+    assert_true(fabs(th[0] - (0.25 + 0.75 * (32 / (2 * M_PI) - 1) / 31)) < 1e-12);
+    assert_true(fabs(th[1] - 0.025) < 1e-12);
+    // and the table is scale * cos(m theta')
+    rope_build_tables(cos_t, sin_t, NPOS, &cfg);
+    assert_true(fabs(cos_t[5 * (D / 2) + 0] - scale * cos(5 * th[0])) < 1e-6);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_scaling_factor_one_is_identity),
+        cmocka_unit_test(test_linear_scaling_interpolates_positions),
+        cmocka_unit_test(test_yarn_ramp_by_hand),
         cmocka_unit_test(test_matches_matrix_form),
         cmocka_unit_test(test_relative_and_norm),
         cmocka_unit_test(test_qk_hook),

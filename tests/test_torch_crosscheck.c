@@ -79,6 +79,12 @@ static void test_rope_partial(void **state) { skip_without_torch(); check_scheme
 static void test_learned(void **state)      { skip_without_torch(); check_scheme("learned", "--pos=learned"); }
 static void test_sinusoidal(void **state)   { skip_without_torch(); check_scheme("sinusoidal", "--pos=sinusoidal --sinusoidal_scale=1"); }
 static void test_sinusoidal_scaled(void **state) { skip_without_torch(); check_scheme("sinusoidal_s", "--pos=sinusoidal --sinusoidal_scale=0.1767767"); }
+// rope beyond the training length: the scaled angle tables (block_size 24; yarn with a
+// ramp that is neither 0 nor 1 for the first pairs: L = 8, betas 0.1..4).
+static void test_rope_linear(void **state) { skip_without_torch(); check_scheme("rope_lin", "--pos=rope --rope_scaling=linear --rope_scaling_factor=3"); }
+static void test_rope_ntk(void **state)    { skip_without_torch(); check_scheme("rope_ntk", "--pos=rope --rope_scaling=ntk --rope_scaling_factor=4"); }
+static void test_rope_yarn(void **state)   { skip_without_torch(); check_scheme("rope_yarn", "--pos=rope --rope_scaling=yarn --rope_scaling_factor=4 "
+                                             "--rope_original_length=8 --rope_yarn_beta_fast=4 --rope_yarn_beta_slow=0.1"); }
 static void test_t5(void **state)           { skip_without_torch(); check_scheme("t5", "--pos=t5 --t5_num_buckets=8 --t5_max_distance=16"); }
 static void test_alibi(void **state)        { skip_without_torch(); check_scheme("alibi", "--pos=alibi"); }
 static void test_alibi_6_heads(void **state){ skip_without_torch(); check_scheme("alibi6", "--pos=alibi --n_head=6 --d_model=36"); }
@@ -136,6 +142,7 @@ static void test_reference_self_checks(void **state) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rope), cmocka_unit_test(test_rope_partial),
+        cmocka_unit_test(test_rope_linear), cmocka_unit_test(test_rope_ntk), cmocka_unit_test(test_rope_yarn),
         cmocka_unit_test(test_learned), cmocka_unit_test(test_sinusoidal), cmocka_unit_test(test_sinusoidal_scaled),
         cmocka_unit_test(test_t5), cmocka_unit_test(test_alibi),
         cmocka_unit_test(test_alibi_6_heads), cmocka_unit_test(test_none),

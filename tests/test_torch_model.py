@@ -338,7 +338,7 @@ class TestSameAsTheCProgram(unittest.TestCase):
                     self.assertEqual(ours, int(default))
                 elif kind == "float":
                     self.assertEqual(ours, float(default))
-                elif kind == "scheme":
+                elif kind in ("scheme", "choice"):
                     self.assertEqual(ours, default)
                 else:
                     self.fail(f"unknown key type '{kind}'")

@@ -38,30 +38,44 @@ const char *pos_kind_list(void) {
 // The limits keep every size product well inside size_t and int index
 // ranges (see gpt_config_validate_keys for the parameter count).
 #define F(field) offsetof(GPTConfig, field)
+// Columns: name, section, type, field, default, min, max, min_open, in_config,
+// scheme (-1: all), if_absent, length_key, choices, help.
 static const ModelKey MODEL_KEYS[] = {
-    {"n_layer", "model", MODEL_KEY_INT, F(n_layer), "4", 1, 256, 0, 1, -1, NULL,
+    {"n_layer", "model", MODEL_KEY_INT, F(n_layer), "4", 1, 256, 0, 1, -1, NULL, 0, NULL,
      "transformer blocks (L)"},
-    {"n_head", "model", MODEL_KEY_INT, F(n_head), "4", 1, 256, 0, 1, -1, NULL,
+    {"n_head", "model", MODEL_KEY_INT, F(n_head), "4", 1, 256, 0, 1, -1, NULL, 0, NULL,
      "attention heads per block (H); must divide d_model"},
-    {"d_model", "model", MODEL_KEY_INT, F(d_model), "128", 2, 16384, 0, 1, -1, NULL,
+    {"d_model", "model", MODEL_KEY_INT, F(d_model), "128", 2, 16384, 0, 1, -1, NULL, 0, NULL,
      "model width (C); head_dim = d_model / n_head"},
-    {"block_size", "model", MODEL_KEY_INT, F(block_size), "128", 2, 65536, 0, 1, -1, NULL,
+    {"block_size", "model", MODEL_KEY_INT, F(block_size), "128", 2, 65536, 0, 1, -1, NULL, 1, NULL,
      "context length (T) of every training window; also the size of wpe for pos=learned"},
-    {"pos", "positions", MODEL_KEY_SCHEME, F(pos), "rope", 0, 0, 0, 1, -1, NULL,
+    {"pos", "positions", MODEL_KEY_SCHEME, F(pos), "rope", 0, 0, 0, 1, -1, NULL, 0, NULL,
      "positional scheme"},
-    {"rope_base", "positions", MODEL_KEY_FLOAT, F(rope_base), "10000", 1, 1e12, 1, 1, POS_ROPE, NULL,
+    {"rope_base", "positions", MODEL_KEY_FLOAT, F(rope_base), "10000", 1, 1e12, 1, 1, POS_ROPE, NULL, 0, NULL,
      "rope: theta_i = rope_base^(-2i/rope_dims)"},
-    {"rope_dims", "positions", MODEL_KEY_INT, F(rope_dims), "0", 0, 16384, 0, 1, POS_ROPE, NULL,
+    {"rope_dims", "positions", MODEL_KEY_INT, F(rope_dims), "0", 0, 16384, 0, 1, POS_ROPE, NULL, 0, NULL,
      "rope: rotated dims per head, even and <= head_dim; 0 = head_dim"},
-    {"t5_num_buckets", "positions", MODEL_KEY_INT, F(t5_num_buckets), "32", 2, 1024, 0, 1, POS_T5, NULL,
+    {"t5_num_buckets", "positions", MODEL_KEY_INT, F(t5_num_buckets), "32", 2, 1024, 0, 1, POS_T5, NULL, 0, NULL,
      "t5: relative-distance buckets"},
     {"t5_max_distance", "positions", MODEL_KEY_INT, F(t5_max_distance), "128", 2, 1 << 20, 0, 1, POS_T5, NULL,
-     "t5: distance where the log-spaced buckets end; > t5_num_buckets/2"},
+     0, NULL, "t5: distance where the log-spaced buckets end; > t5_num_buckets/2"},
     // 0.02 = the token embedding's init std: PE's rms (0.02/sqrt 2) is then 1/sqrt 2 of a
     // token vector's, the ratio of Vaswani et al. (docs/POSITIONS.md has the measurement).
     {"sinusoidal_scale", "positions", MODEL_KEY_FLOAT, F(sinusoidal_scale), "0.02", 0, 1000, 1, 1, POS_SINUSOIDAL,
-     "1", "sinusoidal: the table PE is multiplied by this; 0.02 keeps Vaswani's position-to-token ratio, 1 is the unscaled table"},
-    {"vocab_size", "model", MODEL_KEY_INT, F(vocab_size), "0", 1, 1 << 24, 0, 0, -1, NULL,
+     "1", 0, NULL, "sinusoidal: the table PE is multiplied by this; 0.02 keeps Vaswani's position-to-token "
+     "ratio, 1 is the unscaled table"},
+    {"rope_scaling", "positions", MODEL_KEY_CHOICE, F(rope_scaling), "none", 0, 3, 0, 1, POS_ROPE, "none", 1,
+     "none|linear|ntk|yarn", "rope beyond the training length: linear (position interpolation), ntk "
+     "(NTK-aware base), yarn (NTK-by-parts + attention temperature); docs/POSITIONS.md"},
+    {"rope_scaling_factor", "positions", MODEL_KEY_FLOAT, F(rope_scaling_factor), "1", 1, 1e6, 0, 1, POS_ROPE,
+     "1", 1, NULL, "rope_scaling: the factor s (the new length over the trained one); 1 = unscaled"},
+    {"rope_original_length", "positions", MODEL_KEY_INT, F(rope_original_length), "0", 0, 1 << 20, 0, 1,
+     POS_ROPE, "0", 1, NULL, "rope_scaling=yarn: the length L the model was trained at; 0 = block_size"},
+    {"rope_yarn_beta_fast", "positions", MODEL_KEY_FLOAT, F(rope_yarn_beta_fast), "32", 0, 1e6, 1, 1, POS_ROPE,
+     "32", 1, NULL, "rope_scaling=yarn: dims turning more than this many times over L keep their angles"},
+    {"rope_yarn_beta_slow", "positions", MODEL_KEY_FLOAT, F(rope_yarn_beta_slow), "1", 0, 1e6, 1, 1, POS_ROPE,
+     "1", 1, NULL, "rope_scaling=yarn: dims turning fewer than this many times over L are divided by s"},
+    {"vocab_size", "model", MODEL_KEY_INT, F(vocab_size), "0", 1, 1 << 24, 0, 0, -1, NULL, 0, NULL,
      "vocabulary size (from the tokenizer)"},
 };
 #undef F
@@ -121,6 +135,17 @@ int gpt_config_set(GPTConfig *c, int k, const char *value, char *err, size_t err
         *(PosKind *)key_field(c, k) = kind;
         return 0;
     }
+    case MODEL_KEY_CHOICE: {   // the index of value in "a|b|c"
+        const char *ch = key->choices;
+        size_t len = strlen(value);
+        for (int i = 0; *ch; i++) {
+            size_t n = strcspn(ch, "|");
+            if (n == len && strncmp(ch, value, n) == 0) { *(int *)key_field(c, k) = i; return 0; }
+            ch += n + (ch[n] == '|');
+        }
+        snprintf(err, errlen, "'%s' is not one of %s", value, key->choices);
+        return -1;
+    }
     }
     return -1;
 }
@@ -136,6 +161,12 @@ void gpt_config_get(const GPTConfig *c, int k, char *buf, size_t n) {
         break;
     }
     case MODEL_KEY_SCHEME: snprintf(buf, n, "%s", pos_kind_name(*(const PosKind *)p)); break;
+    case MODEL_KEY_CHOICE: {
+        const char *ch = MODEL_KEYS[k].choices;
+        for (int i = *(const int *)p; i > 0 && *ch; i--) ch += strcspn(ch, "|") + (ch[strcspn(ch, "|")] == '|');
+        snprintf(buf, n, "%.*s", (int)strcspn(ch, "|"), ch);
+        break;
+    }
     }
 }
 
@@ -164,7 +195,7 @@ int gpt_config_validate_keys(const GPTConfig *c, char *err, size_t errlen, const
         gpt_config_get(c, k, text, sizeof text);
         if (key->type == MODEL_KEY_SCHEME && !(c->pos >= 0 && c->pos < POS_COUNT))
             FAIL(key->name, key->name, "unknown positional scheme (%d)", (int)c->pos);
-        if ((key->type == MODEL_KEY_INT && !in_range(key, *(const int *)p)) ||
+        if (((key->type == MODEL_KEY_INT || key->type == MODEL_KEY_CHOICE) && !in_range(key, *(const int *)p)) ||
             (key->type == MODEL_KEY_FLOAT && !(isfinite(*(const float *)p) && in_range(key, *(const float *)p))))
             FAIL(key->name, key->name, "%s (%s) must be in %s", key->name, text, range);
     }
@@ -178,6 +209,11 @@ int gpt_config_validate_keys(const GPTConfig *c, char *err, size_t errlen, const
                  c->rope_dims, head_dim);
         if (c->rope_dims == 0 && head_dim % 2 != 0)
             FAIL("pos", "n_head", "head_dim (%d) is odd: set rope_dims to an even value", head_dim);
+        if (c->rope_scaling == ROPE_SCALING_YARN && !(c->rope_yarn_beta_fast > c->rope_yarn_beta_slow))
+            FAIL("rope_yarn_beta_fast", "rope_yarn_beta_slow", "rope_yarn_beta_fast (%g) must be larger than "
+                 "rope_yarn_beta_slow (%g)", (double)c->rope_yarn_beta_fast, (double)c->rope_yarn_beta_slow);
+        if (c->rope_scaling == ROPE_SCALING_NTK && (c->rope_dims ? c->rope_dims : head_dim) <= 2)
+            FAIL("rope_scaling", "rope_dims", "rope_scaling=ntk needs rope_dims > 2 (base' = base s^(R/(R-2)))");
     }
     if (c->pos == POS_T5 && c->t5_max_distance <= c->t5_num_buckets / 2)
         FAIL("t5_max_distance", "t5_num_buckets", "t5_max_distance (%d) must be larger than t5_num_buckets/2 (%d)",

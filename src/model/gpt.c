@@ -59,6 +59,32 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, 
 }
 
 const char *gpt_matmul_describe(const GPT *m) { return linear_engine_describe(m->linear); }
+
+int gpt_reconfigure(GPT *m, const GPTConfig *cfg, char *err, size_t errlen) {
+    GPTConfig c = *cfg;
+    const char *key;
+    if (gpt_config_validate(&c, err, errlen) != 0) return -1;
+    gpt_config_resolve(&c);
+    if (gpt_config_diff(&c, &m->cfg, 1, &key) != 0) {
+        snprintf(err, errlen, "%s cannot change for a trained model (only block_size and the rope scaling keys can)", key);
+        return -1;
+    }
+    if (m->pos->max_pos_is_block && c.block_size != m->cfg.block_size) {
+        snprintf(err, errlen, "pos=%s has one learned row per position: block_size cannot change (%d -> %d)",
+                 pos_kind_name(c.pos), m->cfg.block_size, c.block_size);
+        return -1;
+    }
+    // The tables cover as many positions as before (activations may be sized for T > block_size).
+    int n_pos = m->pos_ctx.n_pos > c.block_size ? m->pos_ctx.n_pos : c.block_size;
+    m->cfg = c;
+    pos_ctx_free(&m->pos_ctx);
+    if (pos_ctx_init(&m->pos_ctx, m->pos, &m->cfg, n_pos, err, errlen) != 0) return -1;
+    for (int i = 0; i < m->n_pos_params; i++) {
+        m->pos_ctx.param[i] = m->p.pos[i];
+        m->pos_ctx.dparam[i] = m->g.pos[i];
+    }
+    return 0;
+}
 void gpt_params_changed(GPT *m) { linear_engine_weights_changed(m->linear); }
 
 int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {

@@ -39,9 +39,16 @@ typedef struct {
     int t5_num_buckets;     // t5: relative-distance buckets
     int t5_max_distance;    // t5: where the log-spaced buckets end
     float sinusoidal_scale; // sinusoidal: the table is multiplied by it
+    // rope beyond the training length (docs/POSITIONS.md): the angle tables rescaled
+    int rope_scaling;       // RopeScaling
+    float rope_scaling_factor;   // s >= 1 (1: unscaled)
+    int rope_original_length;    // yarn: the length L the model was trained at (0: block_size)
+    float rope_yarn_beta_fast, rope_yarn_beta_slow;   // yarn: the ramp's ends, in rotations per L
 } GPTConfig;
 
-typedef enum { MODEL_KEY_INT, MODEL_KEY_FLOAT, MODEL_KEY_SCHEME } ModelKeyType;
+typedef enum { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_NTK, ROPE_SCALING_YARN } RopeScaling;
+
+typedef enum { MODEL_KEY_INT, MODEL_KEY_FLOAT, MODEL_KEY_SCHEME, MODEL_KEY_CHOICE } ModelKeyType;
 
 // One model key. Ranges are inclusive, except that min is excluded when
 // min_open is set (rope_base > 1, sinusoidal_scale > 0).
@@ -57,6 +64,9 @@ typedef struct {
     int scheme;              // the scheme (PosKind) whose maths uses it; -1: every scheme
     const char *if_absent;   // value meant by a weights file or run config written before
                              // the key existed; NULL: the key is required
+    int length_key;          // may differ between a trained model and a run or evaluation that
+                             // loads it (block_size, rope scaling): changes no parameter's value
+    const char *choices;     // MODEL_KEY_CHOICE: "a|b|c", stored as the index
     const char *help;
 } ModelKey;
 
@@ -186,10 +196,17 @@ int gpt_save_with(const GPT *model, const char *path, const StTensorOut *extra, 
 int gpt_read_tensor(const StFile *file, const char *name, const ParamEntry *e, float *dst,
                     char *err, size_t errlen);
 // The parameters of an open file whose metadata describes this model's
-// configuration (a key that differs is named), every tensor checked.
-int gpt_read_params(GPT *model, const StFile *file, char *err, size_t errlen);
-// 0 if every model key of a and b has the same value, else -1 and *key names the first that differs.
-int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, const char **key);
+// configuration (a key that differs is named; with length_keys_may_differ,
+// block_size and the rope scaling keys may differ: --init-from), every tensor checked.
+int gpt_read_params(GPT *model, const StFile *file, int length_keys_may_differ, char *err, size_t errlen);
+// 0 if every model key of a and b has the same value (length keys skipped
+// if skip_length_keys), else -1 and *key names the first that differs.
+int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, int skip_length_keys, const char **key);
+// Changes a model's length keys (block_size, rope scaling) to cfg's; every
+// other key must be equal (else -1 naming it). The scheme's tables are rebuilt;
+// a KV cache made before must be made again. block_size of a scheme with one
+// learned row per position (learned) cannot change.
+int gpt_reconfigure(GPT *model, const GPTConfig *cfg, char *err, size_t errlen);
 // The weights file's __metadata__ for this model, as key/value strings:
 // format=pt, then every key of the model-key table (docs/FORMAT.md).
 #define GPT_META_MAX 32

@@ -74,8 +74,11 @@ void pos_add_rows(float *x, const float *table, int B, int T, int pos0, int C);
 POS_SCHEME_LIST(POS_SCHEME_EXTERN_)
 
 // Exposed for tests and docs (pure functions of the config).
-// rope: cos/sin tables, theta_i = base^(-2i/R), i < R/2, entry [m*R/2 + i].
-void rope_build_tables(float *cos_tab, float *sin_tab, int n_pos, int rope_dims, float base);
+// rope: the angle of each pair i < R/2 after cfg's rope_scaling (theta[R/2]),
+// and the factor the tables are multiplied by (yarn's sqrt(1/t), else 1).
+void rope_frequencies(const GPTConfig *cfg, double *theta, double *table_scale);
+// rope: cos/sin tables for cfg, entry [m*R/2 + i] = table_scale cos(m theta_i) (sin likewise).
+void rope_build_tables(float *cos_tab, float *sin_tab, int n_pos, const GPTConfig *cfg);
 // rope: rotate the first R dims of one head vector u (D) at table row m.
 void rope_rotate(float *u, const float *cos_row, const float *sin_row, int rope_dims);
 void rope_rotate_back(float *u, const float *cos_row, const float *sin_row, int rope_dims);

@@ -8,19 +8,52 @@
 // tables built once. R_m is orthogonal, so backward applies R_m^T = R_{-m}:
 // the gradient is rotated back by the same angle.
 // Applied to q and k (never v) of every head, after c_attn, in place.
+//
+// Beyond the training length (rope_scaling, factor s; docs/POSITIONS.md),
+// only the tables change:
+//   linear (position interpolation, Chen et al. 2023): theta_i / s, i.e. position m reads as m/s
+//   ntk    (NTK-aware): base' = base s^(R/(R-2)), so the slowest pair is interpolated by s
+//          and the fastest keeps its angle
+//   yarn   (Peng et al. 2023, "NTK-by-parts" + temperature): with L the trained length,
+//          r_i = L theta_i / (2 pi) (turns of pair i over L) and the ramp
+//          g_i = clamp((r_i - beta_slow) / (beta_fast - beta_slow), 0, 1):
+//            theta_i' = (1 - g_i) theta_i / s + g_i theta_i
+//          and cos, sin multiplied by sqrt(1/t) = 0.1 ln(s) + 1, which multiplies every
+//          q.k score by 1/t (both q and k are rotated): sharper attention at long range.
+// Rotating by (c, s) = mscale (cos, sin) is mscale R_m, whose transpose is
+// mscale R_m^T: backward uses the same tables, unchanged.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "model/pos.h"
 
-void rope_build_tables(float *cos_tab, float *sin_tab, int n_pos, int rope_dims, float base) {
-    int half = rope_dims / 2;
+void rope_frequencies(const GPTConfig *cfg, double *theta, double *table_scale) {
+    int R = cfg->rope_dims;
+    double s = cfg->rope_scaling_factor, base = cfg->rope_base;
+    if (cfg->rope_scaling == ROPE_SCALING_NTK) base *= pow(s, (double)R / (R - 2));
+    *table_scale = 1.0;
+    for (int i = 0; i < R / 2; i++) {
+        theta[i] = pow(base, -2.0 * i / R);
+        if (cfg->rope_scaling == ROPE_SCALING_LINEAR) theta[i] /= s;
+        if (cfg->rope_scaling == ROPE_SCALING_YARN) {
+            double L = cfg->rope_original_length > 0 ? cfg->rope_original_length : cfg->block_size;
+            double r = L * theta[i] / (2.0 * M_PI), lo = cfg->rope_yarn_beta_slow, hi = cfg->rope_yarn_beta_fast;
+            double g = r < lo ? 0.0 : r > hi ? 1.0 : (r - lo) / (hi - lo);
+            theta[i] = (1.0 - g) * theta[i] / s + g * theta[i];
+        }
+    }
+    if (cfg->rope_scaling == ROPE_SCALING_YARN && s > 1.0) *table_scale = 0.1 * log(s) + 1.0;
+}
+
+void rope_build_tables(float *cos_tab, float *sin_tab, int n_pos, const GPTConfig *cfg) {
+    int half = cfg->rope_dims / 2;
+    double theta[8192], scale;   // rope_dims <= 16384 (the key's range)
+    rope_frequencies(cfg, theta, &scale);
     for (int m = 0; m < n_pos; m++)
         for (int i = 0; i < half; i++) {
-            double theta = pow((double)base, -2.0 * i / rope_dims);
-            cos_tab[(size_t)m * half + i] = (float)cos(m * theta);
-            sin_tab[(size_t)m * half + i] = (float)sin(m * theta);
+            cos_tab[(size_t)m * half + i] = (float)(scale * cos(m * theta[i]));
+            sin_tab[(size_t)m * half + i] = (float)(scale * sin(m * theta[i]));
         }
 }
 
@@ -51,7 +84,7 @@ static int rope_tables_init(PosCtx *p, char *err, size_t errlen) {
         snprintf(err, errlen, "out of memory for rope tables (%d positions)", p->n_pos);
         return -1;
     }
-    rope_build_tables(rope_cos(p), rope_sin(p), p->n_pos, p->cfg->rope_dims, p->cfg->rope_base);
+    rope_build_tables(rope_cos(p), rope_sin(p), p->n_pos, p->cfg);
     return 0;
 }
 

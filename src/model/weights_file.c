@@ -114,10 +114,11 @@ int gpt_read_tensor(const StFile *f, const char *name, const ParamEntry *e, floa
     return 0;
 }
 
-int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, const char **key) {
+int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, int skip_length_keys, const char **key) {
     const ModelKey *keys;
     int n_keys = gpt_model_keys(&keys);
     for (int k = 0; k < n_keys; k++) {
+        if (skip_length_keys && keys[k].length_key) continue;
         char va[64], vb[64];
         gpt_config_get(a, k, va, sizeof va);
         gpt_config_get(b, k, vb, sizeof vb);
@@ -126,12 +127,12 @@ int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, const char **key) {
     return 0;
 }
 
-int gpt_read_params(GPT *m, const StFile *f, char *err, size_t errlen) {
+int gpt_read_params(GPT *m, const StFile *f, int length_keys_may_differ, char *err, size_t errlen) {
     GPTConfig file_cfg;
     const char *key;
     if (gpt_config_from_file(f, &file_cfg, err, errlen) != 0) return -1;
     gpt_config_resolve(&file_cfg);
-    if (gpt_config_diff(&file_cfg, &m->cfg, &key) != 0) {
+    if (gpt_config_diff(&file_cfg, &m->cfg, length_keys_may_differ, &key) != 0) {
         char in_file[64], in_model[64];
         int k = gpt_model_key_find(key);
         gpt_config_get(&file_cfg, k, in_file, sizeof in_file);
@@ -182,7 +183,7 @@ int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t e
         snprintf(err, errlen, "%s: %s", path, msg);
         goto fail;
     }
-    if (gpt_read_params(m, f, err, errlen) != 0) goto fail;
+    if (gpt_read_params(m, f, 0, err, errlen) != 0) goto fail;
     gpt_free(shell);
     st_close(f);
     *model = m;

@@ -146,7 +146,7 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
                  path, st_num_tensors(f), 3 * n);
         goto done;
     }
-    if (gpt_read_params(model, f, err, errlen) != 0) goto done;
+    if (gpt_read_params(model, f, 0, err, errlen) != 0) goto done;
     for (int i = 0; i < n; i++) {
         char name[96];
         const ParamEntry *e = &entries[i];

@@ -9,6 +9,7 @@
 // --seq-len may exceed the training block_size for every scheme but
 // `learned`, whose wpe table has only block_size rows: that is the length
 // extrapolation study of `make compare`.
+#include <errno.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,12 +20,15 @@
 #include "common/threads.h"
 #include "data/loader.h"
 #include "model/gpt.h"
+#include "train/model_overrides.h"
 
 typedef struct {
     const char *weights, *data;
     int seq_len, batch_size, batches, threads;
     GPTMatmul matmul;
     GPTPrecision precision;
+    const char *per_position;   // CSV of the mean loss at each position, or NULL
+    ModelOverrides overrides;   // --rope_scaling=... and the other length keys
 } EvalArgs;
 
 static void usage(FILE *out) {
@@ -38,19 +42,28 @@ static void usage(FILE *out) {
         "  --threads N        threads, 0 = all cores (default 0)\n"
         "  --precision P      fp32 (default) or bf16 (the linear layers' products, on oneDNN)\n"
         "  --matmul M         openblas (default for fp32) or onednn\n"
+        "  --per-position F   also write F: position,loss (mean over the windows at each position)\n"
         "Prints one line: loss, perplexity, windows and tokens evaluated.\n");
+    model_overrides_usage(out);
 }
 
 static void parse_args(int argc, char **argv, EvalArgs *a) {
     *a = (EvalArgs){ .batch_size = 8 };
+    char err[256];
+    if (model_overrides_take(&argc, argv, &a->overrides, err, sizeof err) != 0) {
+        fprintf(stderr, "eval: %s\n", err);
+        exit(2);
+    }
     static const struct option opts[] = {
         {"weights", 1, 0, 'w'}, {"data", 1, 0, 'd'}, {"seq-len", 1, 0, 'T'},
         {"batch-size", 1, 0, 'B'}, {"batches", 1, 0, 'K'}, {"threads", 1, 0, 'j'},
-        {"precision", 1, 0, 'p'}, {"matmul", 1, 0, 'm'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"precision", 1, 0, 'p'}, {"matmul", 1, 0, 'm'}, {"per-position", 1, 0, 'P'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
     int c, idx = 0, matmul_given = 0;
     while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
         if (c == 'w') { a->weights = optarg; continue; }
         if (c == 'd') { a->data = optarg; continue; }
+        if (c == 'P') { a->per_position = optarg; continue; }
         if (c == 'p' || c == 'm') {
             int ok = c == 'p' ? (!strcmp(optarg, "fp32") || !strcmp(optarg, "bf16"))
                               : (!strcmp(optarg, "openblas") || !strcmp(optarg, "onednn"));
@@ -94,10 +107,12 @@ int main(int argc, char **argv) {
     char err[512];
     GPT *model = NULL;
     DataLoader dl;
+    double *pos_sum = NULL;
     int dl_open = 0, rc = 1;
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); goto done; }
-    if (gpt_set_matmul(model, a.matmul, a.precision, err, sizeof err)) {
-        fprintf(stderr, "eval: %s\n", err);
+    if (gpt_set_matmul(model, a.matmul, a.precision, err, sizeof err) ||
+        model_overrides_apply(model, &a.overrides, err, sizeof err)) {
+        fprintf(stderr, "eval: %s: %s\n", a.weights, err);
         rc = 2;
         goto done;
     }
@@ -123,6 +138,8 @@ int main(int argc, char **argv) {
     }
     if (gpt_alloc_activations(model, a.batch_size, T, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); goto done; }
     double sum = 0.0;
+    pos_sum = a.per_position ? calloc((size_t)T, sizeof *pos_sum) : NULL;
+    if (a.per_position && !pos_sum) { fprintf(stderr, "eval: out of memory\n"); goto done; }
     for (size_t k = 0; k < batches; k++) {
         float loss;
         loader_eval_batch(&dl, k);
@@ -131,6 +148,16 @@ int main(int argc, char **argv) {
             goto done;
         }
         sum += loss;
+        const float *losses = gpt_losses(model);   // (B,T)
+        for (int b = 0; pos_sum && b < a.batch_size; b++)
+            for (int t = 0; t < T; t++) pos_sum[t] += losses[(size_t)b * T + t];
+    }
+    if (a.per_position) {
+        FILE *f = fopen(a.per_position, "w");
+        int ok = f != NULL && fprintf(f, "position,loss\n") > 0;
+        for (int t = 0; ok && t < T; t++) ok = fprintf(f, "%d,%.6f\n", t, pos_sum[t] / (batches * a.batch_size)) > 0;
+        if (f && fclose(f) != 0) ok = 0;
+        if (!ok) { fprintf(stderr, "eval: %s: cannot write: %s\n", a.per_position, strerror(errno)); goto done; }
     }
     double loss = sum / (double)batches;
     printf("eval: weights=%s data=%s pos=%s seq_len=%d windows=%zu tokens=%zu loss=%.6f ppl=%.4f\n",
@@ -138,6 +165,7 @@ int main(int argc, char **argv) {
            batches * a.batch_size * (size_t)T, loss, exp(loss));
     rc = 0;
 done:
+    free(pos_sum);
     if (dl_open) loader_close(&dl);
     gpt_free(model);
     return rc;

@@ -552,6 +552,7 @@ static const char *type_name(int k) {
         case MODEL_KEY_INT: return "int";
         case MODEL_KEY_FLOAT: return "float";
         case MODEL_KEY_SCHEME: return "scheme";
+        case MODEL_KEY_CHOICE: return "choice";
         }
     }
     switch (opt_spec(k)->type) {
@@ -570,6 +571,7 @@ static void key_doc(int k, const char **def, char *range, size_t n, char *help, 
         *def = m->def;
         if (m->type == MODEL_KEY_INT) snprintf(range, n, " [%.0f..%.0f]", m->min, m->max);
         if (m->type == MODEL_KEY_FLOAT) snprintf(range, n, " %s%g..%g]", m->min_open ? "(" : "[", m->min, m->max);
+        if (m->type == MODEL_KEY_CHOICE) snprintf(range, n, " {%s}", m->choices);
         if (m->type == MODEL_KEY_SCHEME) snprintf(help, hn, "%s: %s", m->help, pos_kind_list());
         else snprintf(help, hn, "%s", m->help);
         return;

@@ -21,10 +21,12 @@
 #include "common/rng.h"
 #include "data/bpe.h"
 #include "model/gpt.h"
+#include "train/model_overrides.h"
 #include "common/blas_cpu.h"
 #include "common/threads.h"
 
 typedef struct {
+    ModelOverrides overrides;   // --rope_scaling=... and the other length keys
     const char *weights, *tokenizer, *prompt;
     int n_tokens, top_k, threads;
     float temperature;
@@ -42,6 +44,7 @@ static void usage(FILE *out) {
         "  --top-k K            sample among the K most likely tokens, 0 = all (default 40)\n"
         "  --seed N             sampling seed (default 1)\n"
         "  --threads N          threads, 0 = all cores (default 0)\n");
+    model_overrides_usage(out);
 }
 
 // Parses a whole-string integer/float; returns 0 on success.
@@ -55,6 +58,11 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
 
 static int parse_args(int argc, char **argv, SampleArgs *a) {
     *a = (SampleArgs){ .prompt = "", .n_tokens = 200, .top_k = 40, .temperature = 0.8f, .seed = 1 };
+    char err[256];
+    if (model_overrides_take(&argc, argv, &a->overrides, err, sizeof err) != 0) {
+        fprintf(stderr, "sample: %s\n", err);
+        exit(2);
+    }
     static const struct option opts[] = {
         {"weights", 1, 0, 'w'}, {"tokenizer", 1, 0, 'k'}, {"prompt", 1, 0, 'p'},
         {"tokens", 1, 0, 'n'}, {"temperature", 1, 0, 't'}, {"top-k", 1, 0, 'K'},
@@ -145,6 +153,11 @@ int main(int argc, char **argv) {
     if (bpe_load(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
     tok_loaded = 1;
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
+    if (model_overrides_apply(model, &a.overrides, err, sizeof err)) {
+        fprintf(stderr, "sample: %s: %s\n", a.weights, err);
+        rc = 2;
+        goto done;
+    }
     const GPTConfig *cfg = gpt_config(model);
     if (cfg->vocab_size != tok.vocab_size) {
         fprintf(stderr, "sample: %s: vocabulary size %d does not match the tokenizer %s (%d)\n",
