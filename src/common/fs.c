@@ -1,11 +1,13 @@
-// fs.c: mkdir -p (see fs.h).
+// fs.c: mkdir -p, and opening an input only if it is a regular file (see fs.h).
 #include "common/fs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int make_dirs(const char *path, char *err, size_t errlen) {
     char *buf = strdup(path);
@@ -25,4 +27,35 @@ int make_dirs(const char *path, char *err, size_t errlen) {
     }
     free(buf);
     return rc;
+}
+
+int open_regular_file(const char *path, long long *size, char *err, size_t errlen) {
+    // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return -1; }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file", path);
+        close(fd);
+        return -1;
+    }
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (size) *size = (long long)st.st_size;
+    return fd;
+}
+
+FILE *fopen_regular_file(const char *path, long long *size, char *err, size_t errlen) {
+    int fd = open_regular_file(path, size, err, errlen);
+    if (fd < 0) return NULL;
+    FILE *f = fdopen(fd, "rb");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
 }

@@ -3,8 +3,18 @@
 #define ROPELAB_FS_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 // mkdir -p path (mode 0777 & ~umask); 0, or -1 with "dir: cannot create directory: reason".
 int make_dirs(const char *path, char *err, size_t errlen);
+
+// Opens path for reading if it is a regular file: the one rule every input
+// file of ropelab follows (config, weights, checkpoint, tokens, tokenizer).
+// The open never blocks (a FIFO or a device would), and a directory, FIFO,
+// socket or device is refused with "path: not a regular file". Returns the
+// descriptor, or -1 with a message; *size gets the file's size.
+int open_regular_file(const char *path, long long *size, char *err, size_t errlen);
+// The same as a stdio stream ("rb"); NULL with a message.
+FILE *fopen_regular_file(const char *path, long long *size, char *err, size_t errlen);
 
 #endif

@@ -22,6 +22,7 @@
 //   20           n_merges    (= vocab_size - 257)
 //   24 + 8 i     merge i: left id, right id  (both < 256 + i)  -> id 256 + i
 // The file size must be exactly 24 + 8 n_merges.
+#include "common/fs.h"
 #include "data/bpe.h"
 
 #include "common/atomic_file.h"
@@ -202,20 +203,15 @@ int bpe_save(const Tokenizer *tok, const char *path, char *err, size_t errlen) {
 int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen) {
     memset(tok, 0, sizeof *tok);
     enum { MAX_BYTES = BPE_HEADER_BYTES + 8 * (BPE_MAX_VOCAB - 257) };
-    FILE *f = fopen(path, "rb");
-    if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return -1; }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file", path);
-        fclose(f); return -1;
-    }
-    if (st.st_size < BPE_HEADER_BYTES || st.st_size > MAX_BYTES) {
+    long long file_size;
+    FILE *f = fopen_regular_file(path, &file_size, err, errlen);
+    if (!f) return -1;
+    if (file_size < BPE_HEADER_BYTES || file_size > MAX_BYTES) {
         snprintf(err, errlen, "%s: %lld bytes is too %s for a tokenizer file (%d..%d bytes)", path,
-                 (long long)st.st_size, st.st_size < BPE_HEADER_BYTES ? "short" : "long",
-                 BPE_HEADER_BYTES, (int)MAX_BYTES);
+                 file_size, file_size < BPE_HEADER_BYTES ? "short" : "long", BPE_HEADER_BYTES, (int)MAX_BYTES);
         fclose(f); return -1;
     }
-    size_t size = (size_t)st.st_size;
+    size_t size = (size_t)file_size;
     uint8_t *buf = malloc(size);
     if (!buf) { snprintf(err, errlen, "%s: out of memory", path); fclose(f); return -1; }
     size_t got = fread(buf, 1, size, f);

@@ -190,17 +190,16 @@ static size_t utf8_check(const uint8_t *s, size_t n) {
 }
 
 static uint8_t *read_text(const char *path, size_t *len) {
-    struct stat st;
-    if (stat(path, &st) != 0) { fprintf(stderr, "%s: %s\n", path, strerror(errno)); return NULL; }
-    if (!S_ISREG(st.st_mode)) { fprintf(stderr, "%s: not a regular file\n", path); return NULL; }
-    if (st.st_size == 0) { fprintf(stderr, "%s: the file is empty\n", path); return NULL; }
-    FILE *f = fopen(path, "rb");
-    if (!f) { fprintf(stderr, "%s: %s\n", path, strerror(errno)); return NULL; }
-    uint8_t *buf = malloc(st.st_size);
-    if (!buf) { fprintf(stderr, "%s: out of memory for %lld bytes\n", path, (long long)st.st_size); fclose(f); return NULL; }
-    size_t got = fread(buf, 1, st.st_size, f);
+    long long size;
+    char err[600];
+    FILE *f = fopen_regular_file(path, &size, err, sizeof err);
+    if (!f) { fprintf(stderr, "%s\n", err); return NULL; }
+    if (size == 0) { fprintf(stderr, "%s: the file is empty\n", path); fclose(f); return NULL; }
+    uint8_t *buf = malloc((size_t)size);
+    if (!buf) { fprintf(stderr, "%s: out of memory for %lld bytes\n", path, size); fclose(f); return NULL; }
+    size_t got = fread(buf, 1, (size_t)size, f);
     fclose(f);
-    if (got != (size_t)st.st_size) { fprintf(stderr, "%s: read error\n", path); free(buf); return NULL; }
+    if (got != (size_t)size) { fprintf(stderr, "%s: read error\n", path); free(buf); return NULL; }
     size_t bad = utf8_check(buf, got);
     if (bad < got) {
         fprintf(stderr, "%s: not UTF-8 text (%s byte 0x%02x at offset %zu; binary file?)\n",

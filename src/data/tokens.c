@@ -5,6 +5,7 @@
 //   20240520 / 1: uint16 tokens        20240801 / 7: uint32 tokens
 // The rest of the header is zero. ropelab runs on little-endian machines only
 // (as llm.c does); the tokens are used in place, without a copy.
+#include "common/fs.h"
 #include "data/tokens.h"
 
 #include "common/atomic_file.h"
@@ -39,14 +40,10 @@ static int unmap_and_fail(TokenFile *tf) {
 int tokens_open(TokenFile *tf, const char *path, int vocab_size, char *err, size_t errlen) {
     memset(tf, 0, sizeof *tf);
     snprintf(tf->path, sizeof tf->path, "%s", path);
-    int fd = open(path, O_RDONLY);
-    if (fd < 0) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return -1; }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file", path);
-        close(fd); return -1;
-    }
-    size_t size = (size_t)st.st_size;
+    long long file_size;
+    int fd = open_regular_file(path, &file_size, err, errlen);
+    if (fd < 0) return -1;
+    size_t size = (size_t)file_size;
     if (size < HEADER_BYTES) {
         snprintf(err, errlen, "%s: %zu bytes is too short for a token file (%d-byte header)", path, size, HEADER_BYTES);
         close(fd); return -1;

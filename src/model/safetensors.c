@@ -10,6 +10,7 @@
 
 #include <cjson/cJSON.h>
 
+#include "common/fs.h"
 #include "model/safetensors.h"
 
 #include "common/atomic_file.h"
@@ -327,22 +328,15 @@ int st_open(StFile **out, const char *path, char *err, size_t errlen) {
     *out = NULL;
     StFile *f = calloc(1, sizeof(StFile));
     if (!f || !(f->path = strdup(path))) { free(f); snprintf(err, errlen, "%s: out of memory", path); return -1; }
-    FILE *fp = fopen(path, "rb");
-    if (!fp) {
-        snprintf(err, errlen, "%s: cannot open: %s", path, strerror(errno));
-        st_close(f);
-        return -1;
-    }
     // The whole file is read (its size is what the disk holds, so nothing
     // is sized from the header before the header is checked against it).
-    struct stat st;
-    if (fstat(fileno(fp), &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file", path);
-        fclose(fp);
+    long long file_size;
+    FILE *fp = fopen_regular_file(path, &file_size, err, errlen);
+    if (!fp) {
         st_close(f);
         return -1;
     }
-    long size = (long)st.st_size;
+    long size = (long)file_size;
     f->buf = malloc(size > 0 ? (size_t)size : 1);
     if (!f->buf) {
         snprintf(err, errlen, "%s: out of memory for %ld bytes", path, size);

@@ -2,6 +2,7 @@
 // itself are OPTION_TABLE; the model keys are the model's table, asked
 // through gpt.h. Together they drive defaults, the INI reader, --key=value,
 // the checks, --help and the resolved config.ini.
+#include "common/fs.h"
 #include "train/options.h"
 
 #include <errno.h>
@@ -294,24 +295,18 @@ static int on_ini_key(void *user, const char *section, const char *name, const c
 
 // Reads path whole into a NUL-terminated buffer; one-line errors.
 static char *read_config_text(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) { snprintf(err, errlen, "%s: %s", path, strerror(errno)); return NULL; }
-    struct stat st;
-    if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
-        snprintf(err, errlen, "%s: not a regular file (a config must be an INI text file)", path);
+    long long size;
+    FILE *f = fopen_regular_file(path, &size, err, errlen);
+    if (!f) return NULL;
+    if (size > INI_MAX_BYTES) {
+        snprintf(err, errlen, "%s: %lld bytes is too large for a config file (at most %d)", path, size, INI_MAX_BYTES);
         fclose(f);
         return NULL;
     }
-    if (st.st_size > INI_MAX_BYTES) {
-        snprintf(err, errlen, "%s: %lld bytes is too large for a config file (at most %d)", path,
-                 (long long)st.st_size, INI_MAX_BYTES);
-        fclose(f);
-        return NULL;
-    }
-    char *text = malloc((size_t)st.st_size + 1);
+    char *text = malloc((size_t)size + 1);
     if (!text) { snprintf(err, errlen, "%s: out of memory", path); fclose(f); return NULL; }
-    size_t got = fread(text, 1, (size_t)st.st_size, f);
-    int failed = ferror(f) || got != (size_t)st.st_size;
+    size_t got = fread(text, 1, (size_t)size, f);
+    int failed = ferror(f) || got != (size_t)size;
     fclose(f);
     if (failed) {
         snprintf(err, errlen, "%s: read error", path);
@@ -348,7 +343,8 @@ int options_load_file(TrainOptions *opt, const char *path, char *err, size_t err
     ini_stop_on_first_error = 1;
     ini_allow_multiline = 0;
     ini_use_stack = 0;
-    ini_allow_realloc = 0;
+    ini_allow_realloc = 0;       // the first allocation is already long enough:
+    ini_initial_alloc = longest + 3;   // the heap buffer's size (libinih reads no more per call)
     ini_max_line = longest + 3;
 
     IniState st = {.opt = opt, .text = text, .end = text + len};
