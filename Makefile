@@ -21,6 +21,12 @@ ALL_CFLAGS = -fno-math-errno -std=c11 -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-
              -Isrc -MMD -MP $(CFLAGS)
 LDLIBS  := -lopenblas -ldnnl -lcjson -linih -lm
 TEST_LDLIBS := -lcmocka
+# OpenMPI, for data-parallel ./train (src/train/dist.c, the one file that
+# includes mpi.h): its flags come from the mpicc wrapper (Debian: openmpi-bin,
+# libopenmpi-dev). Only dist.o is compiled with them and only ./train links libmpi.
+MPI_CFLAGS = $(shell mpicc --showme:compile 2>/dev/null)
+MPI_LIBS   = $(shell mpicc --showme:link 2>/dev/null)
+MPI_MISSING = OpenMPI is missing (mpicc not found): ./train needs it; run\n  sudo apt-get update && sudo apt-get install -y openmpi-bin libopenmpi-dev\n(or: sudo bash scripts/install_deps.sh)
 
 LIB_SRC   := $(filter-out %_main.c,$(wildcard src/*/*.c))
 MAIN_SRC  := $(wildcard src/*/*_main.c)
@@ -35,12 +41,23 @@ LIB_OBJ   := $(patsubst %.c,build/%.o,$(LIB_SRC))
 TUTIL_OBJ := $(patsubst %.c,build/%.o,$(TUTIL_SRC))
 LIB       := build/libropelab.a
 
-.PHONY: all test bench bench-data run compare clean
+.PHONY: all test bench bench-data bench-mpi run compare clean
 all: $(PROGRAMS)
 
 build/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+build/src/train/dist.o: src/train/dist.c
+	@command -v mpicc >/dev/null || { printf '%b\n' "$(MPI_MISSING)" >&2; exit 1; }
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -c $< -o $@
+train: LDLIBS += $(MPI_LIBS)
+# The fuzz and sanitizer builds compile every library file again
+# (tests/fuzz/fuzz.mk, tests/sanitize.mk).
+build/fuzz/obj/src/train/dist.o: FUZZ_CFLAGS += $(MPI_CFLAGS)
+build-san/obj/src/train/dist.o: ALL_CFLAGS += $(MPI_CFLAGS)
+build-san/train: LDLIBS += $(MPI_LIBS)
 
 $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
@@ -49,7 +66,7 @@ $(LIB): $(LIB_OBJ)
 # ./train, ./sample, ... from src/*/NAME_main.c
 define program_rule
 $(1): build/$(2:.c=.o) $(LIB)
-	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $$@ $$^ $(LDLIBS)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $$@ $$^ $$(LDLIBS)
 endef
 $(foreach m,$(MAIN_SRC),$(eval $(call program_rule,$(patsubst %_main.c,%,$(notdir $(m))),$(m))))
 
@@ -76,6 +93,13 @@ bench:
 	@bash scripts/install_deps.sh
 	@$(MAKE) -s --no-print-directory $(PROGRAMS) $(BENCHES)
 	@bash scripts/bench.sh
+
+# Data-parallel speed: ./train np=1 x 2 threads against np=2 x 1 thread, and
+# PyTorch DDP (gloo) the same way (scripts/bench_mpi.sh).
+bench-mpi:
+	@bash scripts/install_deps.sh
+	@$(MAKE) -s --no-print-directory $(PROGRAMS)
+	@bash scripts/bench_mpi.sh
 
 run:
 	@bash scripts/run.sh

@@ -2,14 +2,15 @@
 # Installs the Debian packages ropelab needs, if any is missing.
 #   build: gcc make libopenblas-openmp-dev (OpenBLAS built on OpenMP, so BLAS and
 #          our loops share one pool of threads), libcjson-dev (safetensors
-#          headers), libinih-dev (config files), libcmocka-dev (tests)
+#          headers), libinih-dev (config files), libcmocka-dev (tests),
+#          openmpi-bin libopenmpi-dev (mpicc and mpirun: data-parallel ./train)
 #   data:  bible-kjv (the default corpus)
 #   tools: python3-torch (cross-check and baseline), python3-matplotlib (plots)
 # As root it runs apt-get; otherwise it prints the one line to run and fails.
 set -euo pipefail
-pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev bible-kjv dict-gcide
+pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv dict-gcide
       python3-numpy python3-torch python3-matplotlib)
-[ "${ROPELAB_MINIMAL_DEPS:-0}" = 1 ] && pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev bible-kjv)
+[ "${ROPELAB_MINIMAL_DEPS:-0}" = 1 ] && pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

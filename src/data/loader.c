@@ -24,6 +24,8 @@ int loader_open(DataLoader *dl, const char *path, int B, int T, uint64_t seed,
     }
     dl->B = B;
     dl->T = T;
+    dl->world = 1;
+    dl->rank = 0;
     rng_seed(&dl->rng, seed);
     dl->inputs = malloc((size_t)B * T * sizeof *dl->inputs);
     dl->targets = malloc((size_t)B * T * sizeof *dl->targets);
@@ -52,11 +54,21 @@ static void fill_row(DataLoader *dl, int b, size_t start) {
     }
 }
 
+void loader_set_shard(DataLoader *dl, int world, int rank) {
+    dl->world = world;
+    dl->rank = rank;
+}
+
 void loader_next_batch(DataLoader *dl) {
     // Start offsets are uniform in [0, n_tokens - T - 1]: the last window ends
-    // exactly at the last token.
+    // exactly at the last token. All world*B offsets are drawn (rng_below may
+    // take more than one draw each), so every shard's stream stays the same.
     uint64_t n_starts = dl->file.n_tokens - dl->T;
-    for (int b = 0; b < dl->B; b++) fill_row(dl, b, (size_t)rng_below(&dl->rng, n_starts));
+    int first = dl->rank * dl->B, end = first + dl->B;
+    for (int i = 0; i < dl->world * dl->B; i++) {
+        size_t start = (size_t)rng_below(&dl->rng, n_starts);
+        if (i >= first && i < end) fill_row(dl, i - first, start);
+    }
 }
 
 size_t loader_num_eval_windows(const DataLoader *dl) {

@@ -61,15 +61,17 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
         t[2 * i] = tensor_out(names[2 * i], &entries[i], opt->m);
         t[2 * i + 1] = tensor_out(names[2 * i + 1], &entries[i], opt->v);
     }
-    char step[32], rng[128], elapsed[32], hash[32];
+    char step[32], rng[128], elapsed[32], hash[32], world[16];
     snprintf(step, sizeof step, "%d", state->step);
     snprintf(rng, sizeof rng, "%" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64,
              state->data_rng.s[0], state->data_rng.s[1], state->data_rng.s[2], state->data_rng.s[3]);
     snprintf(elapsed, sizeof elapsed, "%.3f", state->elapsed_s);
     snprintf(hash, sizeof hash, "%016" PRIx64, state->config_hash);
+    snprintf(world, sizeof world, "%d", state->world_size);
     StMeta meta[] = {{"ropelab_checkpoint", "1"}, {"step", step}, {"data_rng", rng},
-                     {"elapsed_s", elapsed}, {"config_hash", hash}};
-    int n_meta = (int)(sizeof meta / sizeof meta[0]);
+                     {"elapsed_s", elapsed}, {"config_hash", hash}, {"world_size", world}};
+    // world_size only for several processes: a single process writes the file it always wrote.
+    int n_meta = (int)(sizeof meta / sizeof meta[0]) - (state->world_size > 1 ? 0 : 1);
     maybe_crash_in_save(path, state->step, model, t, 2 * n, meta, n_meta);
     int rc = gpt_save_with(model, path, t, 2 * n, meta, n_meta, err, errlen);
     free(t);
@@ -111,7 +113,8 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
     int rc = -1;
     const char *marker = st_meta(f, "ropelab_checkpoint");
     const char *hash = st_meta(f, "config_hash"), *elapsed = st_meta(f, "elapsed_s");
-    long long step;
+    long long step, world = 1;
+    int want_world = state->world_size > 0 ? state->world_size : 1;
     char want_hash[32], *end;
     double elapsed_s = 0.0;
     Rng rng;
@@ -131,6 +134,20 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
     if (parse_long(st_meta(f, "step"), 1, CHECKPOINT_MAX_STEP, &step) != 0) {
         snprintf(err, errlen, "%s: metadata 'step' is missing or not a whole number in 1..%d", path,
                  CHECKPOINT_MAX_STEP);
+        goto done;
+    }
+    // The global batch is world_size x batch_size x grad_accum and the ranks
+    // share the data stream: another world size would not continue this run.
+    if (st_meta(f, "world_size") && parse_long(st_meta(f, "world_size"), 1, 1 << 20, &world) != 0) {
+        snprintf(err, errlen, "%s: metadata 'world_size' is not a whole number in 1..%d", path, 1 << 20);
+        goto done;
+    }
+    if (world != want_world) {
+        char how[64];
+        if (world == 1) snprintf(how, sizeof how, "./train without mpirun");
+        else snprintf(how, sizeof how, "mpirun -np %lld ./train", world);
+        snprintf(err, errlen, "%s: written by a run of %lld process%s (world_size), this one has %d; "
+                 "resume it with the same number: %s --resume", path, world, world == 1 ? "" : "es", want_world, how);
         goto done;
     }
     if (parse_rng(st_meta(f, "data_rng"), &rng) != 0) {

@@ -7,7 +7,9 @@
 //   metadata: the contract keys (pos, n_layer, ...) plus
 //     ropelab_checkpoint = "1", step (updates done), data_rng (4 decimal
 //     uint64 of the loader's xoshiro state, space separated), elapsed_s,
-//     config_hash (options_model_hash, hex).
+//     config_hash (options_model_hash, hex), and world_size (the number of
+//     processes of a data-parallel run, only when more than 1; their loaders
+//     share one stream, so data_rng is every rank's state).
 // gpt_load(path, allow_extra = 1) reads it as a weights file too.
 // Files are written with gpt_save_with (st_write: temporary file, fsync,
 // rename), so a crash at any moment leaves the previous checkpoint whole.
@@ -27,6 +29,7 @@ typedef struct {
     Rng data_rng;        // training loader state after those updates
     double elapsed_s;    // training wall time so far
     uint64_t config_hash;
+    int world_size;      // processes training together (0 counts as 1)
 } TrainState;
 
 // The largest step a checkpoint may hold (the range of the `steps` key).
@@ -37,6 +40,7 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
 
 // Loads into an existing model and optimizer built from the same options.
 // Checks the format marker, config_hash (against state->config_hash on entry),
+// world_size (absent = 1; against state->world_size on entry, 0 meaning 1),
 // step (1..CHECKPOINT_MAX_STEP), data_rng (4 uint64, not all zero), the
 // model keys of the metadata, every tensor's dtype, shape and finiteness
 // (v >= 0), and that nothing is missing or extra.

@@ -2,7 +2,8 @@
 // rules, data loaders, then the model; the run directory, locked, new or
 // resumed), then the loop: per step, grad_accum forward/backward passes,
 // global-norm clipping, AdamW at the scheduled learning rate, a log row,
-// validation and checkpoints on schedule.
+// validation and checkpoints on schedule. Under mpirun, N processes train
+// one model data-parallel (dist.h; docs/TRAINING.md "Several processes").
 #include "train/trainer.h"
 
 #include "common/threads.h"
@@ -26,6 +27,7 @@
 #include "model/gpt.h"
 #include "train/adamw.h"
 #include "train/checkpoint.h"
+#include "train/dist.h"
 #include "train/runlog.h"
 #include "train/schedule.h"
 
@@ -45,6 +47,10 @@ typedef struct {
     char path_ckpt[OPT_STR_MAX + 64], path_model[OPT_STR_MAX + 64];
     char path_log[OPT_STR_MAX + 64], path_config[OPT_STR_MAX + 64];
     char path_lock[OPT_STR_MAX + 64];
+    int rank, world;                 // this process and how many train together (0 and 1 without MPI)
+    float *val_losses;               // eval_batches: the loss of each validation batch
+    double comm_s, step_s;           // several processes: all-reduce and step time of the timed steps
+    int timed_steps;
 } Trainer;
 
 static volatile sig_atomic_t stop_signal = 0;
@@ -62,6 +68,10 @@ static void install_signal_handlers(void) {
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    // Under mpirun, Ctrl-C makes mpirun send SIGTERM to every rank and SIGKILL
+    // one second later; SIGUSR1 it forwards to every rank and leaves alone, so
+    // `kill -USR1 MPIRUN_PID` stops at the end of the step with a checkpoint.
+    if (dist_launched()) sigaction(SIGUSR1, &sa, NULL);
 }
 
 static int file_exists(const char *path) {
@@ -76,6 +86,16 @@ static void trainer_free(Trainer *t) {
     adamw_free(&t->adamw);
     if (t->log_open) runlog_close(&t->log);
     if (t->lock_fd >= 0) close(t->lock_fd);   // releases the flock
+    free(t->val_losses);
+}
+
+// An error only this rank sees, in the middle of work the other ranks wait
+// on (a collective call): they cannot be told, so with several processes the
+// whole job ends at once (MPI_Abort with status 1; mpirun kills every rank).
+// Alone: returns ret.
+static int local_failure(Trainer *t, int ret) {
+    if (t->world > 1) dist_abort(TRAIN_EIO);
+    return ret;
 }
 
 // Everything that does not write: tokenizer, the model's rules with the real
@@ -107,12 +127,18 @@ static int setup_model_and_data(Trainer *t, int need_val) {
         return TRAIN_EIO;
     }
     t->train_open = 1;
+    loader_set_shard(&t->train, t->world, t->rank);   // this rank's B of every N*B windows
     if (need_val) {
         if (loader_open(&t->val, opt->val_file, B, T, opt->seed, t->vocab_size, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             return TRAIN_EIO;
         }
         t->val_open = 1;
+        t->val_losses = malloc((size_t)opt->eval_batches * sizeof *t->val_losses);
+        if (!t->val_losses) {
+            fprintf(stderr, "out of memory for %d validation losses\n", opt->eval_batches);
+            return TRAIN_EIO;
+        }
     }
     if (gpt_create(&t->model, &cfg, opt->seed, err, sizeof err) != 0 ||
         gpt_alloc_activations(t->model, B, T, err, sizeof err) != 0) {
@@ -126,26 +152,56 @@ static int setup_model_and_data(Trainer *t, int need_val) {
         fprintf(stderr, "%s\n", err);   // e.g. bf16 on a CPU without bf16 dot products
         return TRAIN_ECONFIG;
     }
+    if (dist_grads_setup(t->model, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return TRAIN_ECONFIG;
+    }
     return TRAIN_OK;
 }
 
 // --debug-state: one forward and backward on the first training batch (grad_accum 1).
+// N processes: each runs its B of the first N*B windows with loss scale 1/N;
+// the gradients and losses are summed and the inputs gathered, so rank 0
+// writes the file one process with batch N*B would write (up to the order
+// of float sums).
 static int run_debug_state(Trainer *t) {
     const TrainOptions *opt = t->opt;
     char err[1024];
-    int B = opt->batch_size, T = opt->model.block_size;
+    int B = opt->batch_size, T = opt->model.block_size, N = t->world;
     float loss;
     loader_next_batch(&t->train);
     gpt_zero_grad(t->model);
     if (gpt_forward(t->model, t->train.inputs, t->train.targets, B, T, &loss, err, sizeof err) != 0 ||
-        gpt_backward(t->model, 1.0f, err, sizeof err) != 0 ||
-        debug_state_save(t->args->debug_state, t->model, t->train.inputs, t->train.targets, B, T, loss,
-                         err, sizeof err) != 0) {
+        gpt_backward(t->model, 1.0f / N, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
-        return TRAIN_EIO;
+        return local_failure(t, TRAIN_EIO);
     }
-    if (!t->args->quiet) fprintf(stderr, "debug state written to %s (loss %.6f)\n", t->args->debug_state, loss);
-    return TRAIN_OK;
+    dist_sum_floats(gpt_grads(t->model), gpt_num_params(t->model));
+    loss = (float)(dist_sum_double(loss) / N);
+    const int *inputs = t->train.inputs, *targets = t->train.targets;
+    int *all = NULL;
+    if (N > 1) {
+        size_t n = (size_t)B * T;
+        if (t->rank == 0 && !(all = malloc(2 * (size_t)N * n * sizeof *all))) {
+            fprintf(stderr, "out of memory for the %d x %d gathered windows\n", N * B, T);
+            dist_abort(TRAIN_EIO);
+        }
+        dist_gather_ints(t->train.inputs, all, n);
+        dist_gather_ints(t->train.targets, all + (size_t)N * n, n);
+        inputs = all;
+        targets = all + (size_t)N * n;
+    }
+    int rc = TRAIN_OK;
+    if (t->rank == 0) {
+        if (debug_state_save(t->args->debug_state, t->model, inputs, targets, N * B, T, loss, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            rc = TRAIN_EIO;
+        } else if (!t->args->quiet) {
+            fprintf(stderr, "debug state written to %s (loss %.6f)\n", t->args->debug_state, loss);
+        }
+    }
+    free(all);
+    return dist_agree(rc);
 }
 
 // One ./train at a time in a run directory: an exclusive flock on
@@ -200,9 +256,17 @@ static void remove_stale_temporaries(const char *dir) {
 // The run directory: new (config.ini, fresh log) or resumed (checkpoint, cut
 // log). A directory whose run stopped before its first checkpoint holds
 // nothing to continue from: it starts again from step 0, with or without --resume.
+// Several processes: rank 0 alone does this (the other ranks only allocate
+// the moments; share_run_state gives them rank 0's state).
 static int setup_run_dir(Trainer *t) {
     const TrainOptions *opt = t->opt;
     char err[1024];
+    AdamWConfig acfg = {opt->beta1, opt->beta2, opt->eps, opt->weight_decay};
+    if (t->rank != 0) {
+        if (adamw_init(&t->adamw, &acfg, gpt_num_params(t->model)) == 0) return TRAIN_OK;
+        fprintf(stderr, "out of memory for the AdamW moments\n");
+        return TRAIN_EIO;
+    }
     snprintf(t->path_ckpt, sizeof t->path_ckpt, "%s/checkpoint.safetensors", opt->out_dir);
     snprintf(t->path_model, sizeof t->path_model, "%s/model.safetensors", opt->out_dir);
     snprintf(t->path_log, sizeof t->path_log, "%s/log.csv", opt->out_dir);
@@ -231,12 +295,12 @@ static int setup_run_dir(Trainer *t) {
             fprintf(stderr, "%s: holds a log but no checkpoint (the run stopped before its first save); "
                     "starting again from step 0\n", opt->out_dir);
     }
-    AdamWConfig acfg = {opt->beta1, opt->beta2, opt->eps, opt->weight_decay};
     if (adamw_init(&t->adamw, &acfg, gpt_num_params(t->model)) != 0) {
         fprintf(stderr, "out of memory for the AdamW moments\n");
         return TRAIN_EIO;
     }
     t->state.config_hash = options_model_hash(opt);
+    t->state.world_size = t->world;   // checkpoint_load refuses a checkpoint of another world size
     if (resume) {
         if (checkpoint_load(t->path_ckpt, t->model, &t->adamw, &t->state, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
@@ -262,24 +326,61 @@ static int setup_run_dir(Trainer *t) {
     return TRAIN_OK;
 }
 
+// Several processes: rank 0 read the checkpoint (if any); every rank goes on
+// from its step, data stream, weights and AdamW moments.
+static void share_run_state(Trainer *t) {
+    if (t->world == 1) return;
+    size_t n = gpt_num_params(t->model);
+    dist_bcast(&t->state, sizeof t->state);
+    if (t->state.step == 0) return;   // a new run: every rank has built the same initial weights from seed
+    dist_bcast(gpt_params(t->model), n * sizeof(float));
+    dist_bcast(t->adamw.m, n * sizeof(float));
+    dist_bcast(t->adamw.v, n * sizeof(float));
+    gpt_params_changed(t->model);
+    loader_set_rng(&t->train, t->state.data_rng);
+}
+
 // Mean loss over the fixed validation batches; 0, or -1 with a message.
+// N processes share the batches: rank r evaluates batches r, r+N, ... and
+// leaves 0 in the others' slots; the slots are summed across ranks (x + 0 is
+// exact) and added in batch order, so the mean is, bit for bit, that of one
+// process with the same batch_size.
 static int evaluate(Trainer *t, float *val) {
     const TrainOptions *opt = t->opt;
     char err[512];
-    double sum = 0.0;
+    float *losses = t->val_losses;
     for (int k = 0; k < opt->eval_batches; k++) {
-        float loss;
+        losses[k] = 0.0f;
+        if (k % t->world != t->rank) continue;
         loader_eval_batch(&t->val, (size_t)k);
-        if (gpt_forward(t->model, t->val.inputs, t->val.targets, opt->batch_size, opt->model.block_size, &loss,
-                        err, sizeof err) != 0) {
+        if (gpt_forward(t->model, t->val.inputs, t->val.targets, opt->batch_size, opt->model.block_size,
+                        &losses[k], err, sizeof err) != 0) {
             progress_break(&t->progress);
             fprintf(stderr, "%s: validation: %s\n", opt->val_file, err);
-            return -1;
+            return local_failure(t, -1);
         }
-        sum += loss;
     }
+    dist_sum_floats(losses, (size_t)opt->eval_batches);
+    double sum = 0.0;
+    for (int k = 0; k < opt->eval_batches; k++) sum += losses[k];
     *val = (float)(sum / opt->eval_batches);
     return 0;
+}
+
+// Every rank must hold the same weights (same start, same summed gradients,
+// same update). Checked at every evaluation by a hash of the parameters'
+// bits, compared across ranks (a few ms). 0, or DIST_EDRIFT with a message.
+static int check_same_weights(Trainer *t, int step) {
+    if (t->world == 1) return 0;
+    uint64_t lo, hi;
+    if (dist_same_hash(dist_hash_floats(gpt_params(t->model), gpt_num_params(t->model)), &lo, &hi) == 0) return 0;
+    if (t->rank == 0) {
+        progress_break(&t->progress);
+        fprintf(stderr, "step %d: the weights of the %d processes differ (parameter hashes %016llx .. %016llx); "
+                "stopping (see docs/TRAINING.md, \"Several processes\")\n", step, t->world,
+                (unsigned long long)lo, (unsigned long long)hi);
+    }
+    return DIST_EDRIFT;
 }
 
 // A checkpoint is saved only when every log row up to its step is on disk:
@@ -303,7 +404,10 @@ static int save(Trainer *t) {
     return 0;
 }
 
+// Every rank sees the same summed loss and gradients, so every rank stops
+// here at the same step; rank 0 says so.
 static int diverged(Trainer *t, int step, const char *what, double value) {
+    if (t->rank != 0) return TRAIN_EDIVERGED;
     progress_break(&t->progress);
     fprintf(stderr, "step %d: %s is %g; stopping (the last checkpoint in %s is from before the divergence; "
             "try a lower lr)\n", step, what, value, t->opt->out_dir);
@@ -311,31 +415,51 @@ static int diverged(Trainer *t, int step, const char *what, double value) {
 }
 
 // Test hook (tests/test_train_run.c): ROPELAB_TEST_SIGINT_AT_STEP=k raises
-// SIGINT after step k, exactly as a Ctrl-C during that step would.
+// SIGINT after step k, exactly as a Ctrl-C during that step would. With
+// several processes only the last rank gets it (tests/test_train_mpi.c: the
+// ranks must agree to stop).
 static int sigint_hook_step(void) {
     const char *s = getenv("ROPELAB_TEST_SIGINT_AT_STEP");
     return s ? atoi(s) : -1;
 }
 
+// Test hook (tests/test_train_mpi.c): ROPELAB_TEST_PERTURB_AT_STEP=k flips
+// the lowest bit of the first weight on the last rank after step k (with
+// several processes only), so the check of identical weights must stop the run.
+static int perturb_hook_step(void) {
+    const char *s = getenv("ROPELAB_TEST_PERTURB_AT_STEP");
+    return s ? atoi(s) : -1;
+}
+
+static const char *signal_name(int sig) {
+    return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : "a signal";
+}
+
 // Gradients of one step: grad_accum micro-batches, each backward scaled by
 // 1/grad_accum so the sum is the gradient of the mean loss; *loss gets that mean.
+// N processes: each backward is scaled by 1/(grad_accum N) and the gradients
+// and losses are summed across ranks (dist_grads_*: after the last backward,
+// or overlapped with it), so every rank holds the gradient of the mean loss
+// over all N x grad_accum micro-batches.
 static int accumulate_gradients(Trainer *t, float *loss) {
-    const int B = t->opt->batch_size, T = t->opt->model.block_size, accum = t->opt->grad_accum;
+    const int B = t->opt->batch_size, T = t->opt->model.block_size, accum = t->opt->grad_accum, N = t->world;
     char err[512];
     gpt_zero_grad(t->model);
     double loss_sum = 0.0;
     for (int a = 0; a < accum; a++) {
         float micro;
         loader_next_batch(&t->train);
+        if (a == accum - 1) dist_grads_arm();   // this backward's gradients are the step's last
         if (gpt_forward(t->model, t->train.inputs, t->train.targets, B, T, &micro, err, sizeof err) != 0 ||
-            gpt_backward(t->model, 1.0f / accum, err, sizeof err) != 0) {
+            gpt_backward(t->model, 1.0f / (accum * N), err, sizeof err) != 0) {
             progress_break(&t->progress);
             fprintf(stderr, "%s: training batch: %s\n", t->opt->train_file, err);
-            return -1;
+            return local_failure(t, -1);
         }
         loss_sum += micro;
     }
-    *loss = (float)(loss_sum / accum);
+    dist_grads_finish(gpt_grads(t->model), gpt_num_params(t->model));
+    *loss = (float)(dist_sum_double(loss_sum) / ((double)accum * N));
     return 0;
 }
 
@@ -376,8 +500,8 @@ static void log_row(Trainer *t, int step, float loss, float val, float lr, float
 static int train_loop(Trainer *t) {
     const TrainOptions *opt = t->opt;
     LrSchedule sched = {opt->lr, opt->min_lr, opt->warmup_steps, opt->steps};
-    const double tokens_per_step = (double)opt->batch_size * opt->model.block_size * opt->grad_accum;
-    const int hook_step = sigint_hook_step();
+    const double tokens_per_step = (double)opt->batch_size * opt->model.block_size * opt->grad_accum * t->world;
+    const int hook_step = sigint_hook_step(), perturb_step = perturb_hook_step();
     double t_begin = clock_seconds(), elapsed0 = t->state.elapsed_s;
     int first_step = t->state.step, log_failing = 0;
     float last_val = NAN;
@@ -387,10 +511,16 @@ static int train_loop(Trainer *t) {
         fprintf(stderr, "%s %s: %zu parameters, vocab %d, %.0f tokens per step, %d threads, step %d of %d; %s\n",
                 first_step ? "resuming" : "training", opt->out_dir, gpt_num_params(t->model), t->vocab_size,
                 tokens_per_step, omp_get_max_threads(), first_step, opt->steps, gpt_matmul_describe(t->model));
+    if (!t->args->quiet && t->world > 1)
+        fprintf(stderr, "mpi: %d processes x %d threads; global batch %d x %d x %d sequences "
+                "(processes x batch_size x grad_accum); gradient all-reduce: %s\n", t->world,
+                omp_get_max_threads(), t->world, opt->batch_size, opt->grad_accum, dist_grads_mode());
     if (first_step == 0) {                   // row 0: the initial weights
         if (evaluate(t, &last_val) != 0) return TRAIN_EIO;
+        if (check_same_weights(t, 0) != 0) return DIST_EDRIFT;
         if (!isfinite(last_val)) return diverged(t, 0, "the validation loss", last_val);
-        log_row(t, 0, NAN, last_val, NAN, NAN, NAN, elapsed0 + clock_seconds() - t_begin, &log_failing);
+        if (t->rank == 0)
+            log_row(t, 0, NAN, last_val, NAN, NAN, NAN, elapsed0 + clock_seconds() - t_begin, &log_failing);
         progress_update(&t->progress, 0, NAN, last_val, 1, 0, NAN);
     }
     while (t->state.step < opt->steps) {
@@ -400,34 +530,56 @@ static int train_loop(Trainer *t) {
         int rc = train_step(t, s, lr, &loss, &norm);
         if (rc) return rc;
         t->state.step = ++s;                 // from here on, s counts updates done
-        double tok_s = tokens_per_step / (clock_seconds() - t0);
+        double step_s = clock_seconds() - t0, tok_s = tokens_per_step / step_s;
+        if (s - first_step > 2) {            // several processes: the all-reduce's share, after 2 warm-up steps
+            t->comm_s += dist_grads_seconds();
+            t->step_s += step_s;
+            t->timed_steps++;
+        }
+        if (s == perturb_step && t->world > 1 && t->rank == t->world - 1) {
+            uint32_t bits;
+            memcpy(&bits, gpt_params(t->model), 4);
+            bits ^= 1;
+            memcpy(gpt_params(t->model), &bits, 4);
+            gpt_params_changed(t->model);
+        }
 
         int evaluated = s == opt->steps || (opt->eval_every > 0 && s % opt->eval_every == 0);
         float val = NAN;
         if (evaluated && evaluate(t, &val) != 0) return TRAIN_EIO;
+        if (evaluated && check_same_weights(t, s) != 0) return DIST_EDRIFT;
         if (evaluated && !isfinite(val)) return diverged(t, s, "the validation loss", val);
         if (evaluated) last_val = val;
         double now = clock_seconds();
         t->state.elapsed_s = elapsed0 + now - t_begin;
-        log_row(t, s, loss, val, lr, (float)norm, tok_s, t->state.elapsed_s, &log_failing);
+        if (t->rank == 0) log_row(t, s, loss, val, lr, (float)norm, tok_s, t->state.elapsed_s, &log_failing);
         double eta = (now - t_begin) / (s - first_step) * (opt->steps - s);
         progress_update(&t->progress, s, loss, last_val, evaluated, tok_s, eta);
 
-        if (s == hook_step) raise(SIGINT);
-        int stopping = stop_signal != 0;
-        if (s == opt->steps || (opt->save_every > 0 && s % opt->save_every == 0) || stopping)
-            if (save(t) != 0) return TRAIN_EIO;
-        if (stopping) {
-            progress_break(&t->progress);
-            fprintf(stderr, "stopped by %s after step %d; checkpoint saved; continue with ./train --resume %s\n",
-                    stop_signal == SIGINT ? "SIGINT" : "SIGTERM", s, opt->out_dir);
-            return 128 + stop_signal;
+        if (s == hook_step && t->rank == t->world - 1) raise(SIGINT);
+        int sig = dist_max_int(stop_signal);   // a signal seen by any rank stops every rank after this step
+        if (s == opt->steps || (opt->save_every > 0 && s % opt->save_every == 0) || sig)
+            if (dist_agree(t->rank == 0 ? save(t) : 0) != 0) return TRAIN_EIO;
+        if (sig) {
+            if (t->rank == 0) {
+                progress_break(&t->progress);
+                char launcher[32] = "";
+                if (t->world > 1) snprintf(launcher, sizeof launcher, "mpirun -np %d ", t->world);
+                fprintf(stderr, "stopped by %s after step %d; checkpoint saved; continue with %s./train --resume %s\n",
+                        signal_name(sig), s, launcher, opt->out_dir);
+            }
+            return 128 + sig;
         }
     }
     progress_break(&t->progress);
     if (!t->args->quiet)
         fprintf(stderr, "done: step %d, val loss %.4f, %.1f s; weights in %s\n", t->state.step, last_val,
                 t->state.elapsed_s, t->path_model);
+    if (!t->args->quiet && t->world > 1 && t->timed_steps > 0)
+        fprintf(stderr, "mpi: %d processes, gradient all-reduce (%s) %.2f ms per step = %.1f%% of the step "
+                "(%.1f ms; mean of the %d steps after the first 2)\n", t->world, dist_grads_mode(),
+                1e3 * t->comm_s / t->timed_steps, 100.0 * t->comm_s / t->step_s, 1e3 * t->step_s / t->timed_steps,
+                t->timed_steps);
     return TRAIN_OK;
 }
 
@@ -436,14 +588,25 @@ int train_run(const TrainOptions *opt, const TrainArgs *args) {
     memset(&t, 0, sizeof t);
     t.lock_fd = -1;
     t.opt = opt;
-    t.args = args;
-    threads_set(opt->threads);
-    int rc = setup_model_and_data(&t, args->debug_state == NULL);
+    t.rank = dist_rank();
+    t.world = dist_size();
+    TrainArgs rank_args = *args;   // ranks other than 0 print only their own errors
+    if (t.rank != 0) rank_args.quiet = 1;
+    t.args = &rank_args;
+    // threads = 0: all cores; under mpirun, the cores this rank may use, shared
+    // with the other ranks on its machine (dist_default_threads; 0 without MPI).
+    int threads = threads_set(opt->threads > 0 ? opt->threads : dist_default_threads());
+    const char *warning = dist_binding_warning(threads);
+    if (warning && t.rank == 0) fprintf(stderr, "%s\n", warning);
+    // Errors one rank sees (a missing file on its machine, a run directory in
+    // use) are agreed before the next collective call: every rank stops.
+    int rc = dist_agree(setup_model_and_data(&t, args->debug_state == NULL));
     if (rc == TRAIN_OK && args->debug_state) rc = run_debug_state(&t);
     else if (rc == TRAIN_OK) {
-        rc = setup_run_dir(&t);
+        rc = dist_agree(setup_run_dir(&t));
+        if (rc == TRAIN_OK) share_run_state(&t);
         if (rc == TRAIN_OK && t.state.step >= opt->steps) {
-            if (!args->quiet) fprintf(stderr, "%s: already at step %d of %d; nothing to do\n",
+            if (!t.args->quiet) fprintf(stderr, "%s: already at step %d of %d; nothing to do\n",
                                       opt->out_dir, t.state.step, opt->steps);
         } else if (rc == TRAIN_OK) {
             install_signal_handlers();
