@@ -1,54 +1,81 @@
 #!/usr/bin/env bash
 # `make compare`: train every positional scheme on the same corpus and config
-# for several seeds, then evaluate length extrapolation and write a report.
+# for several seeds, evaluate length extrapolation and write a report.
 #
-#   scripts/compare.sh [--quick] [--extras] [--seeds N] [--jobs N] [--config FILE] [--out DIR]
+#   scripts/compare.sh [--setup NAME] [--seeds N] [--jobs N] [--config FILE --out DIR] [--variants "a b ..."]
 #
-#   --quick    the tiny version (configs/compare-quick.ini, 2 seeds): a couple of minutes
-#   --extras   also alibi and none
-#   --seeds N  seeds 1..N (default 3)
-#   --jobs N   runs at a time, each on one thread (default: the number of cores);
-#              --jobs 1 runs one at a time on the config's threads.
-#              Small models gain little from a second thread, so on 2 cores two
-#              one-thread runs side by side finish the comparison sooner.
+#   --setup NAME  one of the replication's setups (default: default):
+#                   default  configs/compare.ini on the KJV: rope, learned,
+#                            sinusoidal, t5, alibi, none, and three
+#                            sinusoidal_scale ablations (about 45 min)
+#                   gcide    the same config on the GCIDE dictionary (about 25 min)
+#                   medium   configs/compare-medium.ini on the KJV (about 4 h)
+#                   all      the three above, then docs-ready summary
+#                            runs/compare-summary.md
+#                   quick    configs/compare-quick.ini, 2 seeds (a couple of minutes)
+#   --seeds N     seeds 1..N (default 3)
+#   --jobs N      runs at a time, each on one thread (default: the number of cores);
+#                 --jobs 1 runs one at a time on the config's threads.
+#   --config FILE --out DIR   a custom comparison (variants rope learned sinusoidal t5)
+#   --variants "..."          replaces the setup's list
+# A variant is a scheme, or sinusoidal-scaleS (sinusoidal with sinusoidal_scale=S).
 #
-# Every run is identical but for --pos: same config, same seed -> same data
-# order and the same initial values in every parameter the schemes share.
-# Finished runs (RUN/done) are reused and an interrupted run resumes from its
-# checkpoint, so an interrupted comparison continues where it stopped.
-# Output in DIR (default runs/compare or runs/compare-quick):
-#   RUN_DIRS pos-sSEED/, extrapolation.csv, report.md, val_loss_vs_step.png,
-#   val_loss_vs_time.png
+# Every run is identical but for its variant: same config, same seed -> same
+# data order and the same initial values in every parameter the schemes
+# share. Finished runs (RUN/done) are reused and an interrupted run resumes
+# from its checkpoint, so an interrupted comparison continues where it stopped.
+# Output in DIR: RUN_DIRS variant-sSEED/, extrapolation.csv, report.md,
+# summary.json, val_loss_vs_step.png, val_loss_vs_time.png, wall_time.txt.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-quick=0; extras=0; seeds=3; jobs=$(nproc); config=""; out=""
+setup=default; seeds=3; jobs=$(nproc); config=""; out=""; variants=""
 while [ $# -gt 0 ]; do
   case "$1" in
-    --quick) quick=1 ;;
-    --extras) extras=1 ;;
+    --setup) setup=$2; shift ;;
+    --setup=*) setup=${1#*=} ;;
+    --quick) setup=quick ;;
     --seeds) seeds=$2; shift ;;
     --seeds=*) seeds=${1#*=} ;;
     --jobs) jobs=$2; shift ;;
     --jobs=*) jobs=${1#*=} ;;
-    --config) config=$2; shift ;;
-    --config=*) config=${1#*=} ;;
+    --config) config=$2; setup=custom; shift ;;
+    --config=*) config=${1#*=}; setup=custom ;;
     --out) out=$2; shift ;;
     --out=*) out=${1#*=} ;;
-    -h|--help) sed -n '2,20p' "$0"; exit 0 ;;
+    --variants) variants=$2; shift ;;
+    --variants=*) variants=${1#*=} ;;
+    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
-if [ $quick = 1 ]; then
-  config=${config:-configs/compare-quick.ini}; out=${out:-runs/compare-quick}
-  [ "$seeds" = 3 ] && seeds=2
-else
-  config=${config:-configs/compare.ini}; out=${out:-runs/compare}
+
+if [ "$setup" = all ]; then
+  for s in default gcide medium; do
+    bash "$0" --setup "$s" --seeds "$seeds" --jobs "$jobs"
+  done
+  /usr/bin/python3 scripts/report.py --summary runs/compare-summary.md runs/compare runs/compare-gcide runs/compare-medium
+  exit 0
 fi
+
+corpus=kjv
+case "$setup" in
+  default) config=configs/compare.ini; out=${out:-runs/compare}
+           v="rope learned sinusoidal t5 alibi none sinusoidal-scale1 sinusoidal-scale0.0883883 sinusoidal-scale0.00125" ;;
+  gcide)   config=configs/compare-gcide.ini; out=${out:-runs/compare-gcide}; corpus=gcide
+           v="rope learned sinusoidal t5 alibi" ;;
+  medium)  config=configs/compare-medium.ini; out=${out:-runs/compare-medium}
+           v="rope learned sinusoidal t5 alibi" ;;
+  quick)   config=configs/compare-quick.ini; out=${out:-runs/compare-quick}
+           [ "$seeds" = 3 ] && seeds=2
+           v="rope learned sinusoidal t5" ;;
+  custom)  [ -n "$out" ] || { echo "compare.sh: --config needs --out DIR" >&2; exit 2; }
+           v="rope learned sinusoidal t5" ;;
+  *) echo "compare.sh: unknown setup '$setup' (default, gcide, medium, all, quick)" >&2; exit 2 ;;
+esac
+variants=${variants:-$v}
 [ -f "$config" ] || { echo "compare.sh: $config: no such config file" >&2; exit 2; }
-schemes=(rope learned sinusoidal t5)
-[ $extras = 1 ] && schemes+=(alibi none)
 
 # The plots need matplotlib; install it if missing (as root) or say how.
 if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
@@ -57,36 +84,45 @@ if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 fi
 make --no-print-directory -s all
 
-# The data the config points at must exist (the default corpus: make it).
-data_file=$(sed -n 's/^[[:space:]]*train_file[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p' "$config" | head -1)
-if [ -n "$data_file" ] && [ ! -f "$data_file" ] && [[ "$data_file" == data/kjv/* ]]; then
-  bash scripts/get_data.sh
-  ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir data/kjv data/kjv.txt
+# The corpus the setup trains on must exist: make it (KJV or GCIDE).
+if [ "$setup" != custom ] && [ ! -f "data/$corpus/val.bin" ]; then
+  bash scripts/get_data.sh "$corpus"
+  ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir "data/$corpus" "data/$corpus.txt"
 fi
+
+# The flags of one variant.
+variant_flags() {
+  case "$1" in
+    sinusoidal-scale*) echo "--pos=sinusoidal --sinusoidal_scale=${1#sinusoidal-scale}" ;;
+    *) echo "--pos=$1" ;;
+  esac
+}
 
 mkdir -p "$out"
 cp "$config" "$out/config.ini"
-total=$(( ${#schemes[@]} * seeds ))
+read -r -a vlist <<< "$variants"
+total=$(( ${#vlist[@]} * seeds ))
 start_all=$(date +%s)
 
 # One run: fresh, or resumed from its checkpoint; RUN/done marks it finished.
 run_one() {
-  local pos=$1 seed=$2 dir="$out/$1-s$2" extra=()
+  local variant=$1 seed=$2 dir="$out/$1-s$2" extra=()
   [ "$jobs" -gt 1 ] && extra=(--threads=1 --quiet)
   if [ -f "$dir/checkpoint.safetensors" ]; then
     ./train --resume "$dir" "${extra[@]}"
   else
     rm -rf "$dir"
-    ./train --pos="$pos" --seed="$seed" --out_dir="$dir" "${extra[@]}" "$config"
+    # shellcheck disable=SC2046
+    ./train $(variant_flags "$variant") --seed="$seed" --out_dir="$dir" "${extra[@]}" "$config"
   fi && touch "$dir/done"
 }
 
 n=0; finished=0; reused=0; running=0; failed=0
 for seed in $(seq 1 "$seeds"); do
-  for pos in "${schemes[@]}"; do
+  for variant in "${vlist[@]}"; do
     n=$((n+1))
-    if [ -f "$out/$pos-s$seed/done" ]; then
-      echo "[compare $n/$total] $pos seed $seed: finished earlier, reused"
+    if [ -f "$out/$variant-s$seed/done" ]; then
+      echo "[compare $n/$total] $variant seed $seed: finished earlier, reused"
       finished=$((finished+1)); reused=$((reused+1)); continue
     fi
     if [ "$running" -ge "$jobs" ]; then
@@ -97,12 +133,12 @@ for seed in $(seq 1 "$seeds"); do
     spent=$(( $(date +%s) - start_all ))
     trained=$((finished - reused))     # runs trained by this call, for the ETA
     [ "$trained" -gt 0 ] && eta="$(( (total - finished) * spent / trained / 60 )) min"
-    echo "[compare $n/$total] $pos seed $seed started ($finished finished; whole comparison ETA $eta)"
+    echo "[compare $n/$total] $variant seed $seed started ($finished finished; whole comparison ETA $eta)"
     if [ "$jobs" -gt 1 ]; then
-      run_one "$pos" "$seed" > "$out/$pos-s$seed.log" 2>&1 &
+      run_one "$variant" "$seed" > "$out/$variant-s$seed.log" 2>&1 &
       running=$((running+1))
     else
-      run_one "$pos" "$seed" || failed=$((failed+1))
+      run_one "$variant" "$seed" || failed=$((failed+1))
       finished=$((finished+1))
     fi
   done
@@ -111,6 +147,9 @@ while [ "$running" -gt 0 ]; do wait -n || failed=$((failed+1)); running=$((runni
 if [ "$failed" -gt 0 ]; then
   echo "compare.sh: $failed run(s) failed; see $out/*.log (run again to continue)" >&2
   exit 1
+fi
+if [ "$reused" -lt "$total" ]; then   # this call trained something: record its wall time
+  echo "wall_s=$(( $(date +%s) - start_all ))" > "$out/wall_time.txt"
 fi
 
 # Length extrapolation: each final model at T, 2T and 4T on the validation split.
@@ -121,22 +160,22 @@ if [ ! -f "$extrap" ] || [ "$(wc -l < "$extrap")" -ne $(( total * 3 + 1 )) ]; th
   echo "[compare] length extrapolation at T=$T, $((2*T)), $((4*T))"
   echo "pos,seed,seq_len,loss" > "$extrap.tmp"
   for seed in $(seq 1 "$seeds"); do
-    for pos in "${schemes[@]}"; do
+    for variant in "${vlist[@]}"; do
       for mult in 1 2 4; do
         len=$((T * mult))
-        if [ "$pos" = learned ] && [ $mult -gt 1 ]; then
-          echo "$pos,$seed,$len,nan" >> "$extrap.tmp"; continue
+        if [ "$variant" = learned ] && [ $mult -gt 1 ]; then
+          echo "$variant,$seed,$len,nan" >> "$extrap.tmp"; continue
         fi
         # The same tokens at every length: 2T and 4T windows cover 4T-token spans.
-        line=$(./eval --weights "$out/$pos-s$seed/model.safetensors" --data "$val_file" \
+        line=$(./eval --weights "$out/$variant-s$seed/model.safetensors" --data "$val_file" \
                       --seq-len "$len" --batch-size $((4 / mult)) --batches 32 --threads 0)
         loss=$(sed -n 's/.* loss=\([^ ]*\).*/\1/p' <<< "$line")
-        echo "$pos,$seed,$len,$loss" >> "$extrap.tmp"
+        echo "$variant,$seed,$len,$loss" >> "$extrap.tmp"
       done
     done
   done
   mv "$extrap.tmp" "$extrap"
 fi
 
-/usr/bin/python3 scripts/report.py "$out" "${schemes[@]}"
+/usr/bin/python3 scripts/report.py "$out" "${vlist[@]}" --name "$setup"
 echo "[compare] done in $(( ($(date +%s) - start_all) / 60 )) min: $out/report.md"

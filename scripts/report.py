@@ -1,64 +1,71 @@
 #!/usr/bin/python3
-"""Writes the comparison report: report.md and two PNG plots.
+"""The comparison reports: one per setup, and a summary across setups.
 
-    scripts/report.py COMPARE_DIR scheme [scheme ...]
+    scripts/report.py COMPARE_DIR variant [variant ...] [--name NAME]
+    scripts/report.py --summary OUT.md COMPARE_DIR [COMPARE_DIR ...]
 
-Reads COMPARE_DIR/<pos>-s<seed>/log.csv (the training logs) and
-COMPARE_DIR/extrapolation.csv, and writes into COMPARE_DIR:
+A variant is a scheme (rope, learned, sinusoidal, t5, alibi, none) or a
+scheme with a setting, e.g. sinusoidal-scale1 (scripts/compare.sh names the
+run directories COMPARE_DIR/<variant>-s<seed>/).
+
+Per setup it reads each run's log.csv and COMPARE_DIR/extrapolation.csv and
+writes into COMPARE_DIR:
   val_loss_vs_step.png  validation loss against step: mean over seeds (line)
-                        and the min-max band across seeds, one colour per scheme
-  val_loss_vs_time.png  the same against wall-clock seconds
-  report.md             the tables: final loss, steps to target, speed-up
-                        relative to learned, tokens/s, length extrapolation
+                        and the min-max band across seeds, one colour per variant
+  val_loss_vs_time.png  the same against the run's training seconds
+  report.md             final loss (mean ± sd, min..max), steps to three
+                        targets with the speed-up over learned (mean ± sd over
+                        seeds), the gap to learned against the seed spread,
+                        the wall time, length extrapolation
+  summary.json          the same numbers, for the summary across setups
 
-Steps to reach a target loss are read off each run's validation curve by
-linear interpolation between evaluations (first crossing), then averaged
-over seeds. The speed-up of a scheme is steps(learned) / steps(scheme).
+Targets: learned's mean validation loss at 1/4 and 1/2 of the run, and its
+mean final loss. Steps to a target are read off each run's validation curve
+by linear interpolation between evaluations (first crossing). Runs with the
+same seed see the same batches from the same initial values in every shared
+tensor, so the speed-up is taken per seed, steps(learned, seed) /
+steps(variant, seed), then averaged. A learned seed that never reaches its
+own mean final loss counts as reaching it at the last step, so that target's
+speed-ups are lower bounds (marked >=).
 """
 import csv
 import glob
+import json
 import math
 import os
 import statistics
 import sys
 
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
 COLOURS = {"rope": "tab:red", "learned": "tab:blue", "sinusoidal": "tab:green",
            "t5": "tab:purple", "alibi": "tab:orange", "none": "tab:gray"}
+REF = "learned"
 
 
 def read_log(path):
-    """Rows of a training log that carry a validation loss, as floats."""
-    rows = []
+    """All rows of a training log, as dicts of floats (NaN for empty fields)."""
     with open(path) as f:
-        for r in csv.DictReader(f):
-            if r.get("val_loss") not in (None, "", "nan"):
-                rows.append({k: float(v) if v not in ("", None) else math.nan for k, v in r.items()})
-    return rows
+        return [{k: float(v) if v not in ("", None) else math.nan for k, v in r.items()}
+                for r in csv.DictReader(f)]
 
 
-def load_runs(out, schemes):
+def load_runs(out, variants):
+    """variant -> {seed: {"val": rows with a validation loss, "all": every row}}."""
     runs = {}
-    for pos in schemes:
-        for d in sorted(glob.glob(os.path.join(out, f"{pos}-s*"))):
+    for v in variants:
+        for d in sorted(glob.glob(os.path.join(glob.escape(out), f"{glob.escape(v)}-s*"))):
+            rest = os.path.basename(d)[len(v) + 2:]   # the seed: v-s<digits> exactly (not v-scale1-s1)
             log = os.path.join(d, "log.csv")
-            if os.path.isfile(log):
-                runs.setdefault(pos, []).append({"seed": int(d.rsplit("-s", 1)[1]),
-                                                 "val": read_log(log),
-                                                 "all": read_all(log)})
+            if not rest.isdigit() or not os.path.isfile(log):
+                continue
+            seed = rest
+            rows = read_log(log)
+            runs.setdefault(v, {})[int(seed)] = {
+                "val": [r for r in rows if not math.isnan(r["val_loss"])], "all": rows}
     return runs
 
 
-def read_all(path):
-    with open(path) as f:
-        return list(csv.DictReader(f))
-
-
 def first_crossing(val_rows, target):
-    """Step at which the validation curve first reaches <= target (interpolated)."""
+    """Step at which the validation curve first reaches <= target (interpolated); NaN if never."""
     prev = None
     for r in val_rows:
         if r["val_loss"] <= target:
@@ -70,120 +77,253 @@ def first_crossing(val_rows, target):
     return math.nan
 
 
-def mean_std(xs):
+def mean_sd(xs):
     xs = [x for x in xs if not math.isnan(x)]
     if not xs:
         return math.nan, math.nan
     return statistics.mean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
 
 
-def tokens_per_s(run):
-    vals = [float(r["tokens_per_s"]) for r in run["all"] if r.get("tokens_per_s") not in (None, "", "nan")]
-    vals = [v for v in vals if v > 0]
-    return statistics.median(vals) if vals else math.nan
+def fmt(x, spec=".3f"):
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
-def plot(runs, out, xkey, xlabel, fname):
+def colour(variant):
+    base = variant.split("-")[0]
+    return COLOURS.get(base) if variant == base else None
+
+
+def plot(runs, out, xkey, xlabel, fname, title):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(8, 5))
-    for pos, rs in runs.items():
+    for v, seeds in runs.items():
+        rs = list(seeds.values())
         n = min(len(r["val"]) for r in rs)
         xs = [statistics.mean(r["val"][i][xkey] for r in rs) for i in range(n)]
         ys = [[r["val"][i]["val_loss"] for r in rs] for i in range(n)]
-        ax.plot(xs, [statistics.mean(y) for y in ys], color=COLOURS.get(pos), label=f"{pos} ({len(rs)} seeds)")
-        ax.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], color=COLOURS.get(pos), alpha=0.2)
+        style = "-" if v == v.split("-")[0] else "--"
+        line, = ax.plot(xs, [statistics.mean(y) for y in ys], style, color=colour(v), label=f"{v} ({len(rs)} seeds)")
+        ax.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], color=line.get_color(), alpha=0.15)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("validation loss (nats/token)")
-    ax.set_title("validation loss: mean over seeds, band = min..max")
-    lo = min(min(row["val_loss"] for row in r["val"]) for rs in runs.values() for r in rs)
-    first = [rs[0]["val"][min(1, len(rs[0]["val"]) - 1)]["val_loss"] for rs in runs.values()]
-    ax.set_ylim(lo - 0.05, max(first) + 0.1)
+    ax.set_title(title)
+    finals = [r["val"][-1]["val_loss"] for s in runs.values() for r in s.values()]
+    early = [r["val"][min(1, len(r["val"]) - 1)]["val_loss"] for s in runs.values() for r in s.values()]
+    lo = min(min(row["val_loss"] for row in r["val"]) for s in runs.values() for r in s.values())
+    ax.set_ylim(lo - 0.05, min(max(early), statistics.median(finals) + 2.0) + 0.1)
     ax.grid(alpha=0.3)
-    ax.legend()
+    ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(os.path.join(out, fname), dpi=110)
     plt.close(fig)
 
 
-def fmt(x, spec=".3f"):
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
+def wall_time(out, runs):
+    """(wall seconds of the whole comparison if recorded, sum of the runs' training seconds)."""
+    total = sum(r["all"][-1]["elapsed_s"] for s in runs.values() for r in s.values())
+    wall = math.nan
+    path = os.path.join(out, "wall_time.txt")
+    if os.path.isfile(path):
+        with open(path) as f:
+            for line in f:
+                if line.startswith("wall_s="):
+                    wall = float(line.split("=", 1)[1])
+    return wall, total
 
 
-def main():
-    if len(sys.argv) < 3:
-        sys.exit("usage: report.py COMPARE_DIR scheme [scheme ...]")
-    out, schemes = sys.argv[1], sys.argv[2:]
-    runs = load_runs(out, schemes)
-    missing = [p for p in schemes if p not in runs]
+def analyse(out, variants, name):
+    runs = load_runs(out, variants)
+    missing = [v for v in variants if v not in runs]
     if missing:
         sys.exit(f"report.py: {out}: no finished runs for {', '.join(missing)}")
-    plot(runs, out, "step", "step", "val_loss_vs_step.png")
-    plot(runs, out, "elapsed_s", "wall-clock seconds", "val_loss_vs_time.png")
-
-    final = {p: mean_std([r["val"][-1]["val_loss"] for r in rs]) for p, rs in runs.items()}
-    steps_total = int(max(r["val"][-1]["step"] for rs in runs.values() for r in rs))
-    ref = "learned" if "learned" in runs else schemes[0]
-    # Targets: the reference's final loss, and its mean loss at 1/4 and 1/2 of training.
+    if REF not in runs:
+        sys.exit(f"report.py: {out}: the targets are {REF}'s losses: include {REF}")
+    steps_total = int(max(r["val"][-1]["step"] for s in runs.values() for r in s.values()))
+    final = {v: [r["val"][-1]["val_loss"] for r in s.values()] for v, s in runs.items()}
     targets = []
     for frac in (0.25, 0.5):
-        rows = [min(r["val"], key=lambda v: abs(v["step"] - frac * steps_total)) for r in runs[ref]]
-        targets.append((f"{ref} at step {int(rows[0]['step'])}", statistics.mean(v["val_loss"] for v in rows)))
-    targets.append(("final " + ref, final[ref][0]))
+        rows = [min(r["val"], key=lambda x: abs(x["step"] - frac * steps_total)) for r in runs[REF].values()]
+        targets.append({"label": f"{REF} at step {int(rows[0]['step'])}",
+                        "loss": statistics.mean(x["val_loss"] for x in rows), "capped": False})
+    targets.append({"label": f"{REF}'s final", "loss": statistics.mean(final[REF]), "capped": True})
+    result = {"name": name, "dir": out, "steps": steps_total, "variants": {}, "targets": targets}
+    for v, seeds in runs.items():
+        entry = {"seeds": sorted(seeds), "final": final[v], "tokens_per_s": statistics.median(
+            x["tokens_per_s"] for r in seeds.values() for x in r["all"] if x["tokens_per_s"] > 0), "targets": []}
+        for t in targets:
+            steps, speedups, reached = [], [], 0
+            for seed, r in seeds.items():
+                s = first_crossing(r["val"], t["loss"])
+                reached += not math.isnan(s)
+                steps.append(s)
+                ref = runs[REF].get(seed)
+                if ref is not None and not math.isnan(s) and s > 0:
+                    s_ref = first_crossing(ref["val"], t["loss"])
+                    if math.isnan(s_ref) and t["capped"]:
+                        s_ref = ref["val"][-1]["step"]   # reached no earlier than the end: a lower bound
+                    if not math.isnan(s_ref):
+                        speedups.append(s_ref / s)
+            entry["targets"].append({"steps": steps, "reached": reached, "speedups": speedups})
+        # Paired by seed: this variant's final loss minus learned's.
+        diffs = [seeds[s]["val"][-1]["val_loss"] - runs[REF][s]["val"][-1]["val_loss"]
+                 for s in seeds if s in runs[REF]]
+        entry["gap_to_ref"] = diffs
+        result["variants"][v] = entry
+    result["wall_s"], result["run_s"] = wall_time(out, runs)
+    return runs, result
 
-    lines = [f"# Positional schemes compared\n",
-             f"Config: `{os.path.join(out, 'config.ini')}`; {steps_total} steps; seeds: "
-             f"{', '.join(str(r['seed']) for r in runs[schemes[0]])}.\n",
+
+def extrapolation_rows(out, variants):
+    path = os.path.join(out, "extrapolation.csv")
+    if not os.path.isfile(path):
+        return None, []
+    table = {}
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            table.setdefault((r["pos"], int(r["seq_len"])), []).append(float(r["loss"]))
+    lens = sorted({k[1] for k in table})
+    return table, lens
+
+
+def write_report(out, variants, name):
+    runs, res = analyse(out, variants, name)
+    plot(runs, out, "step", "step", "val_loss_vs_step.png", f"{name}: validation loss (mean, band = min..max over seeds)")
+    plot(runs, out, "elapsed_s", "training seconds", "val_loss_vs_time.png",
+         f"{name}: validation loss against training time")
+    steps, seeds = res["steps"], sorted({s for v in res["variants"].values() for s in v["seeds"]})
+    wall = res["wall_s"]
+    lines = [f"# Positional schemes compared: {name}\n",
+             f"Config: `{os.path.join(out, 'config.ini')}`; {steps} steps; seeds {', '.join(map(str, seeds))}. "
+             f"Time: {fmt(res['run_s'] / 3600, '.2f')} h of training summed over the runs"
+             + (f", {fmt(wall / 3600, '.2f')} h wall clock (two one-thread runs side by side)." if not math.isnan(wall) else ".")
+             + "\n",
              "![validation loss against step](val_loss_vs_step.png)\n",
              "![validation loss against time](val_loss_vs_time.png)\n",
-             "## Final validation loss and speed\n",
-             "| scheme | final val loss (mean ± sd) | min..max over seeds | tokens/s (median) |",
-             "|---|---|---|---|"]
-    for p, rs in runs.items():
-        vals = [r["val"][-1]["val_loss"] for r in rs]
-        tps = statistics.mean(tokens_per_s(r) for r in rs)
-        lines.append(f"| {p} | {fmt(final[p][0], '.4f')} ± {fmt(final[p][1], '.4f')} | "
-                     f"{min(vals):.4f}..{max(vals):.4f} | {fmt(tps, '.0f')} |")
-
+             "## Final validation loss\n",
+             f"Gap to {REF}: this variant's final loss minus {REF}'s for the same seed, mean ± sd over seeds; "
+             "gap / sd: the gap against the larger of the two variants' seed-to-seed standard deviations. "
+             "tokens/s: one-thread runs sharing the machine with other work; not a speed comparison "
+             "(`make bench` is).\n",
+             "| variant | final val loss (mean ± sd) | min..max | gap to learned | gap / sd | tokens/s (median) |",
+             "|---|---|---|---|---|---|"]
+    sd_ref = mean_sd(res["variants"][REF]["final"])[1]
+    for v in runs:
+        e = res["variants"][v]
+        m, sd = mean_sd(e["final"])
+        g, gsd = mean_sd(e["gap_to_ref"])
+        ratio = abs(g) / max(sd, sd_ref) if v != REF and max(sd, sd_ref) > 0 else math.nan
+        lines.append(f"| {v} | {m:.4f} ± {sd:.4f} | {min(e['final']):.4f}..{max(e['final']):.4f} | "
+                     f"{'-' if v == REF else fmt(g, '+.4f') + ' ± ' + fmt(gsd, '.4f')} | {fmt(ratio, '.1f')} | "
+                     f"{fmt(e['tokens_per_s'], '.0f')} |")
     lines += ["\n## Steps to reach a target validation loss\n",
-              f"Steps read off each seed's curve (interpolated between evaluations), mean ± sd over seeds; "
-              f"speed-up = steps({ref}) / steps(scheme); *not reached*: no seed reached it within {steps_total} steps; (k/n seeds): the mean is over the k seeds that did.\n",
-              "| scheme | " + " | ".join(f"{name} ({t:.4f}): steps, speed-up" for name, t in targets) + " |",
-              "|---|" + "---|" * len(targets)]
-    for p, rs in runs.items():
+              "Steps read off each seed's curve (interpolated between evaluations), mean ± sd over seeds; "
+              f"speed-up = steps({REF}) / steps(variant) for the same seed, mean ± sd; *not reached*: no seed "
+              f"reached it within {steps} steps; (k/n): the mean is over the k seeds that did; >=: some {REF} "
+              "seeds never reached their own mean final loss and count as the last step.\n",
+              "| variant | " + " | ".join(f"{t['label']} ({t['loss']:.4f})" for t in res["targets"]) + " |",
+              "|---|" + "---|" * len(res["targets"])]
+    for v in runs:
         cells = []
-        for _, t in targets:
-            m, sd = mean_std([first_crossing(r["val"], t) for r in rs])
-            mref, _ = mean_std([first_crossing(r["val"], t) for r in runs[ref]])
-            reached = sum(not math.isnan(first_crossing(r["val"], t)) for r in rs)
-            note = "" if reached == len(rs) else f" ({reached}/{len(rs)} seeds)"
-            if reached == 0:
+        for t, et in zip(res["targets"], res["variants"][v]["targets"]):
+            n = len(et["steps"])
+            if et["reached"] == 0:
                 cells.append("not reached")
-            else:
-                speedup = mref / m if m > 0 and not math.isnan(mref) else math.nan
-                cells.append(f"{m:.0f} ± {sd:.0f}{note}, {fmt(speedup, '.2f')}x")
-        lines.append(f"| {p} | " + " | ".join(cells) + " |")
-
-    extrap_path = os.path.join(out, "extrapolation.csv")
-    if os.path.isfile(extrap_path):
-        table = {}
-        with open(extrap_path) as f:
-            for r in csv.DictReader(f):
-                table.setdefault((r["pos"], int(r["seq_len"])), []).append(float(r["loss"]))
-        lens = sorted({k[1] for k in table})
+                continue
+            m, sd = mean_sd(et["steps"])
+            su, susd = mean_sd(et["speedups"])
+            note = "" if et["reached"] == n else f" ({et['reached']}/{n})"
+            bound = ">=" if t["capped"] and any(math.isnan(s) for s in res["variants"][REF]["targets"][2]["steps"]) else ""
+            cells.append(f"{m:.0f} ± {sd:.0f}{note}, {bound}{fmt(su, '.2f')}x ± {fmt(susd, '.2f')}")
+        lines.append(f"| {v} | " + " | ".join(cells) + " |")
+    table, lens = extrapolation_rows(out, variants)
+    if table:
         lines += ["\n## Length extrapolation\n",
                   f"Validation loss of each final model at sequence lengths {', '.join(map(str, lens))} "
                   f"(trained at {lens[0]}); the same tokens are scored at every length. "
                   "`learned` has no position embeddings beyond its training length.\n",
-                  "| scheme | " + " | ".join(f"T={n}" for n in lens) + " |",
+                  "| variant | " + " | ".join(f"T={n}" for n in lens) + " |",
                   "|---|" + "---|" * len(lens)]
-        for p in runs:
+        for v in runs:
             cells = []
             for n in lens:
-                m, sd = mean_std(table.get((p, n), [math.nan]))
+                m, sd = mean_sd(table.get((v, n), [math.nan]))
                 cells.append("n/a" if math.isnan(m) else f"{m:.4f} ± {sd:.4f}")
-            lines.append(f"| {p} | " + " | ".join(cells) + " |")
+            lines.append(f"| {v} | " + " | ".join(cells) + " |")
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
-    print(f"report.py: wrote {os.path.join(out, 'report.md')} and 2 plots")
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(res, f, indent=1, default=lambda x: None)
+    print(f"report.py: wrote {os.path.join(out, 'report.md')}, summary.json and 2 plots")
+
+
+def write_summary(path, dirs):
+    """One table across setups: who reaches each target first, by how much, and whether
+    rope's lead over the runner-up exceeds the seed spread."""
+    lines = ["# Summary across setups\n",
+             "For each setup and target: steps (mean over seeds) of every scheme, the scheme that gets there "
+             "first, rope's speed-up over learned (mean ± sd of the per-seed ratios), and rope's margin over "
+             "the next scheme. Final loss: rope's gap to learned and to the best other scheme, against the "
+             "larger seed sd.\n"]
+    header_done = False
+    for d in dirs:
+        with open(os.path.join(d, "summary.json")) as f:
+            res = json.load(f)
+        schemes = [v for v in res["variants"] if "-" not in v]
+        if not header_done:
+            lines += ["| setup | target | " + " | ".join(schemes) + " | first | rope vs learned | rope vs next |",
+                      "|---|---|" + "---|" * len(schemes) + "---|---|---|"]
+            header_done = True
+        for i, t in enumerate(res["targets"]):
+            means = {}
+            for v in schemes:
+                st = [x for x in res["variants"][v]["targets"][i]["steps"] if x is not None]
+                means[v] = statistics.mean(st) if len(st) == len(res["variants"][v]["seeds"]) else math.nan
+            reached = {v: m for v, m in means.items() if not math.isnan(m)}
+            first = min(reached, key=reached.get) if reached else "none"
+            su = [x for x in res["variants"].get("rope", {}).get("targets", [{}] * 3)[i].get("speedups", [])]
+            others = [m for v, m in reached.items() if v != "rope"]
+            margin = min(others) / reached["rope"] if "rope" in reached and others else math.nan
+            cells = [fmt(means[v], ".0f") if not math.isnan(means[v]) else "not reached" for v in schemes]
+            su_m, su_sd = mean_sd(su)
+            lines.append(f"| {res['name']} | {t['label']} ({t['loss']:.3f}) | " + " | ".join(cells) +
+                         f" | {first} | {fmt(su_m, '.2f')}x ± {fmt(su_sd, '.2f')} | {fmt(margin, '.2f')}x |")
+    lines += ["\n| setup | rope final loss | learned | best other (scheme) | rope - learned | / sd | "
+              "rope - best other | / sd | time |", "|---|---|---|---|---|---|---|---|---|"]
+    for d in dirs:
+        with open(os.path.join(d, "summary.json")) as f:
+            res = json.load(f)
+        fin = {v: mean_sd(e["final"]) for v, e in res["variants"].items() if "-" not in v}
+        if "rope" not in fin:
+            continue
+        best = min((v for v in fin if v not in ("rope",)), key=lambda v: fin[v][0])
+        sd_l = max(fin["rope"][1], fin[REF][1])
+        sd_b = max(fin["rope"][1], fin[best][1])
+        wall = res.get("wall_s")
+        time = (f"{wall / 3600:.1f} h wall" if wall else f"{res['run_s'] / 3600:.1f} h of runs")
+        lines.append(f"| {res['name']} | {fin['rope'][0]:.4f} | {fin[REF][0]:.4f} | {fin[best][0]:.4f} ({best}) | "
+                     f"{fin['rope'][0] - fin[REF][0]:+.4f} | {abs(fin['rope'][0] - fin[REF][0]) / sd_l:.1f} | "
+                     f"{fin['rope'][0] - fin[best][0]:+.4f} | {abs(fin['rope'][0] - fin[best][0]) / sd_b:.1f} | {time} |")
+    with open(path, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    print(f"report.py: wrote {path}")
+
+
+def main():
+    args = sys.argv[1:]
+    if len(args) >= 3 and args[0] == "--summary":
+        write_summary(args[1], args[2:])
+        return
+    name = None
+    if "--name" in args:
+        i = args.index("--name")
+        name = args[i + 1]
+        del args[i:i + 2]
+    if len(args) < 2:
+        sys.exit("usage: report.py COMPARE_DIR variant [variant ...] [--name NAME]\n"
+                 "       report.py --summary OUT.md COMPARE_DIR [COMPARE_DIR ...]")
+    write_report(args[0], args[1:], name or os.path.basename(os.path.normpath(args[0])))
 
 
 if __name__ == "__main__":

@@ -132,6 +132,11 @@ int gpt_read_params(GPT *m, const StFile *f, int length_keys_may_differ, char *e
     const char *key;
     if (gpt_config_from_file(f, &file_cfg, err, errlen) != 0) return -1;
     gpt_config_resolve(&file_cfg);
+    if (m->pos->max_pos_is_block && file_cfg.block_size != m->cfg.block_size) {
+        snprintf(err, errlen, "%s: pos=%s has one learned row per position: block_size %d in the file, %d in "
+                 "this run", st_path(f), pos_kind_name(m->cfg.pos), file_cfg.block_size, m->cfg.block_size);
+        return -1;
+    }
     if (gpt_config_diff(&file_cfg, &m->cfg, length_keys_may_differ, &key) != 0) {
         char in_file[64], in_model[64];
         int k = gpt_model_key_find(key);

@@ -472,6 +472,8 @@ int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args
             if (flag_value(argc, argv, &i, "--resume", &args->resume_dir, err, errlen)) return -1;
         } else if (is_flag(a, "--debug-state")) {
             if (flag_value(argc, argv, &i, "--debug-state", &args->debug_state, err, errlen)) return -1;
+        } else if (is_flag(a, "--init-from")) {
+            if (flag_value(argc, argv, &i, "--init-from", &args->init_from, err, errlen)) return -1;
         } else if (strncmp(a, "--", 2) == 0) {
             if (!strchr(a, '=')) {
                 snprintf(err, errlen, "%s: expected %s=VALUE (see ./train --help)", a, a);
@@ -493,6 +495,10 @@ int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args
     if (args->help) return 0;
 
     char resume_ini[OPT_STR_MAX + 32];
+    if (args->resume_dir && args->init_from) {
+        snprintf(err, errlen, "--init-from: cannot be combined with --resume (a resumed run continues from its checkpoint)");
+        return -1;
+    }
     if (args->resume_dir) {
         if (args->debug_state) {
             snprintf(err, errlen, "--debug-state: cannot be combined with --resume (it uses the initial weights)");
@@ -595,6 +601,9 @@ void options_print_help(FILE *f) {
         "                      only [optim] and [run] keys may be overridden)\n"
         "  --debug-state FILE  one forward/backward on the first batch; write parameters,\n"
         "                      inputs, targets, loss and grad.NAME to FILE and exit\n"
+        "  --init-from FILE    start a new run from the weights of FILE (a model.safetensors or\n"
+        "                      checkpoint); the model keys must be FILE's but for block_size and\n"
+        "                      the rope scaling keys (fine-tuning at a longer context)\n"
         "  --overwrite         start a new run even if RUN_DIR already holds one\n"
         "  --quiet             no progress output (errors still go to stderr)\n"
         "  --help              this text\n"

@@ -52,6 +52,7 @@ typedef struct {
     const char *config_path;   // positional argument, NULL if none
     const char *resume_dir;    // --resume DIR
     const char *debug_state;   // --debug-state FILE
+    const char *init_from;     // --init-from FILE: start from trained weights (only length keys may differ)
     int quiet;                 // --quiet: no progress output
     int overwrite;             // --overwrite: start over in an existing run directory
     int help;                  // --help

@@ -314,6 +314,19 @@ static int setup_run_dir(Trainer *t) {
         }
         t->state.step = 0;
         t->state.elapsed_s = 0;
+        if (t->args->init_from) {   // the trained weights replace the seed's; AdamW starts from zero
+            StFile *f;
+            if (st_open(&f, t->args->init_from, err, sizeof err) != 0) {
+                fprintf(stderr, "--init-from: %s\n", err);
+                return TRAIN_EIO;
+            }
+            rc = gpt_read_params(t->model, f, 1, err, sizeof err);
+            st_close(f);
+            if (rc != 0) {
+                fprintf(stderr, "--init-from: %s\n", err);
+                return TRAIN_ECONFIG;
+            }
+        }
     }
     // config.ini is (re)written on resume too: [optim]/[run] overrides such as
     // --steps stick for the next resume.
@@ -332,12 +345,14 @@ static void share_run_state(Trainer *t) {
     if (t->world == 1) return;
     size_t n = gpt_num_params(t->model);
     dist_bcast(&t->state, sizeof t->state);
-    if (t->state.step == 0) return;   // a new run: every rank has built the same initial weights from seed
+    // A new run: every rank has built the same initial weights from the seed
+    // (unless rank 0 read other weights with --init-from).
+    if (t->state.step == 0 && !t->args->init_from) return;
     dist_bcast(gpt_params(t->model), n * sizeof(float));
     dist_bcast(t->adamw.m, n * sizeof(float));
     dist_bcast(t->adamw.v, n * sizeof(float));
     gpt_params_changed(t->model);
-    loader_set_rng(&t->train, t->state.data_rng);
+    if (t->state.step > 0) loader_set_rng(&t->train, t->state.data_rng);   // a new run's stream is the seed's
 }
 
 // Mean loss over the fixed validation batches; 0, or -1 with a message.

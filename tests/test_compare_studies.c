@@ -1,0 +1,156 @@
+// test_compare_studies.c: the studies built on the comparison, end to end on
+// a corpus the test writes: the fair sinusoidal baseline learns (at least as
+// fast as `none`, the scheme without positions), and a quick version of the
+// long-context study (scripts/long_context.sh) writes every row. No winner is
+// asserted among the real schemes. Run from the repository root.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+static char dir[128];
+
+static int sh(const char *fmt, ...) {
+    char cmd[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    int rc = system(cmd);
+    return rc == -1 ? -1 : WEXITSTATUS(rc);
+}
+
+// Lines of a small grammar (learnable in a few dozen steps), tokenised with 300 tokens.
+static int setup(void **state) {
+    snprintf(dir, sizeof dir, "/tmp/ropelab_studies_%d", (int)getpid());
+    if (sh("rm -rf %s && mkdir -p %s && for i in $(seq 1 900); do echo \"psalm $((i%%7)): the $((i*5%%9)) "
+           "servants of the lord sang $((i%%4)) songs at the gate of the city.\"; done > %s/corpus.txt && "
+           "./prepare --vocab-size 300 --val-fraction 0.1 --out-dir %s/data %s/corpus.txt >/dev/null 2>&1",
+           dir, dir, dir, dir, dir))
+        return -1;
+    char path[256];
+    snprintf(path, sizeof path, "%s/quick.ini", dir);
+    FILE *f = fopen(path, "w");
+    if (!f) return -1;
+    fprintf(f, "[model]\nn_layer = 1\nn_head = 2\nd_model = 16\nblock_size = 16\n"
+               "[data]\ntokenizer = %s/data/tokenizer.bin\ntrain_file = %s/data/train.bin\n"
+               "val_file = %s/data/val.bin\n"
+               "[optim]\nlr = 0.01\nmin_lr = 0.001\nwarmup_steps = 2\nbatch_size = 4\n"
+               "[run]\nsteps = 12\neval_every = 4\neval_batches = 2\nsave_every = 6\nthreads = 1\n",
+            dir, dir, dir);
+    return fclose(f) == 0 ? 0 : -1;
+}
+
+static int teardown(void **state) {
+    return getenv("KEEP") ? 0 : sh("rm -rf %s", dir) == 0 ? 0 : -1;
+}
+
+// The validation loss of the last row of RUN/log.csv.
+static double final_val(const char *run) {
+    char path[512], line[512], last[512] = "";
+    snprintf(path, sizeof path, "%s/log.csv", run);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    while (fgets(line, sizeof line, f)) snprintf(last, sizeof last, "%s", line);
+    fclose(f);
+    const char *c = strchr(strchr(last, ',') + 1, ',') + 1;
+    return atof(c);
+}
+
+// Mean and sample standard deviation of the final validation loss of
+// configs/tiny.ini's 60 steps for seeds 1..3 with the given flags.
+static void tiny_runs(const char *name, const char *flags, double *mean, double *sd) {
+    double x[3];
+    for (int seed = 1; seed <= 3; seed++) {
+        char run[256];
+        snprintf(run, sizeof run, "%s/tiny-%s-s%d", dir, name, seed);
+        assert_int_equal(sh("./train configs/tiny.ini --quiet --threads=1 %s --seed=%d "
+                            "--tokenizer=%s/data/tokenizer.bin --train_file=%s/data/train.bin "
+                            "--val_file=%s/data/val.bin --out_dir=%s", flags, seed, dir, dir, dir, run), 0);
+        x[seed - 1] = final_val(run);
+    }
+    *mean = (x[0] + x[1] + x[2]) / 3;
+    double ss = 0;
+    for (int i = 0; i < 3; i++) ss += (x[i] - *mean) * (x[i] - *mean);
+    *sd = sqrt(ss / 2);
+}
+
+// The fair sinusoidal baseline learns like `none` (the causal mask alone):
+// over 3 seeds of configs/tiny.ini its final validation loss is not higher
+// than none's by more than twice the larger seed standard deviation (a gap
+// the seeds cannot explain). The unscaled table (sinusoidal_scale = 1), for
+// contrast, must fail that same test: it swamps the token embedding and
+// stalls. Measured on this corpus (6 seeds): fair sinusoidal 0.62, none
+// 0.56, unscaled 2.83 — the fair table is a little behind none here, which
+// is why the test asks for "not slower beyond the seed spread", not for a winner.
+static void test_fair_sinusoidal_learns_like_none(void **state) {
+    double fair, fair_sd, none, none_sd, unscaled, unscaled_sd;
+    tiny_runs("sinusoidal", "--pos=sinusoidal", &fair, &fair_sd);
+    tiny_runs("none", "--pos=none", &none, &none_sd);
+    tiny_runs("unscaled", "--pos=sinusoidal --sinusoidal_scale=1", &unscaled, &unscaled_sd);
+    double spread = 2 * fmax(fair_sd, none_sd);
+    printf("  tiny, 3 seeds: sinusoidal %.4f ± %.4f, none %.4f ± %.4f, unscaled %.4f ± %.4f; bound none + %.4f\n",
+           fair, fair_sd, none, none_sd, unscaled, unscaled_sd, spread);
+    assert_true(fair <= none + spread);
+    assert_true(unscaled > none + 2 * fmax(unscaled_sd, none_sd));
+}
+
+// Counts the lines of path that start with prefix.
+static int count_lines(const char *path, const char *prefix) {
+    FILE *f = fopen(path, "r");
+    if (!f) return -1;
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) n += strncmp(line, prefix, strlen(prefix)) == 0;
+    fclose(f);
+    return n;
+}
+
+// A comparison of every scheme the study reads (1 seed), then the study with
+// --quick (lengths T, 2T, 4T; 4 fine-tune steps at 4T): every row is there.
+static void test_long_context_quick_study(void **state) {
+    assert_int_equal(sh("bash scripts/compare.sh --config %s/quick.ini --out %s/cmp --seeds 1 "
+                        "--variants \"rope learned sinusoidal t5 alibi none\" > %s/cmp.log 2>&1 "
+                        "|| { cat %s/cmp.log; exit 1; }", dir, dir, dir, dir), 0);
+    assert_int_equal(sh("bash scripts/long_context.sh --compare %s/cmp --out %s/lc --quick > %s/lc.log 2>&1 "
+                        "|| { cat %s/lc.log; exit 1; }", dir, dir, dir, dir), 0);
+    char path[256];
+    snprintf(path, sizeof path, "%s/lc/results.csv", dir);
+    // untuned: 4 rope variants and 4 other schemes at 3 lengths, learned at T only
+    const char *at_all[] = {"rope,0,", "rope-linear,0,", "rope-ntk,0,", "rope-yarn,0,",
+                            "alibi,0,", "t5,0,", "sinusoidal,0,", "none,0,"};
+    for (int i = 0; i < 8; i++) assert_int_equal(count_lines(path, at_all[i]), 3);
+    assert_int_equal(count_lines(path, "learned,0,"), 1);
+    // tuned at 4T: each rope variant at 4T (the only length >= 4T here)
+    const char *tuned[] = {"rope,1,", "rope-linear,1,", "rope-ntk,1,", "rope-yarn,1,"};
+    for (int i = 0; i < 4; i++) assert_int_equal(count_lines(path, tuned[i]), 1);
+    assert_int_equal(count_lines(path, "variant,"), 1);
+    // every loss is a number: no empty field at the end of a row
+    assert_int_equal(count_lines(path, ""), 1 + 8 * 3 + 1 + 4);
+    assert_int_equal(sh("awk -F, 'NR > 1 && !($6 > 0) { bad = 1 } END { exit bad }' %s", path), 0);
+    snprintf(path, sizeof path, "%s/lc/positions.csv", dir);
+    assert_int_equal(count_lines(path, "rope-yarn,"), 64);   // one row per position of a 4T = 64 window
+    assert_int_equal(count_lines(path, "none,"), 64);
+    snprintf(path, sizeof path, "%s/lc/report.md", dir);
+    const char *rows[] = {"| rope |", "| rope-linear |", "| rope-ntk |", "| rope-yarn |", "| alibi |", "| t5 |",
+                          "| sinusoidal |", "| none |", "| learned |"};
+    for (int i = 0; i < 9; i++) assert_true(count_lines(path, rows[i]) >= 1);
+    for (int i = 0; i < 2; i++) {
+        snprintf(path, sizeof path, "%s/lc/%s", dir, i ? "loss_vs_position.png" : "loss_vs_length.png");
+        assert_int_equal(access(path, R_OK), 0);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fair_sinusoidal_learns_like_none),
+        cmocka_unit_test(test_long_context_quick_study),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
