@@ -289,7 +289,7 @@ static double scheme_own_ms(GPT *m, int B, int T, int reps) {
         if (ps->embed_backward) ps->embed_backward(pc, a->dres, B, T);
         for (int l = 0; l < L && ps->qk_forward; l++) {
             ps->qk_forward(pc, a->qkv, B, T, 0);
-            ps->qk_backward(pc, a->dbuf_3c, B, T);
+            ps->qk_backward(pc, a->dqkv, B, T);
         }
         if (ps->bias_fill) {
             ps->bias_fill(pc, a->pos_bias, T);
@@ -305,7 +305,7 @@ static double scheme_own_ms(GPT *m, int B, int T, int reps) {
             double s0 = now_s();
             attention_forward(a->atty, a->att_lse, a->qkv, with_bias ? a->pos_bias : NULL, a->scratch,
                               a->n_threads, B, T, C, H);
-            attention_backward(a->dbuf_3c, with_bias ? a->dpos_bias : NULL, a->dbuf_c, a->qkv, a->att_lse,
+            attention_backward(a->dqkv, with_bias ? a->dpos_bias : NULL, a->dact, a->qkv, a->att_lse,
                                with_bias ? a->pos_bias : NULL, a->scratch, a->n_threads, B, T, C, H);
             double dt = now_s() - s0;
             if (with_bias) best_att = fmin(best_att, dt);

@@ -79,23 +79,48 @@ static void att_probs(float *s, const float *q, const float *k, size_t ld, const
 }
 
 // qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
+// The task of one (batch b, head h) pair: where its head's columns start in
+// the packed (B,T,3C) qkv (q there, k at +C, v at +2C, row stride 3C), its
+// rows of a (B,T,C) tensor, and this thread's scratch.
+typedef struct {
+    int b, h, D, nb;
+    size_t C3;            // qkv's row stride
+    float scale;          // 1/sqrt(D)
+    size_t qkv_off;       // head h of batch b in qkv (and dqkv)
+    size_t out_off;       // head h of batch b in a (B,T,C) tensor
+    float *scratch;       // attention_scratch_floats(T) floats of this thread
+} AttTask;
+
+static AttTask att_task(int bh, float *scratch, int T, int C, int H) {
+    AttTask a;
+    a.b = bh / H;
+    a.h = bh % H;
+    a.D = C / H;
+    a.nb = att_block(T);
+    a.C3 = 3 * (size_t)C;
+    a.scale = 1.0f / sqrtf((float)a.D);
+    a.qkv_off = (size_t)a.b * T * a.C3 + (size_t)a.h * a.D;
+    a.out_off = (size_t)a.b * T * C + (size_t)a.h * a.D;
+    a.scratch = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T);
+    return a;
+}
+
 void attention_forward(float *out, float *lse, const float *qkv, const float *bias,
                        float *scratch, int n_threads, int B, int T, int C, int H) {
-    int D = C / H, nb = att_block(T);
-    size_t C3 = 3 * (size_t)C;
-    float scale = 1.0f / sqrtf((float)D);
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
-        int b = bh / H, h = bh % H;
-        float *s = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T);
-        const float *q = qkv + (size_t)b * T * C3 + h * D, *k = q + C, *v = q + 2 * C;
+        const AttTask a = att_task(bh, scratch, T, C, H);
+        const int D = a.D, nb = a.nb, h = a.h;
+        const size_t C3 = a.C3;
+        float *s = a.scratch;
+        const float *q = qkv + a.qkv_off, *k = q + C, *v = q + 2 * C;
         const float *bias_h = bias ? bias + (size_t)h * T : NULL;
         for (int i0 = 0; i0 < T; i0 += nb) {
             int rows = T - i0 < nb ? T - i0 : nb, keys = i0 + rows;
-            att_probs(s, q, k, C3, bias_h, NULL, lse + (size_t)bh * T, i0, rows, keys, D, scale);
+            att_probs(s, q, k, C3, bias_h, NULL, lse + (size_t)bh * T, i0, rows, keys, D, a.scale);
             // Y_I (rows, D) = P (rows, keys) V_J (keys, D), written into out's head columns
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, keys, 1.0f, s, keys, v, C3,
-                        0.0f, out + ((size_t)b * T + i0) * C + h * D, C);
+                        0.0f, out + a.out_off + (size_t)i0 * C, C);
         }
     }
 }
@@ -104,17 +129,16 @@ void attention_forward(float *out, float *lse, const float *qkv, const float *bi
 void attention_backward(float *dqkv, float *dbias, const float *dout, const float *qkv,
                         const float *lse, const float *bias, float *scratch, int n_threads,
                         int B, int T, int C, int H) {
-    int D = C / H, nb = att_block(T);
-    size_t C3 = 3 * (size_t)C;
-    float scale = 1.0f / sqrtf((float)D);
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
-        int b = bh / H, h = bh % H;
-        float *p = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T);
-        float *dp = p + (size_t)nb * T;
-        const float *q = qkv + (size_t)b * T * C3 + h * D, *k = q + C, *v = q + 2 * C;
-        float *dq = dqkv + (size_t)b * T * C3 + h * D, *dk = dq + C, *dv = dq + 2 * C;
-        const float *dy = dout + (size_t)b * T * C + h * D;
+        const AttTask a = att_task(bh, scratch, T, C, H);
+        const int D = a.D, nb = a.nb, h = a.h;
+        const size_t C3 = a.C3;
+        const float scale = a.scale;
+        float *p = a.scratch, *dp = p + (size_t)nb * T;   // probabilities, then their gradient
+        const float *q = qkv + a.qkv_off, *k = q + C, *v = q + 2 * C;
+        float *dq = dqkv + a.qkv_off, *dk = dq + C, *dv = dq + 2 * C;
+        const float *dy = dout + a.out_off;
         const float *bias_h = bias ? bias + (size_t)h * T : NULL;
         float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
         // this task owns the dk, dv columns of head h in batch row b; they

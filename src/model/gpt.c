@@ -179,9 +179,9 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
         {&a->fch_gelu, L * BT * 4 * C}, {&a->res3, L * BT * C}, {&a->lnf, BT * C},
         {&a->lnf_mean, BT},         {&a->lnf_rstd, BT},        {&a->logits, BT * V},
         {&a->ce_lse, BT},           {&a->losses, BT},          {&a->pos_bias, H * T},
-        {&a->dres, BT * C},         {&a->dbuf_c, BT * C},      {&a->dbuf_3c, BT * 3 * C},
-        {&a->dbuf_4c, BT * 4 * C},  {&a->dpos_bias, BT * H},   {&a->scratch, (size_t)n_threads * attention_scratch_floats(T)},
-        {&a->tmp_c, BT * C},
+        {&a->dres, BT * C},         {&a->dact, BT * C},      {&a->dqkv, BT * 3 * C},
+        {&a->dhidden, BT * 4 * C},  {&a->dpos_bias, BT * H},   {&a->scratch, (size_t)n_threads * attention_scratch_floats(T)},
+        {&a->proj_out, BT * C},
     };
     int n = (int)(sizeof table / sizeof table[0]);
     size_t total = 0;
@@ -263,14 +263,14 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
         if (linear_forward(m->linear, wid[0], la.qkv, la.ln1, w->c_attn_b, BT) != 0) goto linear_failed;  // (B,T,3C)
         if (m->pos->qk_forward) m->pos->qk_forward(&m->pos_ctx, la.qkv, B, T, 0);
         attention_forward(la.atty, la.att_lse, la.qkv, bias, a->scratch, a->n_threads, B, T, C, H);
-        if (linear_forward(m->linear, wid[1], a->tmp_c, la.atty, w->attn_proj_b, BT) != 0) goto linear_failed;
-        residual_forward(la.res2, x, a->tmp_c, (size_t)BT * C);
+        if (linear_forward(m->linear, wid[1], a->proj_out, la.atty, w->attn_proj_b, BT) != 0) goto linear_failed;
+        residual_forward(la.res2, x, a->proj_out, (size_t)BT * C);
         // MLP block: x + c_proj(GELU(c_fc(LN2(x))))
         layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.res2, w->ln_2_w, w->ln_2_b, BT, C);
         if (linear_forward(m->linear, wid[2], la.fch, la.ln2, w->c_fc_b, BT) != 0) goto linear_failed;  // (B,T,4C)
         gelu_forward(la.fch_gelu, la.fch, (size_t)BT * 4 * C);
-        if (linear_forward(m->linear, wid[3], a->tmp_c, la.fch_gelu, w->mlp_proj_b, BT) != 0) goto linear_failed;
-        residual_forward(la.res3, la.res2, a->tmp_c, (size_t)BT * C);
+        if (linear_forward(m->linear, wid[3], a->proj_out, la.fch_gelu, w->mlp_proj_b, BT) != 0) goto linear_failed;
+        residual_forward(la.res3, la.res2, a->proj_out, (size_t)BT * C);
         x = la.res3;
     }
     layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w, m->p.ln_f_b, BT, C);
@@ -311,11 +311,11 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
 
     // loss = loss_scale * mean_n loss_n -> dlogits (in place), then the tied head
     crossentropy_backward(a->logits, a->ce_lse, a->targets, BT, V, loss_scale / BT);
-    if (linear_backward(m->linear, m->wid_head, a->dbuf_c, m->g.wte, NULL, a->logits, a->lnf, BT) != 0)
+    if (linear_backward(m->linear, m->wid_head, a->dact, m->g.wte, NULL, a->logits, a->lnf, BT) != 0)
         goto linear_failed;
     const float *x_last = c->n_layer > 0 ? layer_acts(m, c->n_layer - 1).res3 : a->encoded;
     memset(a->dres, 0, (size_t)BT * C * sizeof(float));
-    layernorm_backward(a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dbuf_c, x_last, m->p.ln_f_w,
+    layernorm_backward(a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dact, x_last, m->p.ln_f_w,
                        a->lnf_mean, a->lnf_rstd, BT, C);
 
     // dres holds d(loss)/d(residual stream); each block adds its branch's input gradient
@@ -326,22 +326,22 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
         const float *x_in = l == 0 ? a->encoded : layer_acts(m, l - 1).res3;
         // MLP block
         const int *wid = m->wid_layer + 4 * l;
-        if (linear_backward(m->linear, wid[3], a->dbuf_4c, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_gelu, BT))
+        if (linear_backward(m->linear, wid[3], a->dhidden, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_gelu, BT))
             goto linear_failed;
-        gelu_backward(a->dbuf_4c, la.fch, a->dbuf_4c, (size_t)BT * 4 * C);
-        if (linear_backward(m->linear, wid[2], a->dbuf_c, g->c_fc_w, g->c_fc_b, a->dbuf_4c, la.ln2, BT))
+        gelu_backward(a->dhidden, la.fch, a->dhidden, (size_t)BT * 4 * C);
+        if (linear_backward(m->linear, wid[2], a->dact, g->c_fc_w, g->c_fc_b, a->dhidden, la.ln2, BT))
             goto linear_failed;
-        layernorm_backward(a->dres, g->ln_2_w, g->ln_2_b, a->dbuf_c, la.res2, w->ln_2_w,
+        layernorm_backward(a->dres, g->ln_2_w, g->ln_2_b, a->dact, la.res2, w->ln_2_w,
                            la.ln2_mean, la.ln2_rstd, BT, C);
         // attention block
-        if (linear_backward(m->linear, wid[1], a->dbuf_c, g->attn_proj_w, g->attn_proj_b, a->dres, la.atty, BT))
+        if (linear_backward(m->linear, wid[1], a->dact, g->attn_proj_w, g->attn_proj_b, a->dres, la.atty, BT))
             goto linear_failed;
-        attention_backward(a->dbuf_3c, dbias, a->dbuf_c, la.qkv, la.att_lse, bias,
+        attention_backward(a->dqkv, dbias, a->dact, la.qkv, la.att_lse, bias,
                            a->scratch, a->n_threads, B, T, C, H);
-        if (m->pos->qk_backward) m->pos->qk_backward(&m->pos_ctx, a->dbuf_3c, B, T);
-        if (linear_backward(m->linear, wid[0], a->dbuf_c, g->c_attn_w, g->c_attn_b, a->dbuf_3c, la.ln1, BT))
+        if (m->pos->qk_backward) m->pos->qk_backward(&m->pos_ctx, a->dqkv, B, T);
+        if (linear_backward(m->linear, wid[0], a->dact, g->c_attn_w, g->c_attn_b, a->dqkv, la.ln1, BT))
             goto linear_failed;
-        layernorm_backward(a->dres, g->ln_1_w, g->ln_1_b, a->dbuf_c, x_in, w->ln_1_w,
+        layernorm_backward(a->dres, g->ln_1_w, g->ln_1_b, a->dact, x_in, w->ln_1_w,
                            la.ln1_mean, la.ln1_rstd, BT, C);
         if (m->grad_ready) {   // layer l's gradients are final
             size_t off, n;

@@ -48,12 +48,13 @@ typedef struct {
     float *pos_bias;   // (H,T)        distance-bias table of this forward
     // backward scratch, reused by every layer
     float *dres;       // (B,T,C)      gradient of the residual stream
-    float *dbuf_c;     // (B,T,C)
-    float *dbuf_3c;    // (B,T,3C)
-    float *dbuf_4c;    // (B,T,4C)
+    float *dact;       // (B,T,C)      gradient of the width-C activation being backpropagated
+                       //              (a LayerNorm's output, or attention's output)
+    float *dqkv;       // (B,T,3C)     gradient of c_attn's output (q, k, v)
+    float *dhidden;    // (B,T,4C)     gradient of the MLP's hidden layer (GELU output, then input)
     float *dpos_bias;  // (B,H,T)      attention's bias gradients (all layers)
     float *scratch;    // n_threads * attention_scratch_floats(T): score blocks
-    float *tmp_c;      // (B,T,C)      projection output before the residual add
+    float *proj_out;   // (B,T,C)      a block's projection output, before the residual add
     int *tokens, *targets;           // (B,T) copies of the last forward's batch
     size_t bytes;
 } Activations;

@@ -14,9 +14,9 @@
 // slice is a whole, independent product: no two threads write the same
 // element and nobody waits for anybody until the region ends. The
 // alternative, one sgemm call on all threads, makes OpenBLAS partition the
-// product itself and synchronise its threads inside it (they wait with
-// sched_yield); on configs S and M that measured 5-10% slower than slicing
-// here (docs/PERFORMANCE.md). Slicing also lets the bias copy and the bias
+// product itself and synchronise its threads inside every call (they wait
+// with sched_yield), which is slower at these shapes (docs/PERFORMANCE.md
+// has the measurement). Slicing also lets the bias copy and the bias
 // gradient run in the same parallel region as the product, on the same rows.
 #include <string.h>
 

@@ -78,20 +78,25 @@ const char *dist_binding_warning(int threads) {
 
 int dist_agree(int status) { return dist_max_int(status); }
 
-int dist_max_int(int x) {
-    if (D.size == 1) return x;
-    int out;
-    MPI_Allreduce(&x, &out, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    return out;
-}
-
-void dist_bcast(void *buf, size_t bytes) {
+// n elements of `size` bytes at x, in place: op across ranks (bcast: rank 0's
+// to every rank), DIST_CHUNK elements per call (MPI counts are ints).
+typedef enum { BCAST, ALLREDUCE } Collective;
+static void collective(Collective what, void *x, size_t n, size_t size, MPI_Datatype type, MPI_Op op) {
     if (D.size == 1) return;
-    for (size_t off = 0; off < bytes; off += DIST_CHUNK) {
-        size_t n = bytes - off < DIST_CHUNK ? bytes - off : DIST_CHUNK;
-        MPI_Bcast((char *)buf + off, (int)n, MPI_BYTE, 0, MPI_COMM_WORLD);
+    for (size_t off = 0; off < n; off += DIST_CHUNK) {
+        int k = (int)(n - off < DIST_CHUNK ? n - off : DIST_CHUNK);
+        void *at = (char *)x + off * size;
+        if (what == BCAST) MPI_Bcast(at, k, type, 0, MPI_COMM_WORLD);
+        else MPI_Allreduce(MPI_IN_PLACE, at, k, type, op, MPI_COMM_WORLD);
     }
 }
+
+int dist_max_int(int x) {
+    collective(ALLREDUCE, &x, 1, sizeof x, MPI_INT, MPI_MAX);
+    return x;
+}
+
+void dist_bcast(void *buf, size_t bytes) { collective(BCAST, buf, bytes, 1, MPI_BYTE, MPI_OP_NULL); }
 
 _Noreturn void dist_abort(int status) {
     fflush(stderr);
@@ -100,19 +105,11 @@ _Noreturn void dist_abort(int status) {
 }
 
 double dist_sum_double(double x) {
-    if (D.size == 1) return x;
-    double out;
-    MPI_Allreduce(&x, &out, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
-    return out;
+    collective(ALLREDUCE, &x, 1, sizeof x, MPI_DOUBLE, MPI_SUM);
+    return x;
 }
 
-void dist_sum_floats(float *x, size_t n) {
-    if (D.size == 1) return;
-    for (size_t off = 0; off < n; off += DIST_CHUNK) {
-        size_t k = n - off < DIST_CHUNK ? n - off : DIST_CHUNK;
-        MPI_Allreduce(MPI_IN_PLACE, x + off, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
-    }
-}
+void dist_sum_floats(float *x, size_t n) { collective(ALLREDUCE, x, n, sizeof *x, MPI_FLOAT, MPI_SUM); }
 
 void dist_gather_ints(const int *mine, int *all, size_t n) {
     if (D.size == 1) {

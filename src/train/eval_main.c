@@ -49,11 +49,7 @@ static void usage(FILE *out) {
 
 static void parse_args(int argc, char **argv, EvalArgs *a) {
     *a = (EvalArgs){ .batch_size = 8 };
-    char err[256];
-    if (model_overrides_take(&argc, argv, &a->overrides, err, sizeof err) != 0) {
-        fprintf(stderr, "eval: %s\n", err);
-        exit(2);
-    }
+    model_overrides_take_or_exit("eval", &argc, argv, &a->overrides);
     static const struct option opts[] = {
         {"weights", 1, 0, 'w'}, {"data", 1, 0, 'd'}, {"seq-len", 1, 0, 'T'},
         {"batch-size", 1, 0, 'B'}, {"batches", 1, 0, 'K'}, {"threads", 1, 0, 'j'},

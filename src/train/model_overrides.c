@@ -1,6 +1,7 @@
 // model_overrides.c: --KEY=VALUE for a trained model's length keys (see model_overrides.h).
 #include "train/model_overrides.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 // The table index of a length key (not block_size: ./eval has --seq-len) named by
@@ -41,6 +42,13 @@ int model_overrides_take(int *argc, char **argv, ModelOverrides *o, char *err, s
     argv[out] = NULL;
     *argc = out;
     return 0;
+}
+
+void model_overrides_take_or_exit(const char *prog, int *argc, char **argv, ModelOverrides *o) {
+    char err[256];
+    if (model_overrides_take(argc, argv, o, err, sizeof err) == 0) return;
+    fprintf(stderr, "%s: %s\n", prog, err);
+    exit(2);
 }
 
 int model_overrides_apply(GPT *model, const ModelOverrides *o, char *err, size_t errlen) {

@@ -21,6 +21,8 @@ typedef struct {
 // a length key other than block_size out of argv (argc shrinks), checking
 // each value with the table. 0, or -1 with "--KEY: problem".
 int model_overrides_take(int *argc, char **argv, ModelOverrides *o, char *err, size_t errlen);
+// The same for a program's main: on error prints "prog: message" and exits 2.
+void model_overrides_take_or_exit(const char *prog, int *argc, char **argv, ModelOverrides *o);
 // Applies them to a loaded model (gpt_reconfigure). 0, or -1 with a message.
 int model_overrides_apply(GPT *model, const ModelOverrides *o, char *err, size_t errlen);
 // Usage lines listing the keys, for --help.

@@ -58,11 +58,7 @@ static int parse_long(const char *s, long lo, long hi, long *out) {
 
 static int parse_args(int argc, char **argv, SampleArgs *a) {
     *a = (SampleArgs){ .prompt = "", .n_tokens = 200, .top_k = 40, .temperature = 0.8f, .seed = 1 };
-    char err[256];
-    if (model_overrides_take(&argc, argv, &a->overrides, err, sizeof err) != 0) {
-        fprintf(stderr, "sample: %s\n", err);
-        exit(2);
-    }
+    model_overrides_take_or_exit("sample", &argc, argv, &a->overrides);
     static const struct option opts[] = {
         {"weights", 1, 0, 'w'}, {"tokenizer", 1, 0, 'k'}, {"prompt", 1, 0, 'p'},
         {"tokens", 1, 0, 'n'}, {"temperature", 1, 0, 't'}, {"top-k", 1, 0, 'K'},
