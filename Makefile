@@ -107,7 +107,7 @@ run:
 compare: $(PROGRAMS)
 	@bash scripts/compare.sh --setup $(if $(QUICK),quick,$(or $(SETUP),default)) $(if $(JOBS),--jobs $(JOBS))
 
-clean:
+clean: clean-sanitize
 	rm -rf build $(PROGRAMS)
 
 # libFuzzer targets (make fuzz) and the sanitizer build (make sanitize):

@@ -43,6 +43,19 @@ import torch_model as tm  # noqa: E402
 # GELU in place of the tanh approximation.
 LOSS_REL_TOL = 1e-5
 GRAD_REL_TOL = 1e-3
+# bf16 products (a debug state with metadata precision = bf16): the reference
+# rounds the same product inputs to bf16 (tm.Bf16Linear), so what remains is
+# float32 against float64 plus rounding flips: the C program's fp32 inputs
+# differ from the reference's by ~1e-6 relative, and an input that falls that
+# close to a bf16 rounding midpoint rounds the other way: one bf16 ulp, 2^-7
+# of that input, which moves its product term by up to 2^-7 of the term and
+# spreads through the layers above (measured: hundreds of entries at 1e-4,
+# the worst near 1e-3). A gradient entry may therefore differ by one ulp of
+# the tensor's largest entry: 2^-7. The loss is a mean over B*T positions in
+# which the flips average out: the float32 tolerance holds (measured 1e-8).
+# The rounding itself (to nearest even, in which products) is checked
+# product by product in tests/test_model_linear.c.
+GRAD_REL_TOL_BF16 = 2.0 ** -7
 # c_attn gradients are also checked per q / k / v block, each relative to
 # its own max |g| but at least PART_FLOOR x the whole tensor's (the k bias
 # gradient is exactly zero in exact arithmetic unless pos=rope: softmax is
@@ -93,12 +106,17 @@ def read_debug_state(path):
     extra = sorted(set(tensors) - known)
     if extra:
         raise BadFile(f"{path}: unexpected tensor '{extra[0]}' for pos={cfg.pos}")
-    return cfg, params, inputs.long(), targets.long(), float(loss[0]), grads
+    precision = meta.get("precision", "fp32")   # files written before the key: fp32
+    if precision not in ("fp32", "bf16"):
+        raise BadFile(f"{path}: metadata precision '{precision}' is not fp32 or bf16")
+    return cfg, params, inputs.long(), targets.long(), float(loss[0]), grads, precision == "bf16"
 
 
-def reference(cfg, params, inputs, targets):
-    """float64 loss and gradients of the contract model at the given weights."""
-    model = tm.GPT(cfg).double()
+def reference(cfg, params, inputs, targets, bf16=False):
+    """float64 loss and gradients of the contract model at the given weights;
+    with bf16, every product's inputs rounded to bf16 as the C program's
+    precision=bf16 rounds them (tm.Bf16Linear), the sums still float64."""
+    model = tm.GPT(cfg).double().set_bf16_products(bf16)
     model.load_state_dict(params, strict=True)
     _, loss = model(inputs, targets)
     loss.backward()
@@ -116,19 +134,22 @@ def parts(name, ref, got):
             yield f"{name}[{label}]", r, g, max(r.abs().max().item(), PART_FLOOR * whole)
 
 
-def check_file(path, loss_tol=LOSS_REL_TOL, grad_tol=GRAD_REL_TOL, out=sys.stdout):
-    """Checks one file; returns (exit code, worst loss rel error, worst grad rel error)."""
+def check_file(path, loss_tol=LOSS_REL_TOL, grad_tol=None, out=sys.stdout):
+    """Checks one file; returns (exit code, worst loss rel error, worst grad rel error).
+    grad_tol None: GRAD_REL_TOL, or GRAD_REL_TOL_BF16 for a bf16 debug state."""
     try:
-        cfg, params, inputs, targets, loss, grads = read_debug_state(path)
+        cfg, params, inputs, targets, loss, grads, bf16 = read_debug_state(path)
     except BadFile as e:
         print(e, file=sys.stderr)
         return 2, math.nan, math.nan
+    if grad_tol is None:
+        grad_tol = GRAD_REL_TOL_BF16 if bf16 else GRAD_REL_TOL
     B, T = inputs.shape
     print(f"{path}: pos={cfg.pos} L={cfg.n_layer} H={cfg.n_head} C={cfg.d_model} "
-          f"V={cfg.vocab_size} block_size={cfg.block_size} B={B} T={T}", file=out)
+          f"V={cfg.vocab_size} block_size={cfg.block_size} B={B} T={T}{' bf16 products' if bf16 else ''}", file=out)
     if T > 1 and not torch.equal(inputs[:, 1:], targets[:, :-1]):
         print("note: targets[:, t] != inputs[:, t+1] somewhere (not a contract error)", file=out)
-    ref_loss, ref_grads = reference(cfg, params, inputs, targets)
+    ref_loss, ref_grads = reference(cfg, params, inputs, targets, bf16)
     ok = True
     loss_rel = abs(loss - ref_loss) / abs(ref_loss)
     flag = "ok" if loss_rel <= loss_tol else "FAIL"
@@ -403,8 +424,9 @@ def main():
     ap.add_argument("file", nargs="?", help="debug-state safetensors file from ./train --debug-state")
     ap.add_argument("--self-test", action="store_true", help="test this checker on PyTorch-written files")
     ap.add_argument("--loss-tol", type=float, default=LOSS_REL_TOL, help="loss relative tolerance")
-    ap.add_argument("--grad-tol", type=float, default=GRAD_REL_TOL,
-                    help="gradient tolerance, relative to each tensor's max |g|")
+    ap.add_argument("--grad-tol", type=float, default=None,
+                    help=f"gradient tolerance, relative to each tensor's max |g| (default {GRAD_REL_TOL:g}; "
+                         f"{GRAD_REL_TOL_BF16:g} for a bf16 debug state)")
     args = ap.parse_args()
     torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
     if args.self_test:

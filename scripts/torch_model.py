@@ -216,6 +216,50 @@ def alibi_slopes(H):
 # Model
 
 
+def bf16_round(x):
+    """x rounded to bfloat16 (to nearest, ties to even) and back to x's dtype."""
+    return x.to(torch.bfloat16).to(x.dtype)
+
+
+class Bf16Linear(torch.autograd.Function):
+    """The C program's products with precision=bf16 (src/model/linear.c): the
+    inputs of each product rounded to bf16, the sums exact (here float64):
+      forward   y = bf16(x) bf16(W)^T + b
+      backward  dx = bf16(dy) bf16(W),  dW = bf16(dy)^T bf16(x),  db = sum dy
+    (dy is rounded once per backward and serves both products, as in C).
+    Not the autograd of the rounded forward (whose rounding has no gradient):
+    this is the computation the C program does, so the two can be compared."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        xr, wr = bf16_round(x), bf16_round(weight)
+        ctx.save_for_backward(xr, wr)
+        ctx.has_bias = bias is not None
+        y = xr @ wr.t()
+        return y + bias if bias is not None else y
+
+    @staticmethod
+    def backward(ctx, dy):
+        xr, wr = ctx.saved_tensors
+        dyr = bf16_round(dy)
+        dx = dyr @ wr
+        dw = dyr.reshape(-1, dyr.shape[-1]).t() @ xr.reshape(-1, xr.shape[-1])
+        db = dy.reshape(-1, dy.shape[-1]).sum(0) if ctx.has_bias else None
+        return dx, dw, db
+
+
+def linear(module_or_weight, x, bf16, bias=None):
+    """nn.Linear's product (or x W^T for a bare weight), in bf16 products when bf16 is set."""
+    if isinstance(module_or_weight, nn.Linear):
+        weight, bias = module_or_weight.weight, module_or_weight.bias
+    else:
+        weight = module_or_weight
+    if bf16:
+        return Bf16Linear.apply(x, weight, bias)
+    y = x @ weight.t()
+    return y + bias if bias is not None else y
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -223,12 +267,13 @@ class CausalSelfAttention(nn.Module):
         self.n_head = cfg.n_head
         self.c_attn = nn.Linear(C, 3 * C)
         self.c_proj = nn.Linear(C, C)
+        self.bf16 = False           # GPT.set_bf16_products
 
     def forward(self, x, rope, bias):
         """x (B,T,C) -> (B,T,C). rope: (cos, sin) or None; bias: (H,T,T) or None."""
         B, T, C = x.shape
         H, D = self.n_head, C // self.n_head
-        q, k, v = self.c_attn(x).split(C, dim=2)
+        q, k, v = linear(self.c_attn, x, self.bf16).split(C, dim=2)
         q = q.view(B, T, H, D).transpose(1, 2)        # (B,H,T,D)
         k = k.view(B, T, H, D).transpose(1, 2)
         v = v.view(B, T, H, D).transpose(1, 2)
@@ -242,7 +287,7 @@ class CausalSelfAttention(nn.Module):
         s = s.masked_fill(~causal, float("-inf"))
         p = F.softmax(s, dim=-1)
         y = (p @ v).transpose(1, 2).reshape(B, T, C)             # heads concatenated
-        return self.c_proj(y)
+        return linear(self.c_proj, y, self.bf16)
 
 
 class MLP(nn.Module):
@@ -252,9 +297,10 @@ class MLP(nn.Module):
         self.c_fc = nn.Linear(C, 4 * C)
         self.c_proj = nn.Linear(4 * C, C)
         self.gelu = nn.GELU(approximate="tanh")
+        self.bf16 = False           # GPT.set_bf16_products
 
     def forward(self, x):
-        return self.c_proj(self.gelu(self.c_fc(x)))
+        return linear(self.c_proj, self.gelu(linear(self.c_fc, x, self.bf16)), self.bf16)
 
 
 class Block(nn.Module):
@@ -283,7 +329,17 @@ class GPT(nn.Module):
         self.h = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
         self.ln_f = nn.LayerNorm(C, eps=1e-5)
         self._tables = {}
+        self.bf16 = False
         self.init_weights()
+
+    def set_bf16_products(self, on=True):
+        """Every linear layer's and the head's product in bf16 as the C program's
+        precision=bf16 computes it (Bf16Linear); everything else unchanged."""
+        self.bf16 = on
+        for m in self.modules():
+            if isinstance(m, (CausalSelfAttention, MLP)):
+                m.bf16 = on
+        return self
 
     def init_weights(self, seed=None):
         """GPT-2 style init, as the C program's (src/model/params.c): N(0, 0.02),
@@ -345,7 +401,7 @@ class GPT(nn.Module):
             bias = self._table("alibi", T, dtype, dev)
         for block in self.h:
             x = block(x, rope, bias)
-        logits = self.ln_f(x) @ self.wte.t()                     # tied head, no bias
+        logits = linear(self.wte, self.ln_f(x), self.bf16)      # tied head, no bias
         if targets is None:
             return logits, None
         loss = F.cross_entropy(logits.reshape(B * T, -1), targets.reshape(B * T))

@@ -85,6 +85,25 @@ static void test_rope_linear(void **state) { skip_without_torch(); check_scheme(
 static void test_rope_ntk(void **state)    { skip_without_torch(); check_scheme("rope_ntk", "--pos=rope --rope_scaling=ntk --rope_scaling_factor=4"); }
 static void test_rope_yarn(void **state)   { skip_without_torch(); check_scheme("rope_yarn", "--pos=rope --rope_scaling=yarn --rope_scaling_factor=4 "
                                              "--rope_original_length=8 --rope_yarn_beta_fast=4 --rope_yarn_beta_slow=0.1"); }
+// The fp32 oneDNN backend passes the same float32 check; bf16 products pass
+// against a reference that rounds the same product inputs (scripts/check_debug_state.py).
+static void test_onednn_fp32(void **state) {
+    skip_without_torch();
+    check_scheme("dnn_rope", "--pos=rope --matmul=onednn");
+    check_scheme("dnn_t5", "--pos=t5 --t5_num_buckets=8 --t5_max_distance=16 --matmul=onednn");
+    check_scheme("dnn_learned", "--pos=learned --matmul=onednn");
+}
+static void test_bf16_every_scheme(void **state) {
+    skip_without_torch();
+    const char *schemes[] = {"rope", "learned", "sinusoidal", "t5", "alibi", "none"};
+    for (int i = 0; i < 6; i++) {
+        char name[32], flags[128];
+        snprintf(name, sizeof name, "bf16_%s", schemes[i]);
+        snprintf(flags, sizeof flags, "--pos=%s --precision=bf16%s", schemes[i],
+                 i == 3 ? " --t5_num_buckets=8 --t5_max_distance=16" : "");
+        check_scheme(name, flags);
+    }
+}
 static void test_t5(void **state)           { skip_without_torch(); check_scheme("t5", "--pos=t5 --t5_num_buckets=8 --t5_max_distance=16"); }
 static void test_alibi(void **state)        { skip_without_torch(); check_scheme("alibi", "--pos=alibi"); }
 static void test_alibi_6_heads(void **state){ skip_without_torch(); check_scheme("alibi6", "--pos=alibi --n_head=6 --d_model=36"); }
@@ -146,6 +165,7 @@ int main(void) {
         cmocka_unit_test(test_learned), cmocka_unit_test(test_sinusoidal), cmocka_unit_test(test_sinusoidal_scaled),
         cmocka_unit_test(test_t5), cmocka_unit_test(test_alibi),
         cmocka_unit_test(test_alibi_6_heads), cmocka_unit_test(test_none),
+        cmocka_unit_test(test_onednn_fp32), cmocka_unit_test(test_bf16_every_scheme),
         cmocka_unit_test(test_checkpoint_loss_in_pytorch),
         cmocka_unit_test(test_reference_self_checks),
     };

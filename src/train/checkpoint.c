@@ -81,7 +81,7 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
 
 // A whole decimal number in [lo, hi], nothing else.
 static int parse_long(const char *s, long long lo, long long hi, long long *out) {
-    if (!s || !*s) return -1;
+    if (!s || !(*s == '-' || (*s >= '0' && *s <= '9'))) return -1;   // no space or '+' before it
     char *end;
     errno = 0;
     long long v = strtoll(s, &end, 10);
@@ -187,7 +187,8 @@ done:
 }
 
 int debug_state_save(const char *path, GPT *model, const int *inputs, const int *targets,
-                     int B, int T, float loss, char *err, size_t errlen) {
+                     int B, int T, float loss, const char *precision, const char *matmul,
+                     char *err, size_t errlen) {
     const ParamEntry *entries;
     int n = gpt_param_entries(model, &entries);
     StTensorOut *t = calloc((size_t)n + 3, sizeof *t);
@@ -204,7 +205,8 @@ int debug_state_save(const char *path, GPT *model, const int *inputs, const int 
     t[n] = (StTensorOut){.name = "inputs", .dtype = ST_I32, .ndim = 2, .shape = {B, T}, .data = inputs};
     t[n + 1] = (StTensorOut){.name = "targets", .dtype = ST_I32, .ndim = 2, .shape = {B, T}, .data = targets};
     t[n + 2] = (StTensorOut){.name = "loss", .dtype = ST_F32, .ndim = 1, .shape = {1}, .data = &loss};
-    int rc = gpt_save_with(model, path, t, n + 3, NULL, 0, err, errlen);
+    StMeta meta[] = {{"precision", precision}, {"matmul", matmul}};
+    int rc = gpt_save_with(model, path, t, n + 3, meta, 2, err, errlen);
     free(t);
     free(names);
     return rc;

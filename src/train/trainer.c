@@ -193,7 +193,12 @@ static int run_debug_state(Trainer *t) {
     }
     int rc = TRAIN_OK;
     if (t->rank == 0) {
-        if (debug_state_save(t->args->debug_state, t->model, inputs, targets, N * B, T, loss, err, sizeof err) != 0) {
+        GPTMatmul matmul;
+        GPTPrecision precision;
+        options_matmul(t->opt, &matmul, &precision, err, sizeof err);   // checked at setup
+        if (debug_state_save(t->args->debug_state, t->model, inputs, targets, N * B, T, loss,
+                             precision == GPT_BF16 ? "bf16" : "fp32",
+                             matmul == GPT_MATMUL_ONEDNN ? "onednn" : "openblas", err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             rc = TRAIN_EIO;
         } else if (!t->args->quiet) {

@@ -1,0 +1,686 @@
+// test_train_hardening.c: the failures an outside audit found (fixed in
+// 8047ff8), each kept fixed by one test that runs the real programs:
+//   - the run-directory lock: a second ./train on a running directory is
+//     refused naming the first's pid, and the first finishes untouched;
+//   - long paths: a ~200-character out_dir trains and resumes; ./prepare
+//     writes into a ~1,010-character --out-dir, refuses one over PATH_MAX;
+//   - checkpoint metadata out of range (step, data_rng, elapsed_s) refused
+//     naming the key;
+//   - a failing write of log.csv (ROPELAB_TEST_LOG_FAIL): no row lost, none
+//     spliced, no checkpoint past the log's last row, an exact resume;
+//   - a run killed before its first checkpoint restarts from step 0;
+//   - bad inputs: directories, devices and named pipes as files, NUL bytes,
+//     NaN weights, control characters in tensor names, oversized batches and
+//     models, a metadata-only weights file (refused before allocating).
+// Run from the repository root with ./train, ./prepare, ./eval and ./sample
+// built (`make test`; `make sanitize` runs it against the sanitizer build).
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <math.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/rng.h"
+#include "model/safetensors.h"
+
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
+static char dir[256];        // temporary directory of this test run
+static char data_args[1024]; // --tokenizer=... --train_file=... --val_file=...
+static char out[1 << 16];    // output (stdout and stderr) of the last command
+
+// The reference run: t5 (its shared bias table makes a resume's exactness
+// depend on every tensor), 40 steps, evaluations and saves every 10.
+#define RUN_ARGS "configs/tiny.ini %s --threads=1 --pos=t5 --steps=40 --eval_every=10 --save_every=10"
+
+static void write_corpus(const char *path) {
+    static const char *subj[] = {"the king", "the people", "his son", "the lord", "a man", "the servant"};
+    static const char *verb[] = {"went", "came", "spake", "looked", "fled"};
+    static const char *obj[] = {"unto the city", "into the house", "over the river", "before the gate"};
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    Rng r;
+    rng_seed(&r, 42);
+    for (int i = 0; i < 6000; i++)
+        fprintf(f, "%d %s %s %s.\n", i % 10, subj[rng_below(&r, 6)], verb[rng_below(&r, 5)], obj[rng_below(&r, 4)]);
+    fclose(f);
+}
+
+// Runs a shell command, captures stdout and stderr in out, returns the exit status.
+static int run(const char *fmt, ...) {
+    static char cmd[16384], full[16500];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    assert_true(n > 0 && (size_t)n < sizeof cmd);
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t got = fread(out, 1, sizeof out - 1, p);
+    out[got] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// The output of the last command is exactly one line holding want.
+static void expect_one_line(const char *want) {
+    int lines = 0;
+    for (const char *c = out; *c; c++) lines += *c == '\n';
+    if (lines != 1 || out[strlen(out) - 1] != '\n' || !strstr(out, want))
+        fail_msg("want one line holding \"%s\", got %d lines:\n%s", want, lines, out);
+}
+
+static void expect_output(const char *want) {
+    if (!strstr(out, want)) fail_msg("want \"%s\" in the output:\n%s", want, out);
+}
+
+static int setup(void **state) {
+    snprintf(dir, sizeof dir, "/tmp/ropelab_hardening_XXXXXX");
+    if (!mkdtemp(dir)) return -1;
+    char corpus[512];
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus);
+    if (run("./prepare --vocab-size 320 --val-fraction 0.1 --out-dir %s/data %s", dir, corpus) != 0) {
+        fprintf(stderr, "prepare failed: %s\n", out);
+        return -1;
+    }
+    snprintf(data_args, sizeof data_args, "--tokenizer=%s/data/tokenizer.bin --train_file=%s/data/train.bin "
+             "--val_file=%s/data/val.bin", dir, dir, dir);
+    return 0;
+}
+
+static int teardown(void **state) {
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+// The rows of RUN/log.csv cut to their first five fields (everything but the
+// timings). Every row must be whole: seven fields, ending in a newline.
+static int read_log(const char *run_dir, char rows[][160], int max_rows) {
+    char path[1200], line[512];
+    snprintf(path, sizeof path, "%s/log.csv", run_dir);
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("%s: %s", path, strerror(errno));
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "step,train_loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n");
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        int commas = 0;
+        for (const char *c = line; *c; c++) commas += *c == ',';
+        size_t len = strlen(line);
+        if (commas != 6 || line[len - 1] != '\n') fail_msg("%s: row %d is not a whole row: '%s'", path, n, line);
+        if (n >= max_rows) fail_msg("%s: more than %d rows", path, max_rows);
+        char *c = line;
+        for (commas = 0; *c && commas < 5; c++) commas += *c == ',';
+        c[-1] = 0;
+        snprintf(rows[n++], 160, "%.159s", line);
+    }
+    fclose(f);
+    return n;
+}
+
+static void assert_same_rows(char a[][160], int na, char b[][160], int nb) {
+    if (na != nb) fail_msg("%d rows, want %d", nb, na);
+    for (int i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0) fail_msg("row %d differs:\n  %s\n  %s", i, a[i], b[i]);
+}
+
+// The log of RUN_DIR equals the reference run's (every step once, same values).
+static void assert_log_is_reference(const char *run_dir);
+
+static long long checkpoint_step(const char *run_dir) {
+    char path[1200], err[512];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
+    StFile *f;
+    if (st_open(&f, path, err, sizeof err) != 0) fail_msg("%s", err);
+    const char *s = st_meta(f, "step");
+    assert_non_null(s);
+    long long step = atoll(s);
+    st_close(f);
+    return step;
+}
+
+static int exists(const char *fmt, const char *a, const char *b) {
+    char path[1200];
+    snprintf(path, sizeof path, fmt, a, b);
+    return access(path, F_OK) == 0;
+}
+
+// The reference: RUN_ARGS straight through, once.
+static const char *reference_dir(void) {
+    static char run_dir[512];
+    if (!run_dir[0]) {
+        snprintf(run_dir, sizeof run_dir, "%s/reference", dir);
+        if (run("./train " RUN_ARGS " --out_dir=%s --quiet", data_args, run_dir) != 0) fail_msg("%s", out);
+    }
+    return run_dir;
+}
+
+static void assert_log_is_reference(const char *run_dir) {
+    static char ref[100][160], got[100][160];
+    int n_ref = read_log(reference_dir(), ref, 100);
+    assert_int_equal(n_ref, 41);
+    assert_same_rows(ref, n_ref, got, read_log(run_dir, got, 100));
+}
+
+// ---- safetensors header surgery (the header is JSON, data offsets are
+// relative to its end, so a rewritten header of another length is valid)
+
+typedef struct {
+    unsigned char *bytes;
+    size_t len, hlen;        // whole file; header length (after the 8-byte size)
+    cJSON *header;
+} StRaw;
+
+static void raw_read(StRaw *r, const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s: %s", path, strerror(errno));
+    fseek(f, 0, SEEK_END);
+    r->len = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    r->bytes = malloc(r->len);
+    assert_non_null(r->bytes);
+    assert_int_equal(fread(r->bytes, 1, r->len, f), r->len);
+    fclose(f);
+    uint64_t h = 0;
+    for (int i = 7; i >= 0; i--) h = h << 8 | r->bytes[i];
+    assert_true(h + 8 <= r->len);
+    r->hlen = (size_t)h;
+    r->header = cJSON_ParseWithLength((const char *)r->bytes + 8, r->hlen);
+    assert_non_null(r->header);
+}
+
+// Writes the (edited) header, padded to 8 bytes, and the original data.
+static void raw_write(StRaw *r, const char *path) {
+    char *json = cJSON_PrintUnformatted(r->header);
+    assert_non_null(json);
+    size_t n = strlen(json), padded = (n + 7) / 8 * 8;
+    FILE *f = fopen(path, "wb");
+    if (!f) fail_msg("%s: %s", path, strerror(errno));
+    for (int i = 0; i < 8; i++) fputc((int)((uint64_t)padded >> (8 * i) & 0xff), f);
+    fwrite(json, 1, n, f);
+    for (size_t i = n; i < padded; i++) fputc(' ', f);
+    fwrite(r->bytes + 8 + r->hlen, 1, r->len - 8 - r->hlen, f);
+    assert_int_equal(fclose(f), 0);
+    free(json);
+}
+
+static void raw_free(StRaw *r) {
+    cJSON_Delete(r->header);
+    free(r->bytes);
+}
+
+// Copies src to dst with __metadata__[key] set to value (NULL: removed).
+static void set_meta(const char *src, const char *dst, const char *key, const char *value) {
+    StRaw r;
+    raw_read(&r, src);
+    cJSON *meta = cJSON_GetObjectItemCaseSensitive(r.header, "__metadata__");
+    assert_non_null(meta);
+    cJSON_DeleteItemFromObjectCaseSensitive(meta, key);
+    if (value) assert_non_null(cJSON_AddStringToObject(meta, key, value));
+    raw_write(&r, dst);
+    raw_free(&r);
+}
+
+// Copies src to dst with tensor `from` renamed `to`.
+static void rename_tensor(const char *src, const char *dst, const char *from, const char *to) {
+    StRaw r;
+    raw_read(&r, src);
+    cJSON *t = cJSON_DetachItemFromObjectCaseSensitive(r.header, from);
+    assert_non_null(t);
+    cJSON_AddItemToObject(r.header, to, t);
+    raw_write(&r, dst);
+    raw_free(&r);
+}
+
+// Copies src to dst with element `index` of F32 tensor `name` set to v.
+static void poke_f32(const char *src, const char *dst, const char *name, size_t index, float v) {
+    StRaw r;
+    raw_read(&r, src);
+    cJSON *t = cJSON_GetObjectItemCaseSensitive(r.header, name);
+    assert_non_null(t);
+    cJSON *offsets = cJSON_GetObjectItemCaseSensitive(t, "data_offsets");
+    size_t begin = (size_t)cJSON_GetArrayItem(offsets, 0)->valuedouble;
+    size_t end = (size_t)cJSON_GetArrayItem(offsets, 1)->valuedouble;
+    assert_true(begin + 4 * (index + 1) <= end);
+    memcpy(r.bytes + 8 + r.hlen + begin + 4 * index, &v, 4);
+    raw_write(&r, dst);
+    raw_free(&r);
+}
+
+// ---- the lock on the run directory
+
+static void test_lock_refuses_second_train(void **state) {
+    static char rows[300][160];
+    char run_dir[512], lock[600], cmd[4096], first_out[600];
+    snprintf(run_dir, sizeof run_dir, "%s/locked", dir);
+    snprintf(lock, sizeof lock, "%s/train.lock", run_dir);
+    snprintf(first_out, sizeof first_out, "%s/first.txt", dir);
+    // The first run saves every step, so a second one that got in would
+    // collide with it on every file.
+    snprintf(cmd, sizeof cmd, "exec ./train configs/tiny.ini %s --threads=1 --steps=200 --save_every=1 --eval_every=50 "
+             "--out_dir=%s --quiet >%s 2>&1", data_args, run_dir, first_out);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    // Wait until it holds the lock (its pid in the file) and has written config.ini and log.csv.
+    int holder = 0;
+    for (int i = 0; i < 6000 && holder == 0; i++) {
+        FILE *f = fopen(lock, "r");
+        if (f) {
+            if (fscanf(f, "%d", &holder) != 1) holder = 0;
+            fclose(f);
+        }
+        if (holder && !(exists("%s/%s", run_dir, "config.ini") && exists("%s/%s", run_dir, "log.csv"))) holder = 0;
+        if (!holder) usleep(10000);
+    }
+    if (holder == 0) { kill(pid, SIGKILL); waitpid(pid, NULL, 0); fail_msg("the first ./train never took the lock"); }
+    assert_int_equal(holder, pid);
+
+    char want[700];
+    snprintf(want, sizeof want, "%s: in use by another ./train (pid %d)", run_dir, (int)pid);
+    int rc = run("./train --resume %s --quiet", run_dir);
+    int st, first_running = waitpid(pid, &st, WNOHANG) == 0;
+    if (!first_running) fail_msg("the first ./train ended before the second was tried: %s", out);
+    assert_int_not_equal(rc, 0);
+    expect_one_line(want);
+    // --overwrite would remove the checkpoint: refused before it touches anything.
+    rc = run("./train configs/tiny.ini %s --threads=1 --out_dir=%s --overwrite --quiet", data_args, run_dir);
+    assert_int_not_equal(rc, 0);
+    expect_one_line(want);
+    assert_int_equal(waitpid(pid, &st, WNOHANG), 0);   // still running after both attempts
+
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        FILE *f = fopen(first_out, "r");
+        size_t n = f ? fread(out, 1, sizeof out - 1, f) : 0;
+        out[n] = 0;
+        if (f) fclose(f);
+        fail_msg("the first ./train failed (status %d): %s", st, out);
+    }
+    int n = read_log(run_dir, rows, 300);
+    assert_int_equal(n, 201);                             // every step exactly once
+    for (int i = 0; i < n; i++) assert_int_equal(atoi(rows[i]), i);
+    assert_int_equal(checkpoint_step(run_dir), 200);
+}
+
+// ---- long paths
+
+// base + "/" + components of `width` characters until the path is >= target long.
+static void long_path(char *buf, size_t cap, const char *base, int width, size_t target) {
+    snprintf(buf, cap, "%s", base);
+    for (char c = 'a'; strlen(buf) < target; c++) {
+        size_t n = strlen(buf);
+        assert_true(n + 1 + width + 1 < cap);
+        buf[n] = '/';
+        memset(buf + n + 1, c, (size_t)width);
+        buf[n + 1 + width] = 0;
+    }
+}
+
+// config.ini holds out_dir on one line of ~210 characters; a resume reads it
+// back ("config.ini:72: syntax error" before the fix).
+static void test_long_out_dir_trains_and_resumes(void **state) {
+    char run_dir[600];
+    long_path(run_dir, sizeof run_dir, dir, 60, 200);
+    assert_true(strlen(run_dir) >= 200 && strlen(run_dir) < 300);
+    int rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 ./train " RUN_ARGS " --out_dir=%s --quiet", data_args, run_dir);
+    if (rc != 130) fail_msg("exit %d, want 130: %s", rc, out);
+    assert_int_equal(checkpoint_step(run_dir), 15);
+    rc = run("./train --resume %s --quiet", run_dir);
+    if (rc != 0) fail_msg("resume of a %zu-character out_dir: exit %d: %s", strlen(run_dir), rc, out);
+    assert_log_is_reference(run_dir);
+    assert_int_equal(checkpoint_step(run_dir), 40);
+}
+
+static void assert_same_file(const char *a_dir, const char *b_dir, const char *name) {
+    if (run("cmp '%s/%s' '%s/%s'", a_dir, name, b_dir, name) != 0) fail_msg("%s: %s", name, out);
+}
+
+static void test_prepare_long_out_dir(void **state) {
+    static char long_dir[8192], too_long[8192];
+    long_path(long_dir, sizeof long_dir, dir, 200, 1010);
+    assert_true(strlen(long_dir) >= 1010 && strlen(long_dir) < 1300);
+    int rc = run("./prepare --vocab-size 320 --val-fraction 0.1 --out-dir %s %s/corpus.txt", long_dir, dir);
+    if (rc != 0) fail_msg("./prepare into a %zu-character --out-dir: exit %d: %s", strlen(long_dir), rc, out);
+    // The same three files as setup's ./prepare of the same corpus, and nothing else.
+    char data_dir[512];
+    snprintf(data_dir, sizeof data_dir, "%s/data", dir);
+    assert_same_file(data_dir, long_dir, "tokenizer.bin");
+    assert_same_file(data_dir, long_dir, "train.bin");
+    assert_same_file(data_dir, long_dir, "val.bin");
+    DIR *d = opendir(long_dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
+            n++;
+            if (strcmp(e->d_name, "tokenizer.bin") && strcmp(e->d_name, "train.bin") && strcmp(e->d_name, "val.bin"))
+                fail_msg("unexpected file %s in the --out-dir", e->d_name);
+        }
+    closedir(d);
+    assert_int_equal(n, 3);
+    // Longer than PATH_MAX: one line, exit 2, nothing written.
+    long_path(too_long, sizeof too_long, long_dir, 200, PATH_MAX + 100);
+    rc = run("./prepare --vocab-size 320 --val-fraction 0.1 --out-dir %s %s/corpus.txt", too_long, dir);
+    assert_int_equal(rc, 2);
+    expect_one_line("--out-dir");
+    char first_extra[2048];
+    snprintf(first_extra, sizeof first_extra, "%.*s", (int)strlen(long_dir) + 201, too_long);
+    assert_int_equal(access(first_extra, F_OK), -1);
+}
+
+// ---- checkpoint metadata out of range
+
+static void test_checkpoint_step_and_rng_range(void **state) {
+    static const struct { const char *key, *value; } bad[] = {
+        {"step", "4294967297"}, {"step", "-1"}, {"step", "0"}, {"step", "12abc"}, {"step", ""},
+        {"step", "1000000001"}, {"step", NULL},
+        {"data_rng", "0 0 0 0"}, {"data_rng", "1 2 3"}, {"data_rng", "1 2 3 x"}, {"data_rng", "1 2 3 4 5"},
+        {"data_rng", "-1 2 3 4"}, {"data_rng", "18446744073709551616 1 1 1"}, {"data_rng", NULL},
+        {"elapsed_s", "-1"}, {"elapsed_s", "nan"}, {"elapsed_s", "1e999"}, {"elapsed_s", "12abc"},
+    };
+    const char *ref = reference_dir();
+    char src[600], copy[600], dst[700];
+    snprintf(src, sizeof src, "%s/checkpoint.safetensors", ref);
+    snprintf(copy, sizeof copy, "%s/badckpt", dir);
+    snprintf(dst, sizeof dst, "%s/checkpoint.safetensors", copy);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        assert_int_equal(run("rm -rf '%s' && cp -r '%s' '%s'", copy, ref, copy), 0);
+        set_meta(src, dst, bad[i].key, bad[i].value);
+        int rc = run("./train --resume %s --steps=50 --quiet", copy);
+        char want[64];
+        snprintf(want, sizeof want, "metadata '%s'", bad[i].key);
+        if (rc != 1 || !strstr(out, want))
+            fail_msg("%s = \"%s\": exit %d, want 1 and a message naming '%s': %s", bad[i].key,
+                     bad[i].value ? bad[i].value : "(absent)", rc, bad[i].key, out);
+        expect_one_line(want);
+    }
+    // The same surgery with the values the file holds: the resume goes on (so
+    // the refusals above are the values', not the rewriting's).
+    assert_int_equal(run("rm -rf '%s' && cp -r '%s' '%s'", copy, ref, copy), 0);
+    set_meta(src, dst, "step", "40");
+    int rc = run("./train --resume %s --steps=50 --quiet", copy);
+    if (rc != 0) fail_msg("rewritten but unchanged checkpoint: exit %d: %s", rc, out);
+    assert_int_equal(checkpoint_step(copy), 50);
+}
+
+// ---- a failing write of log.csv
+
+// A failure between two saves: the held rows are written when the disk
+// recovers; the log is the reference's, whole rows, no splice.
+static void test_log_write_failure_between_saves(void **state) {
+    char run_dir[512];
+    snprintf(run_dir, sizeof run_dir, "%s/logfail-a", dir);
+    int rc = run("ROPELAB_TEST_LOG_FAIL=5-8 ./train " RUN_ARGS " --out_dir=%s", data_args, run_dir);
+    if (rc != 0) fail_msg("exit %d: %s", rc, out);
+    expect_output("log.csv: write failed");
+    assert_log_is_reference(run_dir);
+    assert_int_equal(checkpoint_step(run_dir), 40);
+}
+
+// A failure over a save point: the run stops rather than save a checkpoint
+// past the log's last row; the checkpoint is the one before the window, and a
+// resume gives the reference's log.
+static void test_log_write_failure_over_save(void **state) {
+    char run_dir[512];
+    snprintf(run_dir, sizeof run_dir, "%s/logfail-b", dir);
+    int rc = run("ROPELAB_TEST_LOG_FAIL=12-25 ./train " RUN_ARGS " --out_dir=%s", data_args, run_dir);
+    if (rc != 1) fail_msg("exit %d, want 1: %s", rc, out);
+    expect_output("log.csv: write failed");
+    expect_output("no checkpoint is saved past the log's last row");
+    assert_int_equal(checkpoint_step(run_dir), 10);
+    rc = run("./train --resume %s --quiet", run_dir);
+    if (rc != 0) fail_msg("resume: exit %d: %s", rc, out);
+    assert_log_is_reference(run_dir);
+    assert_int_equal(checkpoint_step(run_dir), 40);
+
+    // A window over the first save point: no checkpoint at all; the resume starts from step 0.
+    snprintf(run_dir, sizeof run_dir, "%s/logfail-c", dir);
+    rc = run("ROPELAB_TEST_LOG_FAIL=8-25 ./train " RUN_ARGS " --out_dir=%s", data_args, run_dir);
+    if (rc != 1) fail_msg("exit %d, want 1: %s", rc, out);
+    assert_false(exists("%s/%s", run_dir, "checkpoint.safetensors"));
+    rc = run("./train --resume %s", run_dir);
+    if (rc != 0) fail_msg("resume: exit %d: %s", rc, out);
+    expect_output("no checkpoint yet");
+    assert_log_is_reference(run_dir);
+}
+
+// ---- a run that ended before its first checkpoint
+
+static void test_dead_end_restart(void **state) {
+    char d1[512], d2[512], d3[512];
+    snprintf(d1, sizeof d1, "%s/deadend-1", dir);
+    snprintf(d2, sizeof d2, "%s/deadend-2", dir);
+    snprintf(d3, sizeof d3, "%s/deadend-3", dir);
+    // Killed while writing its first checkpoint: config.ini, a log up to step 10, no checkpoint.
+    for (int k = 0; k < 2; k++) {
+        const char *d = k ? d2 : d1;
+        int rc = run("ROPELAB_TEST_CRASH_IN_SAVE=10 ./train " RUN_ARGS " --out_dir=%s --quiet", data_args, d);
+        assert_int_equal(rc, 1);
+        assert_true(exists("%s/%s", d, "config.ini") && exists("%s/%s", d, "log.csv"));
+        assert_false(exists("%s/%s", d, "checkpoint.safetensors"));
+    }
+    int rc = run("./train " RUN_ARGS " --out_dir=%s", data_args, d1);
+    if (rc != 0) fail_msg("./train CONFIG --out_dir=DIR: exit %d: %s", rc, out);
+    expect_output("holds a log but no checkpoint");
+    expect_output("starting again from step 0");
+    assert_log_is_reference(d1);
+    rc = run("./train --resume %s", d2);
+    if (rc != 0) fail_msg("./train --resume DIR: exit %d: %s", rc, out);
+    expect_output("no checkpoint yet");
+    expect_output("starting from step 0");
+    assert_log_is_reference(d2);
+    // A whole log but no checkpoint (copied config.ini and log.csv): not 41 + 41 rows.
+    assert_int_equal(run("mkdir -p '%s' && cp '%s/config.ini' '%s/log.csv' '%s/'", d3, reference_dir(),
+                         reference_dir(), d3), 0);
+    rc = run("./train --resume %s", d3);
+    if (rc != 0) fail_msg("./train --resume DIR: exit %d: %s", rc, out);
+    expect_output("no checkpoint yet");
+    assert_log_is_reference(d3);
+}
+
+// ---- bad inputs
+
+static void test_bad_config_files(void **state) {
+    char path[600], run_dir[600];
+    snprintf(run_dir, sizeof run_dir, "%s/never", dir);
+    // A directory, and a device that never ends: refused at once, one line, exit 2.
+    assert_int_equal(run("timeout 60 ./train %s %s --out_dir=%s --quiet", dir, data_args, run_dir), 2);
+    expect_one_line("not a regular file");
+    assert_int_equal(run("timeout 60 ./train /dev/zero %s --out_dir=%s --quiet", data_args, run_dir), 2);
+    expect_one_line("not a regular file");
+    // A NUL byte on line 3: named, with the line.
+    snprintf(path, sizeof path, "%s/nul.ini", dir);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    static const char text[] = "[model]\nn_layer = 2\nd_model = 3\0" "2\n[run]\nsteps = 5\n";
+    fwrite(text, 1, sizeof text - 1, f);
+    fclose(f);
+    assert_int_equal(run("./train %s %s --out_dir=%s --quiet", path, data_args, run_dir), 2);
+    char want[700];
+    snprintf(want, sizeof want, "%s:3: NUL byte", path);
+    expect_one_line(want);
+    assert_int_equal(access(run_dir, F_OK), -1);          // nothing was created
+}
+
+static void test_bad_weights_and_tokenizer_files(void **state) {
+    const char *ref = reference_dir();
+    char w[600], tok[600], val[600], bad[600];
+    snprintf(w, sizeof w, "%s/model.safetensors", ref);
+    snprintf(tok, sizeof tok, "%s/data/tokenizer.bin", dir);
+    snprintf(val, sizeof val, "%s/data/val.bin", dir);
+    // Directories as files.
+    assert_int_equal(run("./eval --weights %s --data %s --threads 1", dir, val), 1);
+    expect_one_line("not a regular file");
+    assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1", dir, tok), 1);
+    expect_one_line("not a regular file");
+    assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1", w, dir), 1);
+    expect_one_line("not a regular file");
+    assert_int_equal(run("./eval --weights %s --data %s --threads 1", w, dir), 1);
+    expect_one_line("not a regular file");
+
+    // The header surgery alone changes nothing: the copy is accepted.
+    snprintf(bad, sizeof bad, "%s/same.safetensors", dir);
+    set_meta(w, bad, "format", "pt");
+    if (run("./eval --weights %s --data %s --threads 1 --batches 1", bad, val) != 0) fail_msg("%s", out);
+
+    // NaN in one tensor: refused by both programs, naming the tensor.
+    snprintf(bad, sizeof bad, "%s/nan.safetensors", dir);
+    poke_f32(w, bad, "h.1.mlp.c_fc.weight", 7, NAN);
+    assert_int_equal(run("./eval --weights %s --data %s --threads 1", bad, val), 1);
+    expect_one_line("tensor h.1.mlp.c_fc.weight holds NaN");
+    assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1", bad, tok), 1);
+    expect_one_line("tensor h.1.mlp.c_fc.weight holds NaN");
+    poke_f32(w, bad, "ln_f.weight", 0, INFINITY);
+    assert_int_equal(run("./eval --weights %s --data %s --threads 1", bad, val), 1);
+    expect_one_line("tensor ln_f.weight holds an infinity");
+
+    // A tensor name with a newline: one line (the name is not printed raw).
+    snprintf(bad, sizeof bad, "%s/newline.safetensors", dir);
+    rename_tensor(w, bad, "ln_f.bias", "ln_f.bi\nas");
+    assert_int_equal(run("./eval --weights %s --data %s --threads 1", bad, val), 1);
+    expect_one_line("control character");
+    assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1", bad, tok), 1);
+    expect_one_line("control character");
+}
+
+// A named pipe is not a regular file either: refused at once, not waited on
+// (open(2) of a FIFO for reading blocks until a writer opens it).
+static void test_fifo_inputs_refused(void **state) {
+    char fifo[600], run_dir[600], w[600], val[600], tok[600];
+    snprintf(fifo, sizeof fifo, "%s/pipe", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/never-fifo", dir);
+    snprintf(w, sizeof w, "%s/model.safetensors", reference_dir());
+    snprintf(val, sizeof val, "%s/data/val.bin", dir);
+    snprintf(tok, sizeof tok, "%s/data/tokenizer.bin", dir);
+    unlink(fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    int rc = run("timeout 5 ./train %s %s --out_dir=%s --quiet", fifo, data_args, run_dir);
+    if (rc != 2) fail_msg("a FIFO as the config file: exit %d (124: still waiting after 5 s): %s", rc, out);
+    expect_one_line("not a regular file");
+    rc = run("timeout 5 ./eval --weights %s --data %s --threads 1", fifo, val);
+    if (rc != 1) fail_msg("a FIFO as --weights: exit %d (124: still waiting after 5 s): %s", rc, out);
+    expect_one_line("not a regular file");
+    rc = run("timeout 5 ./sample --weights %s --tokenizer %s --threads 1", w, fifo);
+    if (rc != 1) fail_msg("a FIFO as --tokenizer: exit %d (124: still waiting after 5 s): %s", rc, out);
+    expect_one_line("not a regular file");
+    rc = run("timeout 5 ./eval --weights %s --data %s --threads 1", w, fifo);
+    if (rc != 1) fail_msg("a FIFO as --data: exit %d (124: still waiting after 5 s): %s", rc, out);
+    expect_one_line("not a regular file");
+    unlink(fifo);
+}
+
+// A weights file of metadata only (248 bytes) describing a 13-billion-parameter
+// model: refused for its missing tensors before anything is allocated. Under a
+// 2 GB address-space limit (ASan reserves terabytes of shadow, so there the
+// limit is ASan's largest allocation instead).
+static void test_metadata_only_weights(void **state) {
+    char path[600], val[600], tok[600], limit[1024];
+    snprintf(path, sizeof path, "%s/metadata-only.safetensors", dir);
+    snprintf(val, sizeof val, "%s/data/val.bin", dir);
+    snprintf(tok, sizeof tok, "%s/data/tokenizer.bin", dir);
+    const char *header = "{\"__metadata__\":{\"format\":\"pt\",\"pos\":\"rope\",\"n_layer\":\"256\",\"n_head\":\"16\","
+                         "\"d_model\":\"2048\",\"vocab_size\":\"65536\",\"block_size\":\"65536\",\"rope_base\":\"10000\","
+                         "\"rope_dims\":\"0\",\"t5_num_buckets\":\"32\",\"t5_max_distance\":\"128\","
+                         "\"sinusoidal_scale\":\"1\"}}";
+    size_t n = strlen(header), padded = (n + 7) / 8 * 8;
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 8; i++) fputc((int)((uint64_t)padded >> (8 * i) & 0xff), f);
+    fputs(header, f);
+    for (size_t i = n; i < padded; i++) fputc(' ', f);
+    fclose(f);
+    assert_int_equal(8 + padded, 248);
+    if (UNDER_ASAN) {
+        const char *asan = getenv("ASAN_OPTIONS");
+        snprintf(limit, sizeof limit, "ASAN_OPTIONS='%s:max_allocation_size_mb=2000:allocator_may_return_null=0'",
+                 asan ? asan : "");
+    } else {
+        snprintf(limit, sizeof limit, "ulimit -v 2000000;");
+    }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    assert_int_equal(run("%s timeout 60 ./eval --weights %s --data %s --threads 1", limit, path, val), 1);
+    expect_one_line("missing tensor wte");
+    assert_int_equal(run("%s timeout 60 ./sample --weights %s --tokenizer %s --threads 1", limit, path, tok), 1);
+    expect_one_line("missing tensor wte");
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    printf("  metadata-only file refused twice in %.2f s\n", s);
+    assert_true(s < 30);
+}
+
+static void test_oversized_batch_and_model(void **state) {
+    char run_dir[600], path[600], want[700];
+    snprintf(run_dir, sizeof run_dir, "%s/too-big", dir);
+    // B*T beyond the activation buffers: a configuration error naming the key, before anything is written.
+    assert_int_equal(run("./train configs/tiny.ini %s --batch_size=65536 --block_size=65536 --out_dir=%s --quiet",
+                         data_args, run_dir), 2);
+    expect_one_line("too large");
+    if (strncmp(out, "--batch_size:", 13) != 0 && strncmp(out, "--block_size:", 13) != 0)
+        fail_msg("want the message to start with --batch_size: or --block_size:, got %s", out);
+    // The same from a config file: named by file and line.
+    snprintf(path, sizeof path, "%s/bigbatch.ini", dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs("[model]\nblock_size = 65536\n[optim]\nbatch_size = 65536\n", f);
+    fclose(f);
+    assert_int_equal(run("./train %s %s --out_dir=%s --quiet", path, data_args, run_dir), 2);
+    snprintf(want, sizeof want, "%s:", path);
+    expect_one_line(want);
+    // A model over 2^34 parameters: named by the command-line key that made it so.
+    assert_int_equal(run("./train configs/tiny.ini %s --n_layer=256 --d_model=16384 --n_head=16 --out_dir=%s --quiet",
+                         data_args, run_dir), 2);
+    expect_one_line("model too large");
+    if (strncmp(out, "--n_layer:", 10) != 0 && strncmp(out, "--d_model:", 10) != 0)
+        fail_msg("want the message to start with --n_layer: or --d_model:, got %s", out);
+    assert_int_equal(access(run_dir, F_OK), -1);          // nothing was created
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_lock_refuses_second_train),
+        cmocka_unit_test(test_long_out_dir_trains_and_resumes),
+        cmocka_unit_test(test_prepare_long_out_dir),
+        cmocka_unit_test(test_checkpoint_step_and_rng_range),
+        cmocka_unit_test(test_log_write_failure_between_saves),
+        cmocka_unit_test(test_log_write_failure_over_save),
+        cmocka_unit_test(test_dead_end_restart),
+        cmocka_unit_test(test_bad_config_files),
+        cmocka_unit_test(test_bad_weights_and_tokenizer_files),
+        cmocka_unit_test(test_fifo_inputs_refused),
+        cmocka_unit_test(test_metadata_only_weights),
+        cmocka_unit_test(test_oversized_batch_and_model),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
