@@ -6,11 +6,14 @@
 #          openmpi-bin libopenmpi-dev (mpicc and mpirun: data-parallel ./train)
 #   data:  bible-kjv (the default corpus)
 #   tools: python3-torch (cross-check and baseline), python3-matplotlib (plots)
+#   make fuzz, make tsan (ROPELAB_CLANG_DEPS=1): clang libclang-rt-14-dev libomp-14-dev
+#          (libFuzzer, the sanitizers' runtimes, LLVM's OpenMP with Archer)
 # As root it runs apt-get; otherwise it prints the one line to run and fails.
 set -euo pipefail
 pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv dict-gcide
       python3-numpy python3-torch python3-matplotlib)
 [ "${ROPELAB_MINIMAL_DEPS:-0}" = 1 ] && pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv)
+[ "${ROPELAB_CLANG_DEPS:-0}" = 1 ] && pkgs+=(clang libclang-rt-14-dev libomp-14-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

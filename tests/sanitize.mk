@@ -52,7 +52,7 @@ SAN_ENV := ASAN_OPTIONS=detect_leaks=1:exitcode=99:allocator_may_return_null=1:d
            LSAN_OPTIONS=suppressions=$(CURDIR)/tests/lsan.supp:print_suppressions=0 \
            UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1:exitcode=99
 
-.PHONY: sanitize sanitize-build tsan clean-sanitize
+.PHONY: sanitize sanitize-build tsan tsan-run clean-sanitize
 
 clean-sanitize:
 	rm -rf $(SAN_DIR) $(TSAN_DIR)
@@ -139,7 +139,12 @@ $(TSAN_DIR)/tests/%: $(TSAN_DIR)/obj/tests/%.o $(TSAN_TUTIL_OBJ) $(TSAN_LIB)
 	@mkdir -p $(dir $@)
 	$(TSAN_CC) $(ALL_CFLAGS) $(TSAN_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LDLIBS)
 
+# clang is installed first, then a new make finds Archer where clang says it is.
 tsan:
+	@ROPELAB_CLANG_DEPS=1 bash scripts/install_deps.sh
+	@$(MAKE) -s --no-print-directory tsan-run
+
+tsan-run:
 	@test -f '$(ARCHER)' || { echo "tsan: needs clang with libomp and Archer (Debian: clang libomp-dev libclang-rt-dev; $(ARCHER) not found)"; exit 1; }
 	@$(MAKE) -s --no-print-directory $(TSAN_PROGRAMS) $(TSAN_TESTS)
 	$(call san_make_root,$(TSAN_DIR)/root,$(TSAN_DIR))

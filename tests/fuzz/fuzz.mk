@@ -26,7 +26,7 @@ FUZZ_LIB      := $(FUZZ_DIR)/libropelab_fuzz.a
 FUZZ_ALL      := safetensors weights checkpoint tokens tokenizer ini args
 FUZZ_BINS     := $(patsubst %,$(FUZZ_DIR)/fuzz_%,$(FUZZ_ALL))
 
-.PHONY: fuzz fuzz-build fuzz-seeds
+.PHONY: fuzz fuzz-deps fuzz-run fuzz-build fuzz-seeds
 
 $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
@@ -44,5 +44,11 @@ fuzz-build: $(FUZZ_BINS)
 fuzz-seeds: $(PROGRAMS)
 	@bash tests/fuzz/make_seeds.sh
 
-fuzz: fuzz-build fuzz-seeds
+fuzz: fuzz-deps
+	@$(MAKE) -s --no-print-directory fuzz-run
+
+fuzz-deps:
+	@ROPELAB_CLANG_DEPS=1 bash scripts/install_deps.sh
+
+fuzz-run: fuzz-build fuzz-seeds
 	@FUZZ_SECONDS='$(FUZZ_SECONDS)' FUZZ_FLAGS='$(FUZZ_FLAGS)' bash tests/fuzz/run_fuzz.sh $(FUZZ_TARGETS)
