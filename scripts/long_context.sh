@@ -18,8 +18,8 @@
 #
 # Variants: rope (no scaling), rope-linear, rope-ntk, rope-yarn (each scaled
 # by factor = length / T at every length), alibi, t5, sinusoidal, none, and
-# learned at T only. Every length scores the same validation tokens: the
-# first 16T-token span, cut into windows of the length. Then each rope
+# learned at T only. Every length scores the same validation tokens: every
+# whole window of 16T tokens of the split, each cut into windows of the length. Then each rope
 # variant is fine-tuned from each seed's final weights at M*T with factor M
 # (./train --init-from, same schedule shape, lr/10) and evaluated at M*T and
 # 16T (factor length/T as before).
@@ -50,7 +50,11 @@ config="$compare/config.ini"
 key() { sed -n "s/^[[:space:]]*$1[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p" "$config" | head -1; }
 T=$(key block_size); val_file=$(key val_file)
 max_mult=$(tr ' ' '\n' <<< "$mults" | sort -n | tail -1)
-span=$(( T * max_mult ))           # the tokens scored at every length
+# The tokens scored at every length: every whole window of the longest length
+# in the validation split (the token count is header word 2 of the llm.c file).
+n_val=$(od -An -t d4 -j 8 -N 4 "$val_file" | tr -d ' ')
+span=$(( (n_val - 1) / (T * max_mult) * T * max_mult ))
+[ "$span" -gt 0 ] || { echo "long_context.sh: $val_file: fewer than $((T * max_mult + 1)) tokens" >&2; exit 1; }
 mkdir -p "$out"
 start=$(date +%s)
 

@@ -52,7 +52,8 @@ def main():
     seeds = max(len(v) for v in table.values())
     lines = ["# Longer than trained\n",
              f"Each final model of the comparison (trained at T = {T}) scored on the same validation tokens "
-             f"with windows of {', '.join(str(m * T) for m in mults)} tokens; mean ± sd over {seeds} seed(s). "
+             f"(every whole window of {max(mults) * T} tokens of the split) with windows of "
+             f"{', '.join(str(m * T) for m in mults)} tokens; mean ± sd over {seeds} seed(s). "
              "rope-linear (position interpolation), rope-ntk (NTK-aware base) and rope-yarn (YaRN) rescale the "
              "trained rope model's angles by factor = length / T, without training. `learned` has no "
              "position beyond T.\n",

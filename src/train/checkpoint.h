@@ -49,7 +49,10 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
 
 // The debug-state file of the contract: parameters, inputs and targets (I32 [B,T]),
 // loss (F32 [1]) and grad.NAME for every parameter, with the contract metadata.
+// Its metadata also says how the products were computed: precision (fp32 |
+// bf16) and matmul (openblas | onednn), so a checker can compute the same way.
 int debug_state_save(const char *path, GPT *model, const int *inputs, const int *targets,
-                     int B, int T, float loss, char *err, size_t errlen);
+                     int B, int T, float loss, const char *precision, const char *matmul,
+                     char *err, size_t errlen);
 
 #endif
