@@ -88,9 +88,15 @@ def fmt(x, spec=".3f"):
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
 
 
-def colour(variant):
-    base = variant.split("-")[0]
-    return COLOURS.get(base) if variant == base else None
+ABLATION_COLOURS = ["black", "tab:cyan", "tab:olive", "tab:pink", "tab:brown"]
+
+
+def colour(variant, variants):
+    """A scheme's own colour; variants of a scheme (ablations) get colours no scheme uses."""
+    if variant in COLOURS:
+        return COLOURS[variant]
+    extras = [v for v in variants if v not in COLOURS]
+    return ABLATION_COLOURS[extras.index(variant) % len(ABLATION_COLOURS)]
 
 
 def plot(runs, out, xkey, xlabel, fname, title):
@@ -104,13 +110,14 @@ def plot(runs, out, xkey, xlabel, fname, title):
         xs = [statistics.mean(r["val"][i][xkey] for r in rs) for i in range(n)]
         ys = [[r["val"][i]["val_loss"] for r in rs] for i in range(n)]
         style = "-" if v == v.split("-")[0] else "--"
-        line, = ax.plot(xs, [statistics.mean(y) for y in ys], style, color=colour(v), label=f"{v} ({len(rs)} seeds)")
+        line, = ax.plot(xs, [statistics.mean(y) for y in ys], style, color=colour(v, list(runs)),
+                        label=f"{v} ({len(rs)} seeds)")
         ax.fill_between(xs, [min(y) for y in ys], [max(y) for y in ys], color=line.get_color(), alpha=0.15)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("validation loss (nats/token)")
     ax.set_title(title)
     finals = [r["val"][-1]["val_loss"] for s in runs.values() for r in s.values()]
-    early = [r["val"][min(1, len(r["val"]) - 1)]["val_loss"] for s in runs.values() for r in s.values()]
+    early = [r["val"][min(3, len(r["val"]) - 1)]["val_loss"] for s in runs.values() for r in s.values()]
     lo = min(min(row["val_loss"] for row in r["val"]) for s in runs.values() for r in s.values())
     ax.set_ylim(lo - 0.05, min(max(early), statistics.median(finals) + 2.0) + 0.1)
     ax.grid(alpha=0.3)
@@ -192,14 +199,20 @@ def write_report(out, variants, name):
     plot(runs, out, "step", "step", "val_loss_vs_step.png", f"{name}: validation loss (mean, band = min..max over seeds)")
     plot(runs, out, "elapsed_s", "training seconds", "val_loss_vs_time.png",
          f"{name}: validation loss against training time")
+    schemes_only = {v: s for v, s in runs.items() if v in COLOURS}
+    if len(schemes_only) < len(runs):   # ablations make the scale coarse: the schemes alone too
+        plot(schemes_only, out, "step", "step", "val_loss_vs_step_schemes.png",
+             f"{name}: the schemes only (mean, band = min..max over seeds)")
     steps, seeds = res["steps"], sorted({s for v in res["variants"].values() for s in v["seeds"]})
     wall = res["wall_s"]
     lines = [f"# Positional schemes compared: {name}\n",
-             f"Config: `{os.path.join(out, 'config.ini')}`; {steps} steps; seeds {', '.join(map(str, seeds))}. "
+             f"Config: `config.ini` (beside this report: the config every run used; each variant adds its "
+             f"--pos and settings); {steps} steps; seeds {', '.join(map(str, seeds))}. "
              f"Time: {fmt(res['run_s'] / 3600, '.2f')} h of training summed over the runs"
              + (f", {fmt(wall / 3600, '.2f')} h wall clock (two one-thread runs side by side)." if not math.isnan(wall) else ".")
              + "\n",
              "![validation loss against step](val_loss_vs_step.png)\n",
+             *(["![the schemes alone](val_loss_vs_step_schemes.png)\n"] if len(runs) > len([v for v in runs if v in COLOURS]) else []),
              "![validation loss against time](val_loss_vs_time.png)\n",
              "## Final validation loss\n",
              f"Gap to {REF}: this variant's final loss minus {REF}'s for the same seed, mean ± sd over seeds; "
