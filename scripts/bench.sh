@@ -14,23 +14,41 @@
 #     one misdetection ./train corrects too (src/common/blas_cpu.c): SSE3
 #     "Prescott" kernels on a CPU with AVX2 and FMA; then OPENBLAS_CORETYPE=
 #     Haswell is exported. Each side's OpenBLAS core name is recorded.
-#   - sgemm peak: measured before and after the runs with the same thread
-#     count; every model-FLOP utilisation (MFU) is against the larger.
+#   - ropelab's matmul engines (ENGINES; gpt_set_matmul, src/model/linear.h):
+#     openblas-fp32 (the default of ./train), onednn-fp32, onednn-bf16 (inputs
+#     of the products rounded to bf16, fp32 accumulation and weights). An
+#     engine this CPU cannot run (bf16 without native bf16 dot products) is
+#     recorded as unavailable and left out.
+#   - PyTorch's modes (TORCH_MODES): fp32, and bf16 = torch.autocast("cpu",
+#     dtype=torch.bfloat16) around forward and loss (scripts/torch_baseline.py
+#     --autocast bf16). fp32 engines are compared with PyTorch fp32, bf16 with
+#     PyTorch autocast bf16.
+#   - peaks, measured before and after the runs with the same thread count,
+#     one per engine (build/bench_model --peak --matmul M --precision P):
+#     openblas-fp32: sgemm on square 1024/1536/2048; onednn-*: the engine's
+#     forward product at N = 2048 rows and C, OC in 1024..4096. Each engine's
+#     model-FLOP utilisation (MFU) is against the larger of its own two.
 #   - per config (S, M) and scheme (rope, learned, sinusoidal, t5):
-#     build/bench_model, then scripts/torch_baseline.py (when torch imports).
-#   - the scheme overhead (bench_model --compare-schemes) and the RoPE
-#     micro-benchmark (bench_model --rope-micro).
+#     build/bench_model on each engine, then scripts/torch_baseline.py in each
+#     mode (when torch imports).
+#   - the scheme overhead (bench_model --compare-schemes, on each engine of
+#     SCHEME_ENGINES) and the RoPE micro-benchmark (bench_model --rope-micro).
 #
 # Noise: this shared VM's speed drifts by +-10% from one run to the next
 # (identical work, minutes apart), so each (config, scheme) is measured
-# ROUNDS times, alternating ropelab and PyTorch, and the report takes each
-# side's fastest run (by tokens/s). Same treatment for both sides.
+# ROUNDS times, each round every engine and then every PyTorch mode, one
+# after the other (A B C D E A B C D E ...), and the report takes each
+# setup's fastest run (by tokens/s). Same treatment for both sides.
 #
 # Environment: THREADS (default: all cores), STEPS (timed steps, default 8),
 # ROUNDS (default 3), WARMUP (default 2), SCHEME_STEPS (rounds of the
 # scheme-overhead comparison, default 32), CONFIGS (default "S M"), SCHEMES (default
-# "rope learned sinusoidal t5"), NO_TORCH=1 to skip PyTorch, BENCH_OUT (the
+# "rope learned sinusoidal t5"), ENGINES (default "openblas-fp32 onednn-fp32
+# onednn-bf16"), TORCH_MODES (default "fp32 bf16"), SCHEME_ENGINES (engines of
+# the scheme-overhead comparison, default "openblas-fp32 onednn-bf16"; those
+# not in ENGINES are skipped), NO_TORCH=1 to skip PyTorch, BENCH_OUT (the
 # results file, default build/bench/results-<UTC time>.txt).
+# Time with the defaults on 2 cores: about 10-15 minutes (config M is 2/3 of it).
 # A quick smoke test: STEPS=1 WARMUP=0 ROUNDS=1 SCHEME_STEPS=2 CONFIGS=S SCHEMES=rope THREADS=1
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,9 +60,22 @@ SCHEME_STEPS=${SCHEME_STEPS:-32}
 WARMUP=${WARMUP:-2}
 CONFIGS=${CONFIGS:-"S M"}
 SCHEMES=${SCHEMES:-"rope learned sinusoidal t5"}
+ENGINES=${ENGINES:-"openblas-fp32 onednn-fp32 onednn-bf16"}
+TORCH_MODES=${TORCH_MODES:-"fp32 bf16"}
+SCHEME_ENGINES=${SCHEME_ENGINES:-"openblas-fp32 onednn-bf16"}
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 OUT=${BENCH_OUT:-build/bench/results-$(date -u '+%Y%m%dT%H%M%SZ').txt}
+
+for e in $ENGINES $SCHEME_ENGINES; do
+    case $e in openblas-fp32 | onednn-fp32 | onednn-bf16) ;;
+        *) echo "bench.sh: unknown engine '$e' (openblas-fp32, onednn-fp32, onednn-bf16)" >&2; exit 2 ;; esac
+done
+for m in $TORCH_MODES; do
+    case $m in fp32 | bf16) ;; *) echo "bench.sh: unknown PyTorch mode '$m' (fp32, bf16)" >&2; exit 2 ;; esac
+done
+# engine name -> bench_model's flags: onednn-bf16 -> --matmul onednn --precision bf16
+engine_flags() { echo "--matmul ${1%-*} --precision ${1#*-}"; }
 
 [ -x build/bench_model ] || make build/bench_model >/dev/null
 mkdir -p "$(dirname "$OUT")"
@@ -83,16 +114,60 @@ fi
 have_torch=0
 if [ -z "${NO_TORCH:-}" ] && "$PY" -c "import torch" 2>/dev/null; then have_torch=1; fi
 
+[ $have_torch = 1 ] || TORCH_MODES=""
+
 echo "# results file: $OUT"
 rec "bench date=$(q "$(date -u '+%Y-%m-%d %H:%M UTC')") threads=$THREADS steps=$STEPS warmup=$WARMUP" \
-    "rounds=$ROUNDS scheme_steps=$SCHEME_STEPS configs=$(q "$CONFIGS") schemes=$(q "$SCHEMES") torch=$have_torch"
+    "rounds=$ROUNDS scheme_steps=$SCHEME_STEPS configs=$(q "$CONFIGS") schemes=$(q "$SCHEMES") torch=$have_torch" \
+    "engines=$(q "$ENGINES") torch_modes=$(q "$TORCH_MODES") scheme_engines=$(q "$SCHEME_ENGINES")"
 rec "machine cores=$(nproc) cpu=$(q "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')")" \
     "load=$(q "$(cut -d' ' -f1-3 /proc/loadavg)")"
 rec "$core_rec"
 
-peak_out=$(build/bench_model --peak --threads "$THREADS")
-# "# openblas core=NAME config=TEXT WITH SPACES threads=N" -> a blas record
-ob=$(grep -m1 '^# openblas ' <<<"$peak_out" || true)
+# Each engine's peak (see the top), as records with when=WHEN (`sgemm*` and
+# `linear*` records; before the runs also each engine's `matmul_engine`
+# description). The measurement before the runs fills PEAK[engine], passed to
+# bench_model for the MFU on its own line (the report recomputes the MFU
+# against the larger of before and after). Before the runs, an engine whose
+# peak fails (bf16 on a CPU without native bf16 dot products) is recorded as
+# unavailable and dropped from ENGINES and SCHEME_ENGINES.
+declare -A PEAK
+first_out=""
+measure_peaks() {
+    local when=$1 e out kept="" errf
+    errf=$(mktemp)
+    for e in $ENGINES; do
+        # shellcheck disable=SC2046  # engine_flags: two flags and their values
+        if out=$(build/bench_model --peak --threads "$THREADS" $(engine_flags "$e") 2>"$errf"); then
+            kept="$kept $e"
+            recs 'sgemm*' "when=$when" <<<"$out"
+            recs 'linear*' "when=$when" <<<"$out"
+            if [ "$when" = before ]; then
+                recs matmul_engine <<<"$out"
+                # openblas-fp32: the sgemm peak; onednn-*: the engine's linear peak
+                PEAK[$e]=$(sed -n -e 's/^sgemm_peak gflops=\([^ ]*\).*/\1/p' \
+                                  -e 's/^linear_peak engine=onednn .*gflops=\([^ ]*\).*/\1/p' <<<"$out" | head -1)
+                [ -n "$first_out" ] || first_out=$out
+            fi
+        elif [ "$when" = before ]; then
+            rec "engine_unavailable engine=${e%-*} precision=${e#*-} reason=$(q "$(tail -1 "$errf")")"
+        else
+            echo "bench.sh: $e: the peak after the runs failed: $(tail -1 "$errf")" >&2
+            kept="$kept $e"
+        fi
+    done
+    rm -f "$errf"
+    ENGINES=${kept# }
+    kept=""
+    for e in $SCHEME_ENGINES; do [[ " $ENGINES " == *" $e "* ]] && kept="$kept $e"; done
+    SCHEME_ENGINES=${kept# }
+    return 0
+}
+measure_peaks before
+
+# "# openblas core=NAME config=TEXT WITH SPACES threads=N" (every bench_model
+# run prints it) -> a blas record
+ob=$(grep -m1 '^# openblas ' <<<"$first_out" || true)
 rec "blas side=ropelab core=$(sed -n 's/.* core=\([^ ]*\).*/\1/p' <<<"$ob")" \
     "config=$(q "$(sed -n 's/.* config=\(.*\) threads=.*/\1/p' <<<"$ob")")" \
     "threads=$(sed -n 's/.* threads=\([^ ]*\).*/\1/p' <<<"$ob")"
@@ -116,30 +191,35 @@ print(f"blas side=torch version={shlex.quote(torch.__version__)} core={shlex.quo
 EOF
 )"
 fi
-recs sgemm "when=before" <<<"$peak_out"
-recs sgemm_peak "when=before" <<<"$peak_out"
-PEAK=$(sed -n 's/^sgemm_peak gflops=\([^ ]*\).*/\1/p' <<<"$peak_out")
 
 for cfg in $CONFIGS; do
     for pos in $SCHEMES; do
         for round in $(seq "$ROUNDS"); do
-            build/bench_model --config "$cfg" --pos "$pos" --steps "$STEPS" --warmup "$WARMUP" \
-                --threads "$THREADS" --peak-gflops "${PEAK:-0}" | recs ropelab "round=$round"
-            if [ $have_torch = 1 ]; then
+            for e in $ENGINES; do
+                # shellcheck disable=SC2046
+                build/bench_model --config "$cfg" --pos "$pos" --steps "$STEPS" --warmup "$WARMUP" \
+                    --threads "$THREADS" $(engine_flags "$e") --peak-gflops "${PEAK[$e]:-0}" \
+                    | recs ropelab "round=$round"
+            done
+            for mode in $TORCH_MODES; do
                 { "$PY" scripts/torch_baseline.py --config "$cfg" --pos "$pos" --threads "$THREADS" \
-                    --steps "$STEPS" --warmup "$WARMUP" 2>/dev/null || true; } | recs torch "config=$cfg round=$round"
-            fi
+                    --steps "$STEPS" --warmup "$WARMUP" --autocast "${mode/fp32/off}" 2>/dev/null || true; } \
+                    | recs torch "config=$cfg round=$round"
+            done
         done
     done
 done
 
-# The peak again, after the runs: the VM's speed drifts, so the report takes
-# the larger of the two measurements as the reference.
-build/bench_model --peak --threads "$THREADS" | recs sgemm_peak "when=after"
+# The peaks again, after the runs: the VM's speed drifts, so the report takes
+# the larger of the two measurements as each engine's reference.
+measure_peaks after
 
 for cfg in $CONFIGS; do
-    build/bench_model --compare-schemes --config "$cfg" --steps "$SCHEME_STEPS" --warmup 2 --threads "$THREADS" \
-        | recs 'scheme_*'
+    for e in $SCHEME_ENGINES; do
+        # shellcheck disable=SC2046
+        build/bench_model --compare-schemes --config "$cfg" --steps "$SCHEME_STEPS" --warmup 2 \
+            --threads "$THREADS" $(engine_flags "$e") | recs 'scheme_*'
+    done
 done
 build/bench_model --rope-micro --threads "$THREADS" | recs rope_micro
 

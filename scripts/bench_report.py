@@ -18,31 +18,50 @@ mostly a program's own machine-readable line, with a few keys bench.sh
 appends (a key given twice: the last one counts).
 
     bench date=... threads=2 steps=8 warmup=2 rounds=3 scheme_steps=32 configs="S M"
-          schemes="rope learned sinusoidal t5" torch=1        the run's settings
+          schemes="rope learned sinusoidal t5" torch=1
+          engines="openblas-fp32 onednn-fp32 onednn-bf16" torch_modes="fp32 bf16"
+          scheme_engines="openblas-fp32 onednn-bf16"          the run's settings
     machine cores=2 cpu="..." load="..."
     coretype source=environment value=X                 OPENBLAS_CORETYPE was set: kept
     coretype source=override detected=Prescott value=Haswell
                                                         OpenBLAS misdetected the CPU: overridden
     coretype source=openblas detected=X                 unset: OpenBLAS's own choice
     blas side=ropelab|torch core=X config="..." ...     the OpenBLAS core each side really uses
+    matmul_engine engine=onednn precision=bf16 describe="..."   an engine's own description
+    engine_unavailable engine=onednn precision=bf16 reason="..."   left out (e.g. no native bf16)
     sgemm n=1024 threads=2 gflops=G when=before         build/bench_model --peak, + when=
     sgemm_peak gflops=G when=before|after               (the peak of PEAKS["sgemm"])
-    ropelab config=S pos=rope ... round=1               build/bench_model, one run, + round=
-    torch pos=rope L=.. ... config=S round=1            scripts/torch_baseline.py, + config= round=
-    scheme_compare config=S pos=... ...                 build/bench_model --compare-schemes
-    scheme_kernels config=S pos=... ...
+    linear engine=onednn precision=bf16 n=2048 c=1024 oc=4096 threads=2 gflops=G when=before
+    linear_peak engine=onednn precision=bf16 n=2048 gflops=G when=before|after
+                                                        --peak --matmul M --precision P: the
+                                                        engine's forward at N=2048, C, OC in
+                                                        1024..4096, and its best (PEAKS)
+    ropelab config=S pos=rope engine=onednn precision=bf16 ... matmul_mb=.. round=1
+                                                        build/bench_model, one run, + round=
+    torch pos=rope L=.. ... autocast=off|bf16 ... config=S round=1
+                                                        scripts/torch_baseline.py, + config= round=
+    scheme_compare config=S pos=... engine=... precision=... ...   build/bench_model --compare-schemes
+    scheme_kernels config=S pos=... engine=... precision=... ...
     rope_micro dir=forward ... / rope_micro max_abs_diff=...   build/bench_model --rope-micro
 
-Adding a setup (e.g. ropelab on oneDNN fp32 or bf16, or over MPI): let its
-program print its training line as a `ropelab` record with a field that tells
-it apart (say engine=onednn dtype=bf16, or ranks=4), and its peak as a record
-of a kind of its own (say `onednn_peak dtype=bf16 gflops=...`); bench.sh
-appends both to the file; here, add one Peak to PEAKS and one Setup to SETUPS.
-A record belongs to the setup whose `where` fields it matches most
-specifically, so the plain OpenBLAS setup (no `where`) keeps only the
-records no other setup claims. Every setup gets its rows in the main table
-(a `setup` column appears once there is more than one), its MFU against its
-own peak, its speed-up against PyTorch, and the row targets.
+Records written before a field existed lack it: a ropelab or scheme record
+without engine= is OpenBLAS fp32, a torch record without autocast= is fp32.
+
+Setups, baselines, peaks
+------------------------
+A setup (SETUPS) is one way ropelab trains the model: its records are the
+`ropelab` (and scheme_*) records whose fields match its `where`, its MFU is
+against its own peak (PEAKS, the larger of the measurements before and after
+the runs), and its speed-up is against the PyTorch side of the same
+precision (BASELINES: fp32 setups against plain PyTorch, bf16 against
+PyTorch under autocast bf16). A record belongs to the setup (or baseline)
+whose `where` fields it matches most specifically, so the plain OpenBLAS
+setup and plain PyTorch (no `where`) keep only the records no other one
+claims. Adding a setup (say ropelab over MPI): let its program print its
+training line as a `ropelab` record with a field that tells it apart (say
+ranks=4) and its peak as a record of its own kind; bench.sh appends both to
+the file; here, add one Peak to PEAKS and one Setup to SETUPS, and its
+targets to RATIO_TARGETS if any.
 """
 
 import math
@@ -61,29 +80,59 @@ class Peak:
 
 
 @dataclass(frozen=True)
+class Baseline:
+    """A PyTorch side the setups are compared with."""
+    name: str             # as printed: "PyTorch fp32"
+    kind: str             # record kind of its training measurements
+    where: dict = field(default_factory=dict)   # fields its records have
+
+
+@dataclass(frozen=True)
 class Setup:
     """One way of training the model whose rows the main table shows."""
     name: str             # row label in the `setup` column
     kind: str             # record kind of its training measurements
     peak: str             # key of PEAKS
     where: dict = field(default_factory=dict)   # fields its records have
+    baseline: str = "fp32"                      # key of BASELINES: the PyTorch side of the same precision
+    speedup_target: float = 2.5                 # x that side's tokens/s, every config and scheme
 
+
+LINEAR_SHAPES = "N = 2048 rows, C -> OC: 1024 -> 1024, 1024 -> 4096, 4096 -> 1024, 2048 -> 2048; best median of 5"
 
 PEAKS = {
-    "sgemm": Peak("sgemm peak", "best of square 1024/1536/2048", "sgemm_peak"),
+    "sgemm": Peak("sgemm peak", "OpenBLAS cblas_sgemm, best of square 1024/1536/2048", "sgemm_peak"),
+    "onednn_fp32": Peak("oneDNN fp32 peak", "the engine's forward product out = inp W^T + b (linear_forward), "
+                        + LINEAR_SHAPES, "linear_peak", {"engine": "onednn", "precision": "fp32"}),
+    "onednn_bf16": Peak("oneDNN bf16 peak", "the engine's forward product, bf16 rounding of the input "
+                        "included, from packed bf16 weight copies, " + LINEAR_SHAPES,
+                        "linear_peak", {"engine": "onednn", "precision": "bf16"}),
+    # not a reference: OpenBLAS at the oneDNN shapes, so the engines compare shape for shape
+    "openblas_linear": Peak("OpenBLAS forward at the oneDNN shapes", "for comparison only, not a reference",
+                            "linear_peak", {"engine": "openblas"}),
+}
+
+BASELINES = {
+    "fp32": Baseline("PyTorch fp32", "torch"),
+    "bf16": Baseline("PyTorch autocast bf16", "torch", {"autocast": "bf16"}),
 }
 
 SETUPS = [
     Setup("OpenBLAS fp32", "ropelab", "sgemm"),
+    Setup("oneDNN fp32", "ropelab", "onednn_fp32", {"engine": "onednn", "precision": "fp32"}),
+    Setup("oneDNN bf16", "ropelab", "onednn_bf16", {"engine": "onednn", "precision": "bf16"},
+          baseline="bf16", speedup_target=2.0),
 ]
 
-BASELINE_KIND = "torch"     # scripts/torch_baseline.py: the speed-up's denominator
-
 # Targets. Each verdict judges the value as printed, so verdict and text agree.
-SPEEDUP_TARGET = 2.5        # x PyTorch's tokens/s, every config and scheme
+# A setup's tokens/s over another's, same run, same (config, pos): (setup, over, {config: at least})
+RATIO_TARGETS = [
+    ("oneDNN fp32", "OpenBLAS fp32", {"M": 1.6}),
+    ("oneDNN bf16", "OpenBLAS fp32", {"S": 1.8, "M": 2.5}),
+]
 MFU_TARGET = (("M",), 0.55)  # of the setup's peak, on these configs
 RSS_TARGET = 1.3            # peak RSS / the program's accounting
-SCHEME_TARGETS = {"rope": 3.0, "t5": 5.0}   # % of a step added to learned's (kernel by kernel)
+SCHEME_TARGETS = {"rope": 3.0, "t5": 5.0}   # % of a step added to learned's (kernel by kernel), every setup
 
 
 # ----------------------------------------------------------------------------
@@ -122,10 +171,20 @@ def matches(rec, where):
     return all(rec.get(k) == v for k, v in where.items())
 
 
+def most_specific(candidates, rec):
+    """The candidate (with .where) rec matches most specifically, or None."""
+    found = [c for c in candidates if matches(rec, c.where)]
+    return max(found, key=lambda c: len(c.where)) if found else None
+
+
 def setup_of(rec_kind, rec):
-    """The setup a training record belongs to: the most specific match, or None."""
-    found = [s for s in SETUPS if s.kind == rec_kind and matches(rec, s.where)]
-    return max(found, key=lambda s: len(s.where)) if found else None
+    """The setup a training record belongs to (rec_kind None: any kind, for the
+    scheme records, which carry the same engine fields), or None."""
+    return most_specific([s for s in SETUPS if rec_kind is None or s.kind == rec_kind], rec)
+
+
+def baseline_of(rec_kind, rec):
+    return most_specific([b for b in BASELINES.values() if b.kind == rec_kind], rec)
 
 
 class Results:
@@ -137,25 +196,23 @@ class Results:
         bench = self.first.get("bench", {})
         self.configs = bench.get("configs", "").split() or self._order("config")
         self.schemes = bench.get("schemes", "").split() or self._order("pos")
-        # best run (by tokens/s) of each setup and of the baseline, per (config, pos)
+        # best run (by tokens/s) of each setup and of each baseline, per (config, pos)
         self.best = {}
         for kind, rec in records:
-            if kind == BASELINE_KIND:
-                who = BASELINE_KIND
-            else:
-                setup = setup_of(kind, rec)
-                if setup is None:
-                    continue
-                who = setup.name
-            key = (who, rec.get("config"), rec.get("pos"))
+            who = setup_of(kind, rec) or baseline_of(kind, rec)
+            if who is None:
+                continue
+            key = (who.name, rec.get("config"), rec.get("pos"))
             if key not in self.best or num(rec.get("tokens_per_s")) > num(self.best[key].get("tokens_per_s")):
                 self.best[key] = rec
         self.setups = [s for s in SETUPS if any(k[0] == s.name for k in self.best)]
+        self.baselines = [b for b in BASELINES.values() if any(k[0] == b.name for k in self.best)]
 
     def _order(self, key):
         seen = []
+        kinds = {s.kind for s in SETUPS} | {b.kind for b in BASELINES.values()}
         for kind, rec in self.records:
-            if kind in ("ropelab", BASELINE_KIND) and rec.get(key) and rec[key] not in seen:
+            if kind in kinds and rec.get(key) and rec[key] not in seen:
                 seen.append(rec[key])
         return seen
 
@@ -172,6 +229,10 @@ class Results:
         after = [r.get("gflops") for r in recs if r.get("when") == "after"]
         vals = [num(v) for v in before + after if not math.isnan(num(v))]
         return (max(vals) if vals else math.nan, before[0] if before else None, after[0] if after else None)
+
+    def tokens(self, who, cfg, pos):
+        rec = self.best.get((who, cfg, pos))
+        return num(rec.get("tokens_per_s")) if rec else math.nan
 
 
 # ----------------------------------------------------------------------------
@@ -193,7 +254,12 @@ def header(res, out):
     out(f"# ropelab training benchmark ({bench.get('date', '?')})")
     out(f"machine: {machine.get('cores', '?')} cores, {machine.get('cpu', '?')}, load {machine.get('load', '?')}")
     out(f"threads: {threads}; {bench.get('steps', '?')} timed steps after {bench.get('warmup', '?')} warm-up "
-        f"steps, medians; best of {bench.get('rounds', '?')} alternating runs per side")
+        f"steps, medians; best of {bench.get('rounds', '?')} alternating runs per setup")
+    if bench.get("engines"):
+        modes = bench.get("torch_modes") or "none"
+        out(f"ropelab engines: {bench['engines']}; PyTorch modes: {modes}"
+            + (" (bf16 = torch.autocast('cpu', dtype=torch.bfloat16) around forward and loss)"
+               if "bf16" in modes.split() else ""))
     core = res.first.get("coretype")
     if core:
         source = core.get("source")
@@ -213,38 +279,80 @@ def header(res, out):
         elif side.get("side") == "torch":
             out(f"torch {side.get('version', '?')}: openblas core={side.get('core', '?')} "
                 f"({side.get('libs') or 'no OpenBLAS loaded'}), threads={side.get('threads', '?')}")
+    for eng in res.all("matmul_engine"):
+        out(f"ropelab engine {eng.get('engine', '?')} {eng.get('precision', '?')}: {eng.get('describe', '?')}")
+    for eng in res.all("engine_unavailable"):
+        out(f"ropelab engine {eng.get('engine', '?')} {eng.get('precision', '?')}: NOT AVAILABLE on this machine "
+            f"({eng.get('reason', '?')}): no rows, no targets")
     if bench.get("torch") == "0":
         out("torch: not installed (or NO_TORCH set): ropelab only "
             "(bash scripts/install_deps.sh installs python3-torch)")
     for rec in res.all("sgemm", when="before"):
         out(f"sgemm n={rec.get('n')} threads={rec.get('threads')} gflops={rec.get('gflops')}")
+    linear_table(res, out)
     for name, p in PEAKS.items():
         ref, before, after = res.peak(name)
         if before is not None:
-            out(f"{p.label} ({p.detail}, {threads} threads): {before} GFLOP/s")
+            out(f"{p.label} ({p.detail}; {threads} threads): {before} GFLOP/s")
         if after is not None:
             out(f"{p.label} measured again after the runs: {after} GFLOP/s; reference peak {ref:g} GFLOP/s")
 
 
-def main_table(res, out):
-    """The speed table and the row targets; returns nothing."""
-    if not res.setups:
+def linear_table(res, out):
+    """The engines' forward products at the peak shapes (measured before the runs), side by side."""
+    recs = [r for r in res.all("linear") if r.get("when", "before") == "before"]
+    if not recs:
         return
-    many = len(res.setups) > 1
+    engines = list(dict.fromkeys(f"{r.get('engine')} {r.get('precision')}" for r in recs))
+    shapes = list(dict.fromkeys((r.get("c"), r.get("oc")) for r in recs))
+    out("")
+    out(f"Forward product out = inp W^T + b of each matmul engine, N = {recs[0].get('n')} rows, GFLOP/s "
+        "(median of 5; the best shape is the engine's peak):")
+    out("")
+    out("| C -> OC | " + " | ".join(engines) + " |")
+    out("|---|" + "---|" * len(engines))
+    for c, oc in shapes:
+        cells = []
+        for e in engines:
+            r = next((r for r in recs if f"{r.get('engine')} {r.get('precision')}" == e
+                      and (r.get("c"), r.get("oc")) == (c, oc)), None)
+            cells.append(r.get("gflops") if r else "n/a")
+        out(f"| {c} -> {oc} | " + " | ".join(cells) + " |")
+    out("")
+
+
+def accounted(rec):
+    """'state + activations (+ matmul)' MiB text and its sum."""
+    parts = [num(rec.get("state_mb")), num(rec.get("act_mb"))]
+    if "matmul_mb" in rec:
+        parts.append(num(rec.get("matmul_mb")))
+    return " + ".join(f"{x:.1f}" for x in parts), sum(parts)
+
+
+def main_table(res, out):
+    """The speed table; returns its rows [(cfg, pos, setup, rec, speed-up text or None, mfu)]."""
+    if not res.setups:
+        return []
+    many = len(res.setups) > 1 or res.setups[0] is not SETUPS[0]   # a `setup` column
+    many_base = len({s.baseline for s in res.setups}) > 1   # a "PyTorch side" column
+    ref = SETUPS[0] if SETUPS[0] in res.setups else None   # "vs OpenBLAS fp32" column
     peaks = {s.name: res.peak(s.peak)[0] for s in res.setups}
     out("")
     out("| config | pos | " + ("setup | " if many else "") + "ropelab tokens/s | fwd ms | bwd ms | opt ms | "
-        "ms/step | GFLOP/s | MFU | peak RSS MiB | accounted MiB (state + activations) | RSS / accounted | "
-        "PyTorch tokens/s | speed-up |")
-    out("|---|---|" + ("---|" if many else "") + "---|" * 12)
-    rows, warnings = [], []   # rows: (cfg, pos, setup, rec, speed-up text or None, mfu)
+        "ms/step | GFLOP/s | MFU | peak RSS MiB | accounted MiB (state + activations + matmul engine) | "
+        "RSS / accounted | " + ("PyTorch side | " if many_base else "") + "PyTorch tokens/s | speed-up |"
+        + (f" vs {ref.name} |" if many and ref else ""))
+    out("|---|---|" + ("---|" if many else "") + "---|" * 12 + ("---|" if many_base else "")
+        + ("---|" if many and ref else ""))
+    rows, warnings = [], []
     for cfg in res.configs:
         for pos in res.schemes:
-            base = res.best.get((BASELINE_KIND, cfg, pos))
             for s in res.setups:
                 rec = res.best.get((s.name, cfg, pos))
                 if rec is None:
                     continue
+                bname = BASELINES[s.baseline].name
+                base = res.best.get((bname, cfg, pos))
                 g, peak = num(rec.get("gflops")), peaks[s.name]
                 mfu = float(f"{g / peak:.3f}") if peak > 0 else math.nan
                 tok = num(rec.get("tokens_per_s"))
@@ -254,112 +362,225 @@ def main_table(res, out):
                     tcol = f"{ttok:.0f} | {speedup}x"
                     diff = [k for k in ("L", "C", "H", "V", "B", "T") if rec.get(k) != base.get(k)]
                     if diff:
-                        warnings.append(f"WARNING: {cfg} {pos}: PyTorch's model differs in "
+                        warnings.append(f"WARNING: {cfg} {pos}: {bname}'s model differs in "
                                         + ", ".join(f"{k} ({base.get(k)} vs {rec.get(k)})" for k in diff)
                                         + ": the speed-up compares different work")
                 else:
                     speedup, tcol = None, "- | -"
+                vs_ref = ""
+                if many and ref:
+                    r = tok / res.tokens(ref.name, cfg, pos)
+                    vs_ref = f" {fmt(r, '.2f')}x |" if s is not ref else " - |"
+                acc_text, acc_sum = accounted(rec)
                 rows.append((cfg, pos, s, rec, speedup, mfu))
                 out(f"| {cfg} | {pos} | " + (f"{s.name} | " if many else "")
                     + f"{tok:.0f} | {rec.get('fwd_ms')} | {rec.get('bwd_ms')} | {rec.get('opt_ms')} | "
                     f"{rec.get('ms_per_step')} | {rec.get('gflops')} | {fmt(100 * mfu, '.0f')}% | "
-                    f"{rec.get('rss_mb')} | {num(rec.get('state_mb')):.1f} + {num(rec.get('act_mb')):.1f} | "
-                    f"{rec.get('rss_ratio')} | {tcol} |")
+                    f"{rec.get('rss_mb')} | {acc_text} | {rec.get('rss_ratio')} | "
+                    + (f"{bname} | " if many_base else "") + f"{tcol} |" + vs_ref)
     for w in warnings:
         out(w)
     out("")
     sizes = []
     for cfg in res.configs:
-        rec = next((r for (who, c, _), r in res.best.items() if who != BASELINE_KIND and c == cfg), None)
+        rec = next((r for (who, c, _), r in res.best.items() if c == cfg
+                    and who in {s.name for s in res.setups}), None)
         if rec:
             sizes.append(f"{cfg}: " + " ".join(f"{k}={rec.get(k)}" for k in ("L", "C", "H", "T", "B", "V")))
     peak_text = ", ".join(dict.fromkeys(f"{PEAKS[s.peak].label} {fmt(peaks[s.name], 'g')} GFLOP/s"
                                         for s in res.setups))
-    out("; ".join(sizes) + f". threads={res.first.get('bench', {}).get('threads', '?')}, {peak_text}.")
+    out("; ".join(sizes) + f". threads={res.first.get('bench', {}).get('threads', '?')}; each setup's MFU "
+        f"against its own peak: {peak_text}.")
+    if many_base:
+        out("Speed-up: each setup against the PyTorch side of its precision (fp32 setups against PyTorch fp32, "
+            "bf16 against PyTorch under autocast bf16).")
     out("Model FLOPs per step = 3 x forward; forward = 2*B*T*(12*L*C^2 + V*C) (matmuls) "
-        "+ 2*B*L*C*T*(T+1) (causal q.k and p.v).")
-    out("State = params, grads, AdamW m and v (4 x 4 bytes per parameter); activations = gpt_activation_bytes().")
+        "+ 2*B*L*C*T*(T+1) (causal q.k and p.v); the same count for every precision.")
+    out("Accounted = state (params, grads, AdamW m and v: 4 x 4 bytes per parameter) + activations "
+        "(gpt_activation_bytes()) + the matmul engine's own memory (gpt_matmul_bytes(): weight copies "
+        "and scratch; 0 for OpenBLAS).")
+    return rows
+
+
+def memory_table(res, out):
+    """Each setup's memory per config: the run with the largest peak RSS among its best runs."""
+    if not res.setups:
+        return
     out("")
-    out("Targets (this run):")
+    out("Memory per setup (of its best runs, the one with the largest peak RSS):")
+    out("")
+    out("| config | setup | pos | peak RSS MiB | state MiB | activations MiB | matmul engine MiB "
+        "(weight copies + scratch) | RSS / accounted |")
+    out("|---|---|---|---|---|---|---|---|")
+    for cfg in res.configs:
+        for s in res.setups:
+            recs = [res.best[(s.name, cfg, pos)] for pos in res.schemes if (s.name, cfg, pos) in res.best]
+            if not recs:
+                continue
+            rec = max(recs, key=lambda r: num(r.get("rss_mb")))
+            out(f"| {cfg} | {s.name} | {rec.get('pos')} | {rec.get('rss_mb')} | {rec.get('state_mb')} | "
+                f"{rec.get('act_mb')} | {rec.get('matmul_mb', 'n/a')} | {rec.get('rss_ratio')} |")
+
+
+def torch_table(res, out):
+    """PyTorch's own rows: each mode's best run per (config, pos)."""
+    if not res.baselines:
+        return
+    out("")
+    out("PyTorch (scripts/torch_baseline.py, best run of each mode):")
+    out("")
+    out("| config | pos | PyTorch side | tokens/s | fwd ms | bwd ms | opt ms | ms/step |")
+    out("|---|---|---|---|---|---|---|---|")
+    for cfg in res.configs:
+        for pos in res.schemes:
+            for b in res.baselines:
+                rec = res.best.get((b.name, cfg, pos))
+                if rec:
+                    out(f"| {cfg} | {pos} | {b.name} | {num(rec.get('tokens_per_s')):.0f} | {rec.get('fwd_ms')} | "
+                        f"{rec.get('bwd_ms')} | {rec.get('opt_ms')} | {rec.get('ms_per_step')} |")
+
+
+def targets(res, rows, out):
+    """One row per target: the measured values (range over its rows) and the verdict;
+    then every row of every target."""
+    checks = []   # (target text, config, pos, measured text, verdict)
     mfu_configs, mfu_limit = MFU_TARGET
-    for cfg, pos, s, rec, speedup, mfu in rows:
-        who = f"{cfg} {pos}" + (f" ({s.name})" if many else "")
-        if speedup is not None:
-            out(f"  {who}: {speedup}x PyTorch's tokens/s (target >= {SPEEDUP_TARGET:g}x): "
-                f"{verdict(float(speedup), SPEEDUP_TARGET, 'min')}")
-        if cfg in mfu_configs and not math.isnan(mfu):
-            out(f"  {who}: MFU {100 * mfu:.1f}% of the {PEAKS[s.peak].label} "
-                f"(target >= {100 * mfu_limit:g}%): {verdict(mfu, mfu_limit, 'min')}")
-        out(f"  {who}: peak RSS {rec.get('rss_ratio')}x the accounting (target <= {RSS_TARGET:g}x): "
-            f"{verdict(num(rec.get('rss_ratio')), RSS_TARGET, 'max')}")
+    for s in res.setups:
+        bname = BASELINES[s.baseline].name
+        for cfg, pos, rs, rec, speedup, mfu in rows:
+            if rs is s and speedup is not None:
+                checks.append((f"{s.name} >= {s.speedup_target:g}x {bname}'s tokens/s, every config and scheme",
+                               cfg, pos, f"{speedup}x", verdict(float(speedup), s.speedup_target, "min")))
+    for name, over, limits in RATIO_TARGETS:
+        if not any(s.name == name for s in res.setups) or not any(s.name == over for s in res.setups):
+            continue
+        for cfg, limit in limits.items():
+            for pos in res.schemes:
+                r = res.tokens(name, cfg, pos) / res.tokens(over, cfg, pos)
+                if not math.isnan(r):
+                    checks.append((f"{name} >= {limit:g}x {over}'s tokens/s on {cfg}", cfg, pos, f"{r:.2f}x",
+                                   verdict(float(f"{r:.2f}"), limit, "min")))
+    for s in res.setups:
+        for cfg, pos, rs, rec, speedup, mfu in rows:
+            if rs is s and cfg in mfu_configs and not math.isnan(mfu):
+                checks.append((f"{s.name}: MFU >= {100 * mfu_limit:g}% of the {PEAKS[s.peak].label} on "
+                               + ", ".join(mfu_configs), cfg, pos, f"{100 * mfu:.1f}%",
+                               verdict(mfu, mfu_limit, "min")))
+    for s in res.setups:
+        for cfg, pos, rs, rec, speedup, mfu in rows:
+            if rs is s:
+                checks.append((f"{s.name}: peak RSS <= {RSS_TARGET:g}x the accounting", cfg, pos,
+                               f"{rec.get('rss_ratio')}x", verdict(num(rec.get("rss_ratio")), RSS_TARGET, "max")))
+    kernels = res.all("scheme_kernels")
+    for s in SETUPS:
+        for pos, limit in SCHEME_TARGETS.items():
+            for cfg in res.configs:
+                r = next((r for r in kernels if setup_of(None, r) is s and r.get("config") == cfg
+                          and r.get("pos") == pos), None)
+                if r is not None:
+                    pct = r.get("vs_learned_pct")
+                    checks.append((f"{pos} adds <= {limit:g}% of a step to learned's ({s.name}, kernel by kernel)",
+                                   cfg, pos, f"{pct}%", verdict(num(pct), limit, "max")))
+    if not checks:
+        return
+    out("")
+    out("Targets (this run; a target is met when every one of its rows is):")
+    out("")
+    out("| target | rows | measured | verdict |")
+    out("|---|---|---|---|")
+    for target in dict.fromkeys(c[0] for c in checks):
+        mine = [c for c in checks if c[0] == target]
+        by_value = sorted(mine, key=lambda c: num(c[3].rstrip("x%")))
+        lo, hi = by_value[0][3], by_value[-1][3]   # as printed in the rows
+        measured = lo if lo == hi else f"{lo} to {hi}"
+        missed = sum(c[4] != "met" for c in mine)
+        cfgs = ", ".join(dict.fromkeys(c[1] for c in mine))
+        out(f"| {target} | {len(mine)} ({cfgs}) | {measured} | "
+            + ("met" if missed == 0 else f"MISSED ({missed} of {len(mine)})") + " |")
+    out("")
+    out("Every row:")
+    out("")
+    out("| target | config | pos | measured | verdict |")
+    out("|---|---|---|---|---|")
+    for c in checks:
+        out("| " + " | ".join(c) + " |")
+
+
+def scheme_setups(res, recs):
+    """[(setup, its records)] for the setups the scheme records belong to, in SETUPS order."""
+    return [(s, [r for r in recs if setup_of(None, r) is s]) for s in SETUPS
+            if any(setup_of(None, r) is s for r in recs)]
 
 
 def scheme_tables(res, out):
     compare = res.all("scheme_compare")
     if compare:
+        groups = scheme_setups(res, compare)
+        many = len(groups) > 1 or groups[0][0] is not SETUPS[0]   # a `setup` column
         steps = res.first.get("bench", {}).get("scheme_steps") or compare[0].get("steps", "?")
         out("")
         out("Scheme overhead: all four schemes built in one process and trained in turn, one step each, in")
         out(f"rotating order, on the same batches, for {steps} rounds. Per scheme: the median of its step time")
         out("divided by learned's in the same round (drift cancels within a round), with the quartiles of that")
-        out("ratio, and its fastest step against learned's fastest (the VM's noise only ever adds time):")
+        out("ratio, and its fastest step against learned's fastest (the VM's noise only ever adds time)"
+            + (", on each setup's matmul engine:" if many else ":"))
         out("")
         configs = [c for c in res.configs if any(r.get("config") == c for r in compare)]
-        others = [r.get("pos") for r in compare if r.get("config") == configs[0] and r.get("pos") != "learned"]
-        out("| config | learned ms/step (fastest) | "
+        others = [r.get("pos") for r in groups[0][1] if r.get("config") == configs[0] and r.get("pos") != "learned"]
+        out("| config | " + ("setup | " if many else "") + "learned ms/step (fastest) | "
             + " | ".join(f"{p} vs learned: median [q1, q3]; fastest" if i == 0 else p for i, p in enumerate(others))
             + " |")
-        out("|---|---|" + "---|" * len(others))
+        out("|---|" + ("---|" if many else "") + "---|" + "---|" * len(others))
         for cfg in configs:
-            recs = {r.get("pos"): r for r in compare if r.get("config") == cfg}
+            for s, srecs in groups:
+                recs = {r.get("pos"): r for r in srecs if r.get("config") == cfg}
+                if not recs:
+                    continue
+                learned = recs.get("learned", {})
+                fast_learned = num(learned.get("fastest_ms"))
+                cells = [f"{learned.get('ms_per_step', 'n/a')} ({learned.get('fastest_ms', 'n/a')})"]
+                for p in others:
+                    r = recs.get(p)
+                    if r is None:
+                        cells.append("n/a")
+                        continue
+                    fpct = 100 * (num(r.get("fastest_ms")) / fast_learned - 1)
+                    cells.append(f"{r.get('vs_learned_pct')}% [{r.get('q1_pct')}%, {r.get('q3_pct')}%]; "
+                                 f"{fmt(fpct, '.1f')}%")
+                out(f"| {cfg} | " + (f"{s.name} | " if many else "") + " | ".join(cells) + " |")
+    kernels = res.all("scheme_kernels")
+    if not kernels:
+        return
+    groups = scheme_setups(res, kernels)
+    many = len(groups) > 1 or groups[0][0] is not SETUPS[0]
+    out("")
+    out("The same, kernel by kernel: the work each scheme adds to a step (embedding hook, L x q/k rotation,")
+    out("bias table and gradient + L x (attention with the bias - without it)), fastest of 30, on each")
+    out("model's own buffers, as a share of learned's fastest step above"
+        + (" (these kernels are fp32 on every engine;\nwhat changes with the engine is the step they are a share of):"
+           if many else ":"))
+    out("")
+    configs = [c for c in res.configs if any(r.get("config") == c for r in kernels)]
+    others = [r.get("pos") for r in groups[0][1] if r.get("config") == configs[0] and r.get("pos") != "learned"]
+    out("| config | " + ("setup | " if many else "") + "learned's fastest step ms | learned ms (share) | "
+        + " | ".join(f"{p} ms (vs learned)" if i == 0 else p for i, p in enumerate(others)) + " |")
+    out("|---|" + ("---|" if many else "") + "---|---|" + "---|" * len(others))
+    for cfg in configs:
+        for s, srecs in groups:
+            recs = {r.get("pos"): r for r in srecs if r.get("config") == cfg}
+            if not recs:
+                continue
             learned = recs.get("learned", {})
-            fast_learned = num(learned.get("fastest_ms"))
-            cells = [f"{learned.get('ms_per_step', 'n/a')} ({learned.get('fastest_ms', 'n/a')})"]
+            step, own = learned.get("learned_fastest_step_ms", "n/a"), learned.get("own_ms", "n/a")
+            cells = [step, f"{own} ({fmt(100 * num(own) / num(step), '.2f')}%)"]
             for p in others:
                 r = recs.get(p)
                 if r is None:
                     cells.append("n/a")
                     continue
-                fpct = 100 * (num(r.get("fastest_ms")) / fast_learned - 1)
-                cells.append(f"{r.get('vs_learned_pct')}% [{r.get('q1_pct')}%, {r.get('q3_pct')}%]; "
-                             f"{fmt(fpct, '.1f')}%")
-            out(f"| {cfg} | " + " | ".join(cells) + " |")
-    kernels = res.all("scheme_kernels")
-    if not kernels:
-        return
-    out("")
-    out("The same, kernel by kernel: the work each scheme adds to a step (embedding hook, L x q/k rotation,")
-    out("bias table and gradient + L x (attention with the bias - without it)), fastest of 30, on each")
-    out("model's own buffers, as a share of learned's fastest step above:")
-    out("")
-    configs = [c for c in res.configs if any(r.get("config") == c for r in kernels)]
-    others = [r.get("pos") for r in kernels if r.get("config") == configs[0] and r.get("pos") != "learned"]
-    out("| config | learned's fastest step ms | learned ms (share) | "
-        + " | ".join(f"{p} ms (vs learned)" if i == 0 else p for i, p in enumerate(others)) + " |")
-    out("|---|---|---|" + "---|" * len(others))
-    for cfg in configs:
-        recs = {r.get("pos"): r for r in kernels if r.get("config") == cfg}
-        learned = recs.get("learned", {})
-        step, own = learned.get("learned_fastest_step_ms", "n/a"), learned.get("own_ms", "n/a")
-        cells = [step, f"{own} ({fmt(100 * num(own) / num(step), '.2f')}%)"]
-        for p in others:
-            r = recs.get(p)
-            if r is None:
-                cells.append("n/a")
-                continue
-            pct = r.get("vs_learned_pct", "n/a")
-            cells.append(f"{r.get('own_ms')} ({pct if pct.startswith('-') else '+' + pct}%)")
-        out(f"| {cfg} | " + " | ".join(cells) + " |")
-    out("")
-    out("Scheme targets (the kernel-by-kernel figure; the whole-step figures above are beside it):")
-    for cfg in configs:
-        for pos, limit in SCHEME_TARGETS.items():
-            r = next((r for r in kernels if r.get("config") == cfg and r.get("pos") == pos), None)
-            if r is None:
-                continue
-            pct = r.get("vs_learned_pct")
-            out(f"  {cfg} {pos}: adds {pct}% of a step to learned's (target <= {limit:g}%): "
-                f"{verdict(num(pct), limit, 'max')}")
+                pct = r.get("vs_learned_pct", "n/a")
+                cells.append(f"{r.get('own_ms')} ({pct if pct.startswith('-') else '+' + pct}%)")
+            out(f"| {cfg} | " + (f"{s.name} | " if many else "") + " | ".join(cells) + " |")
 
 
 def rope_micro(res, out):
@@ -387,9 +608,12 @@ def rope_micro(res, out):
 def report(records, out=print):
     res = Results(records)
     header(res, out)
-    main_table(res, out)
+    rows = main_table(res, out)
+    memory_table(res, out)
+    torch_table(res, out)
     scheme_tables(res, out)
     rope_micro(res, out)
+    targets(res, rows, out)
 
 
 def main(argv=None):

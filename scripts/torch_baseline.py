@@ -3,21 +3,31 @@
 PyTorch on the CPU and reports its speed, as a baseline for ./train.
 
     scripts/torch_baseline.py --config S --pos rope --threads 2
+    scripts/torch_baseline.py --config S --pos rope --threads 2 --autocast bf16
     scripts/torch_baseline.py --n-layer 6 --d-model 256 --n-head 8 --seq-len 256 \
         --batch-size 8 --vocab-size 4096 --pos learned --tokens data/train.bin
 
 Batches are random tokens, or random windows of an llm.c token file (--tokens).
 AdamW (torch.optim.AdamW, lr 3e-4, betas 0.9/0.95), with weight decay on wte
 and the linear weight matrices only, as ./train (torch_model.decay_param_names).
+
+--autocast bf16: the forward pass and the loss run under
+torch.autocast("cpu", dtype=torch.bfloat16), PyTorch's own mixed precision
+(its autocast op lists decide which ops run in bf16: the matrix products do);
+backward follows the forward's dtypes, and the parameters, their gradients
+and the optimizer stay fp32. The comparison for ropelab's onednn bf16
+engine. Default: off (everything fp32).
+
 The last line is machine-readable, e.g.
 
-    torch pos=rope L=4 C=128 H=4 V=2048 B=32 T=128 threads=2 tokens_per_s=4012.3
+    torch pos=rope L=4 C=128 H=4 V=2048 B=32 T=128 threads=2 autocast=off tokens_per_s=4012.3
     ms_per_step=1021.0 fwd_ms=... bwd_ms=... opt_ms=... steps=10 loss_first=... loss_last=...
 
 (one line): medians over the steps after the warm-up.
 """
 
 import argparse
+import contextlib
 import os
 import statistics
 import sys
@@ -48,6 +58,8 @@ def parse_args(argv=None):
     ap.add_argument("--lr", type=float, default=3e-4)
     ap.add_argument("--weight-decay", type=float, default=0.1)
     ap.add_argument("--seed", type=int, default=1337)
+    ap.add_argument("--autocast", choices=("off", "bf16"), default="off",
+                    help="bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     args = ap.parse_args(argv)
     preset = PRESETS.get(args.config, PRESETS["S"])
     for k, v in preset.items():
@@ -98,12 +110,18 @@ def main(argv=None):
             x = torch.from_numpy(np.stack([tokens[s:s + T + 1].astype(np.int64) for s in starts]))
         return x[:, :-1], x[:, 1:]
 
+    def autocast():
+        if args.autocast == "bf16":
+            return torch.autocast("cpu", dtype=torch.bfloat16)
+        return contextlib.nullcontext()
+
     fwd, bwd, opt_t, total, losses = [], [], [], [], []
     for step in range(args.warmup + args.steps):
         inputs, targets = batch()
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
-        _, loss = model(inputs, targets)
+        with autocast():
+            _, loss = model(inputs, targets)
         t1 = time.perf_counter()
         loss.backward()
         t2 = time.perf_counter()
@@ -121,7 +139,8 @@ def main(argv=None):
     print(f"# torch {torch.__version__}, {n_params} parameters, median of {args.steps} steps "
           f"after {args.warmup} warm-up", file=sys.stderr)
     print(f"torch pos={cfg.pos} L={cfg.n_layer} C={cfg.d_model} H={cfg.n_head} V={cfg.vocab_size} "
-          f"B={B} T={T} threads={args.threads} tokens_per_s={B * T / (step_ms / 1000):.1f} "
+          f"B={B} T={T} threads={args.threads} autocast={args.autocast} "
+          f"tokens_per_s={B * T / (step_ms / 1000):.1f} "
           f"ms_per_step={step_ms:.1f} fwd_ms={ms(fwd):.1f} bwd_ms={ms(bwd):.1f} opt_ms={ms(opt_t):.1f} "
           f"steps={args.steps} loss_first={losses[0]:.4f} loss_last={losses[-1]:.4f}")
     return 0

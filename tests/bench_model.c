@@ -1,17 +1,25 @@
 // bench_model.c: training speed of the model (forward, backward, AdamW) on
-// random tokens, its FLOP utilisation against a measured sgemm peak, its
-// memory (peak RSS against the program's own accounting), and a RoPE
-// micro-benchmark. Run by scripts/bench.sh (`make bench`).
+// random tokens, on each matmul engine (gpt_set_matmul: openblas fp32,
+// onednn fp32 or bf16), its FLOP utilisation against a measured peak of that
+// engine, its memory (peak RSS against the program's own accounting), and a
+// RoPE micro-benchmark. Run by scripts/bench.sh (`make bench`).
 //
-//   build/bench_model --config S --pos rope [--steps 10] [--warmup 2] [--threads 2]
+//   build/bench_model --config S --pos rope [--matmul openblas|onednn] [--precision fp32|bf16]
+//                     [--steps 10] [--warmup 2] [--threads 2]
 //                     [--peak-gflops X] [--batch B (default: the config's)]
-//   build/bench_model --peak            sgemm peak, square 1024..2048, same threads
+//   build/bench_model --peak            sgemm peak, square 1024..2048, same threads, and
+//                                       the linear engine's forward at model-like shapes
+//   build/bench_model --peak --matmul onednn --precision fp32|bf16
+//                                       that engine's peak: its forward at the same shapes
 //   build/bench_model --rope-micro      RoPE: block-diagonal matrix vs elementwise
-//   build/bench_model --compare-schemes --config M   the four schemes' step times,
-//                                       interleaved step by step in one process, then
-//                                       the work each scheme adds, kernel by kernel
+//   build/bench_model --compare-schemes --config M [--matmul ..] [--precision ..]
+//                                       the four schemes' step times, interleaved step by
+//                                       step in one process, then the work each scheme
+//                                       adds, kernel by kernel
 //
 // One machine-readable line per measurement (key=value), read by bench.sh.
+// The matmul engine's records carry engine= (openblas, onednn) and precision=
+// (fp32, bf16), so bench_report.py can tell the setups apart.
 //
 // Model FLOPs per training step (the usual "6N" count, made exact here):
 //   forward matmuls   2 * B*T * (L * 12 C^2 + V C)        (c_attn 3C^2, attn c_proj C^2,
@@ -37,6 +45,7 @@
 #include "model/gpt_internal.h"
 #include "util_gradcheck.h"
 #include "model/layers.h"
+#include "model/linear.h"
 #include "model/pos.h"
 #include "train/adamw.h"
 
@@ -96,6 +105,60 @@ static double sgemm_peak(int reps) {
         printf("sgemm n=%d threads=%d gflops=%.1f\n", n, omp_get_max_threads(), gf);
         if (gf > best) best = gf;
         free(a); free(b); free(c);
+    }
+    return best;
+}
+
+// The peak of a matmul engine, measured as the model uses it: linear.h's
+// forward product out (N,OC) = inp (N,C) W^T + b, in the engine's default
+// weight layout (the one gpt_set_matmul uses: fp32 reads W in place, bf16
+// from packed bf16 copies, made once before the timing as after an optimizer
+// step; rounding the input to bf16 is part of every bf16 call, as in the
+// model), at N = 2048 rows and four large model-like shapes C -> OC:
+// 1024 -> 1024, 1024 -> 4096 (c_fc-like), 4096 -> 1024 (mlp.c_proj-like),
+// 2048 -> 2048. The median of `reps` calls per shape (after one untimed call
+// that creates the primitive and the copies), the best shape's, all threads.
+// Returns 0 if the engine cannot be created (message on stderr).
+static double linear_peak(MatmulBackend backend, Precision precision, int reps) {
+    static const int shapes[][2] = {{1024, 1024}, {1024, 4096}, {4096, 1024}, {2048, 2048}};
+    enum { N = 2048 };
+    double best = 0.0;
+    for (int si = 0; si < 4; si++) {
+        int C = shapes[si][0], OC = shapes[si][1];
+        float *inp = malloc((size_t)N * C * sizeof(float)), *W = malloc((size_t)OC * C * sizeof(float)),
+              *b = malloc((size_t)OC * sizeof(float)), *out = malloc((size_t)N * OC * sizeof(float));
+        char err[256];
+        LinearEngine *e = NULL;   // a weight stays registered while its engine lives: one engine per shape
+        if (!inp || !W || !b || !out || linear_engine_create(&e, backend, precision, err, sizeof err) != 0) {
+            fprintf(stderr, "bench_model: %s\n", !inp || !W || !b || !out ? "out of memory" : err);
+            free(inp); free(W); free(b); free(out);
+            return 0.0;   // e.g. bf16 on a CPU without native bf16 dot products
+        }
+        if (si == 0)
+            printf("matmul_engine engine=%s precision=%s describe=\"%s\"\n", matmul_backend_name(backend),
+                   precision_name(precision), linear_engine_describe(e));
+        for (size_t i = 0; i < (size_t)N * C; i++) inp[i] = (float)(i % 7) * 0.1f - 0.3f;
+        for (size_t i = 0; i < (size_t)OC * C; i++) W[i] = (float)(i % 5) * 0.01f - 0.02f;
+        for (int i = 0; i < OC; i++) b[i] = 0.01f * (float)(i % 3);
+        int wid = linear_engine_add_weight(e, W, OC, C, err, sizeof err);
+        double t[16];
+        int ok = wid >= 0 && linear_forward(e, wid, out, inp, b, N) == 0;   // primitive and copies made
+        for (int r = 0; ok && r < reps; r++) {
+            double t0 = now_s();
+            ok = linear_forward(e, wid, out, inp, b, N) == 0;
+            t[r] = now_s() - t0;
+        }
+        if (ok) {
+            double gf = 2.0 * N * (double)C * OC / median(t, reps) / 1e9;
+            printf("linear engine=%s precision=%s n=%d c=%d oc=%d threads=%d gflops=%.1f\n",
+                   matmul_backend_name(backend), precision_name(precision), N, C, OC, omp_get_max_threads(), gf);
+            if (gf > best) best = gf;
+        } else {
+            fprintf(stderr, "bench_model: %s %s forward %d -> %d: %s\n", matmul_backend_name(backend),
+                    precision_name(precision), C, OC, wid >= 0 ? linear_engine_error(e) : err);
+        }
+        linear_engine_free(e);
+        free(inp); free(W); free(b); free(out);
     }
     return best;
 }
@@ -182,18 +245,34 @@ static void rope_micro(int reps) {
     free(cs); free(sn); free(R); free(u); free(w); free(w2); free(e);
 }
 
-static int run_model(const BenchConfig *bc, PosKind pos, int steps, int warmup, double peak) {
+// The names of an engine as records print them (engine=openblas precision=fp32).
+static const char *matmul_name(GPTMatmul m) { return m == GPT_MATMUL_ONEDNN ? "onednn" : "openblas"; }
+static const char *precision_label(GPTPrecision p) { return p == GPT_BF16 ? "bf16" : "fp32"; }
+
+// A model of config bc on matmul engine (mm, prec), activations sized for
+// (B, T); NULL with a message on stderr if it cannot be made.
+static GPT *bench_gpt(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecision prec) {
     GPTConfig cfg = {.n_layer = bc->L, .n_head = bc->H, .d_model = bc->C, .vocab_size = bc->V,
                      .block_size = bc->T, .pos = pos};
     gpt_config_defaults(&cfg);
     cfg.pos = pos;
     char err[256];
-    GPT *model;
+    GPT *model = NULL;
     if (gpt_create(&model, &cfg, 1337, err, sizeof err) != 0 ||
+        gpt_set_matmul(model, mm, prec, err, sizeof err) != 0 ||
         gpt_alloc_activations(model, bc->B, bc->T, err, sizeof err) != 0) {
         fprintf(stderr, "bench_model: %s\n", err);
-        return 1;
+        gpt_free(model);
+        return NULL;
     }
+    return model;
+}
+
+static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecision prec, int steps, int warmup,
+                     double peak) {
+    GPT *model = bench_gpt(bc, pos, mm, prec);
+    if (!model) return 1;
+    printf("# matmul %s\n", gpt_matmul_describe(model));
     size_t n_params = gpt_num_params(model);
     AdamWConfig acfg = {0.9f, 0.95f, 1e-8f, 0.1f};
     AdamW opt;
@@ -225,6 +304,7 @@ static int run_model(const BenchConfig *bc, PosKind pos, int steps, int warmup, 
         double norm = grad_global_norm(g, n_params);   // as ./train does: norm, clip, update
         grad_clip(g, n_params, norm, 1.0f);
         adamw_step(&opt, gpt_params(model), g, entries, n_entries, 3e-4f, s + 1);
+        gpt_params_changed(model);   // as ./train: bf16 weight copies re-made at the next forward (timed there)
         double t3 = now_s();
         if (s == 0) loss_first = loss;
         loss_last = loss;
@@ -237,16 +317,18 @@ static int run_model(const BenchConfig *bc, PosKind pos, int steps, int warmup, 
     double step = median(tot, steps);
     double acct_state = 4.0 * 4.0 * n_params / (1024.0 * 1024.0);   // params, grads, m, v
     double acct_act = gpt_activation_bytes(model) / (1024.0 * 1024.0);
+    // the engine's own: weight copies (bf16: two per weight) and scratch (inputs in bf16, oneDNN's scratchpad)
+    double acct_matmul = gpt_matmul_bytes(model) / (1024.0 * 1024.0);
     double gflops = model_flops_per_step(bc) / step / 1e9;
-    printf("ropelab config=%s pos=%s L=%d C=%d H=%d V=%d B=%d T=%d threads=%d params=%zu "
-           "tokens_per_s=%.1f ms_per_step=%.2f fwd_ms=%.2f bwd_ms=%.2f opt_ms=%.2f "
-           "gflops=%.1f peak_gflops=%.1f mfu=%.3f rss_mb=%.1f state_mb=%.1f act_mb=%.1f "
+    printf("ropelab config=%s pos=%s engine=%s precision=%s L=%d C=%d H=%d V=%d B=%d T=%d threads=%d "
+           "params=%zu tokens_per_s=%.1f ms_per_step=%.2f fwd_ms=%.2f bwd_ms=%.2f opt_ms=%.2f "
+           "gflops=%.1f peak_gflops=%.1f mfu=%.3f rss_mb=%.1f state_mb=%.1f act_mb=%.1f matmul_mb=%.1f "
            "rss_ratio=%.2f steps=%d loss_first=%.4f loss_last=%.4f\n",
-           bc->name, pos_kind_name(pos), bc->L, bc->C, bc->H, bc->V, bc->B, bc->T,
-           omp_get_max_threads(), n_params, BT / step, step * 1e3, median(fwd, steps) * 1e3,
+           bc->name, pos_kind_name(pos), matmul_name(mm), precision_label(prec), bc->L, bc->C, bc->H, bc->V,
+           bc->B, bc->T, omp_get_max_threads(), n_params, BT / step, step * 1e3, median(fwd, steps) * 1e3,
            median(bwd, steps) * 1e3, median(upd, steps) * 1e3, gflops, peak,
-           peak > 0 ? gflops / peak : 0.0, rss, acct_state, acct_act,
-           rss / (acct_state + acct_act), steps, loss_first, loss_last);
+           peak > 0 ? gflops / peak : 0.0, rss, acct_state, acct_act, acct_matmul,
+           rss / (acct_state + acct_act + acct_matmul), steps, loss_first, loss_last);
     free(fwd); free(bwd); free(upd); free(tot); free(tok); free(inp); free(tgt);
     adamw_free(&opt);
     gpt_free(model);
@@ -316,21 +398,16 @@ static double scheme_own_ms(GPT *m, int B, int T, int reps) {
     return (best_pos + att_extra) * 1e3;
 }
 
-static int compare_schemes(const BenchConfig *bc, int steps, int warmup) {
+static int compare_schemes(const BenchConfig *bc, GPTMatmul mm, GPTPrecision prec, int steps, int warmup) {
     static const PosKind kinds[] = {POS_LEARNED, POS_ROPE, POS_SINUSOIDAL, POS_T5};
     enum { K = 4 };
     SchemeRun run[K];
     AdamWConfig acfg = {0.9f, 0.95f, 1e-8f, 0.1f};
-    char err[256];
     for (int k = 0; k < K; k++) {
-        GPTConfig cfg = {.n_layer = bc->L, .n_head = bc->H, .d_model = bc->C, .vocab_size = bc->V,
-                         .block_size = bc->T};
-        gpt_config_defaults(&cfg);
-        cfg.pos = kinds[k];
-        if (gpt_create(&run[k].model, &cfg, 1337, err, sizeof err) != 0 ||
-            gpt_alloc_activations(run[k].model, bc->B, bc->T, err, sizeof err) != 0 ||
-            adamw_init(&run[k].opt, &acfg, gpt_num_params(run[k].model)) != 0) {
-            fprintf(stderr, "bench_model: %s\n", err);
+        run[k].model = bench_gpt(bc, kinds[k], mm, prec);
+        if (!run[k].model) return 1;
+        if (adamw_init(&run[k].opt, &acfg, gpt_num_params(run[k].model)) != 0) {
+            fprintf(stderr, "bench_model: out of memory\n");
             return 1;
         }
         run[k].n_entries = gpt_param_entries(run[k].model, &run[k].entries);
@@ -353,6 +430,7 @@ static int compare_schemes(const BenchConfig *bc, int steps, int warmup) {
             float *g = gpt_grads(r->model);
             grad_clip(g, n, grad_global_norm(g, n), 1.0f);
             adamw_step(&r->opt, gpt_params(r->model), g, r->entries, r->n_entries, 3e-4f, s + 1);
+            gpt_params_changed(r->model);
             if (s >= warmup) t[s - warmup][k] = now_s() - t0;
         }
     }
@@ -364,8 +442,9 @@ static int compare_schemes(const BenchConfig *bc, int steps, int warmup) {
         for (int s = 0; s < steps; s++) { col[s] = t[s][k]; ratio[s] = t[s][k] / t[s][0]; }
         double med = median(col, steps), r_med = median(ratio, steps);   // both sort their input
         fastest[k] = col[0];
-        printf("scheme_compare config=%s pos=%s ms_per_step=%.2f vs_learned_pct=%.1f q1_pct=%.1f q3_pct=%.1f "
-               "fastest_ms=%.2f steps=%d\n", bc->name, pos_kind_name(kinds[k]), med * 1e3, 100.0 * (r_med - 1.0),
+        printf("scheme_compare config=%s pos=%s engine=%s precision=%s ms_per_step=%.2f vs_learned_pct=%.1f "
+               "q1_pct=%.1f q3_pct=%.1f fastest_ms=%.2f steps=%d\n", bc->name, pos_kind_name(kinds[k]),
+               matmul_name(mm), precision_label(prec), med * 1e3, 100.0 * (r_med - 1.0),
                100.0 * (ratio[steps / 4] - 1.0), 100.0 * (ratio[(3 * steps) / 4] - 1.0), fastest[k] * 1e3, steps);
     }
     // The same question kernel by kernel (see scheme_own_ms), against
@@ -373,8 +452,9 @@ static int compare_schemes(const BenchConfig *bc, int steps, int warmup) {
     double own_learned = scheme_own_ms(run[0].model, bc->B, bc->T, 30);
     for (int k = 0; k < K; k++) {
         double own = k == 0 ? own_learned : scheme_own_ms(run[k].model, bc->B, bc->T, 30);
-        printf("scheme_kernels config=%s pos=%s own_ms=%.3f learned_own_ms=%.3f learned_fastest_step_ms=%.2f "
-               "vs_learned_pct=%.2f\n", bc->name, pos_kind_name(kinds[k]), own, own_learned, fastest[0] * 1e3,
+        printf("scheme_kernels config=%s pos=%s engine=%s precision=%s own_ms=%.3f learned_own_ms=%.3f "
+               "learned_fastest_step_ms=%.2f vs_learned_pct=%.2f\n", bc->name, pos_kind_name(kinds[k]),
+               matmul_name(mm), precision_label(prec), own, own_learned, fastest[0] * 1e3,
                100.0 * (own - own_learned) / (fastest[0] * 1e3));
     }
     for (int k = 0; k < K; k++) { adamw_free(&run[k].opt); gpt_free(run[k].model); }
@@ -384,15 +464,18 @@ static int compare_schemes(const BenchConfig *bc, int steps, int warmup) {
 
 static void usage(void) {
     fprintf(stderr, "usage: bench_model --config S|M [--pos rope] [--steps 10] [--warmup 2] "
-                    "[--threads N] [--peak-gflops X] [--batch B]\n"
-                    "       bench_model --compare-schemes --config S|M [--steps N] [--threads N]\n"
-                    "       bench_model --peak [--threads N]\n"
-                    "       bench_model --rope-micro [--threads N]\n");
+                    "[--threads N] [--peak-gflops X] [--batch B] [ENGINE]\n"
+                    "       bench_model --compare-schemes --config S|M [--steps N] [--threads N] [ENGINE]\n"
+                    "       bench_model --peak [--threads N] [ENGINE]\n"
+                    "       bench_model --rope-micro [--threads N]\n"
+                    "ENGINE: --matmul openblas|onednn --precision fp32|bf16 (default openblas fp32;\n"
+                    "        bf16 needs onednn)\n");
 }
 
 int main(int argc, char **argv) {
     blas_use_native_kernels(argv);
     const char *config = NULL, *pos_name = "rope";
+    const char *matmul_arg = "openblas", *precision_arg = "fp32";
     int steps = 10, warmup = 2, threads = 0, do_peak = 0, do_rope = 0, batch = 0, do_compare = 0;
     double peak = 0.0;
     for (int i = 1; i < argc; i++) {
@@ -407,13 +490,33 @@ int main(int argc, char **argv) {
         else if (v && !strcmp(a, "--threads")) { threads = atoi(v); i++; }
         else if (v && !strcmp(a, "--peak-gflops")) { peak = atof(v); i++; }
         else if (v && !strcmp(a, "--batch")) { batch = atoi(v); i++; }
+        else if (v && !strcmp(a, "--matmul")) { matmul_arg = v; i++; }
+        else if (v && !strcmp(a, "--precision")) { precision_arg = v; i++; }
         else { usage(); return 2; }
+    }
+    GPTMatmul mm = !strcmp(matmul_arg, "onednn") ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;
+    GPTPrecision prec = !strcmp(precision_arg, "bf16") ? GPT_BF16 : GPT_FP32;
+    if ((strcmp(matmul_arg, "onednn") && strcmp(matmul_arg, "openblas")) ||
+        (strcmp(precision_arg, "bf16") && strcmp(precision_arg, "fp32")) ||
+        (mm == GPT_MATMUL_OPENBLAS && prec == GPT_BF16)) {
+        usage();
+        return 2;
     }
     threads_set(threads);
     const char *core = openblas_get_corename();
     printf("# openblas core=%s config=%s threads=%d\n", core ? core : "?", openblas_get_config(),
            omp_get_max_threads());
-    if (do_peak) { printf("sgemm_peak gflops=%.1f\n", sgemm_peak(5)); return 0; }
+    if (do_peak) {
+        // OpenBLAS: the square sgemm peak is its reference; its linear forward at the
+        // oneDNN shapes is printed beside it, so the engines can be compared shape for shape.
+        MatmulBackend backend = mm == GPT_MATMUL_ONEDNN ? MATMUL_ONEDNN : MATMUL_OPENBLAS;
+        Precision p = prec == GPT_BF16 ? PRECISION_BF16 : PRECISION_FP32;
+        if (mm == GPT_MATMUL_OPENBLAS) printf("sgemm_peak gflops=%.1f\n", sgemm_peak(5));
+        double lp = linear_peak(backend, p, 5);
+        if (lp <= 0) return 1;
+        printf("linear_peak engine=%s precision=%s n=2048 gflops=%.1f\n", matmul_name(mm), precision_label(prec), lp);
+        return 0;
+    }
     if (do_rope) { rope_micro(9); return 0; }
     const BenchConfig *bc = NULL;
     for (size_t i = 0; config && i < sizeof CONFIGS / sizeof CONFIGS[0]; i++)
@@ -423,8 +526,8 @@ int main(int argc, char **argv) {
         usage();
         return 2;
     }
-    if (do_compare) return compare_schemes(bc, steps, warmup);
+    if (do_compare) return compare_schemes(bc, mm, prec, steps, warmup);
     BenchConfig custom = *bc;
     if (batch > 0) custom.B = batch;   // smaller batches for profiling under valgrind
-    return run_model(&custom, pos, steps, warmup, peak);
+    return run_model(&custom, pos, mm, prec, steps, warmup, peak);
 }

@@ -9,7 +9,8 @@
 #      check, corrupted ones and deliberately wrong models fail (exit 1), bad
 #      files give exit 2 with one line;
 #   3. torch_baseline.py runs two steps of a tiny model and prints its line,
-#      then two on windows of a tiny token file (the shared read_tokens).
+#      then two under --autocast bf16 (the bf16 baseline of make bench), then
+#      two on windows of a tiny token file (the shared read_tokens).
 # Optional: a debug-state file as $1 (e.g. from ./train --debug-state) is
 # checked too. PYTHON defaults to /usr/bin/python3 (Debian's python3-torch).
 set -u
@@ -25,6 +26,11 @@ line=$("$PY" scripts/torch_baseline.py --n-layer 1 --d-model 32 --n-head 4 --seq
         --batch-size 2 --vocab-size 64 --pos t5 --threads 1 --steps 2 --warmup 1 2>/dev/null)
 echo "$line"
 echo "$line" | grep -Eq '^torch pos=t5 .* tokens_per_s=[0-9.]+ ms_per_step=[0-9.]+ ' || { echo "baseline line malformed"; fail=1; }
+line=$("$PY" scripts/torch_baseline.py --n-layer 1 --d-model 32 --n-head 4 --seq-len 16 \
+        --batch-size 2 --vocab-size 64 --pos rope --threads 1 --steps 2 --warmup 1 --autocast bf16 2>/dev/null)
+echo "$line"
+echo "$line" | grep -Eq '^torch pos=rope .* autocast=bf16 tokens_per_s=[0-9.]+ .* loss_last=[0-9.]+$' \
+    || { echo "baseline under autocast bf16 failed"; fail=1; }
 tmp=$(mktemp -d)
 "$PY" -c 'import numpy as np, sys
 h = np.zeros(256, "<i4"); h[:3] = (20240520, 1, 200)

@@ -60,6 +60,12 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, 
 
 const char *gpt_matmul_describe(const GPT *m) { return linear_engine_describe(m->linear); }
 
+size_t gpt_matmul_bytes(const GPT *m) {
+    LinearEngineStats s;
+    linear_engine_stats(m->linear, &s);
+    return s.weight_copy_bytes + s.scratch_bytes;
+}
+
 int gpt_reconfigure(GPT *m, const GPTConfig *cfg, char *err, size_t errlen) {
     GPTConfig c = *cfg;
     const char *key;

@@ -139,6 +139,11 @@ const char *gpt_matmul_describe(const GPT *model);
 // The parameters changed (an optimizer step, a load): engines that keep
 // copies of the weights (bf16) re-make them once, at their next use.
 void gpt_params_changed(GPT *model);
+// Memory the matmul engine holds besides parameters and activations: weight
+// copies (bf16, or packed fp32) and scratch (inputs rounded to bf16, oneDNN's
+// scratchpad), in bytes; 0 for openblas. Allocated at first use, so it is
+// complete after one forward and backward.
+size_t gpt_matmul_bytes(const GPT *model);
 
 // Sizes the activation buffers for batches of (B, T). T may exceed block_size
 // (length extrapolation) for every scheme except learned, which fails.
