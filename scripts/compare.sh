@@ -18,6 +18,7 @@
 #                 --jobs 1 runs one at a time on the config's threads.
 #   --config FILE --out DIR   a custom comparison (variants rope learned sinusoidal t5)
 #   --variants "..."          replaces the setup's list
+#   --train-flags "..."       added to every run (e.g. "--precision=bf16": the bf16 replication)
 # A variant is a scheme, or sinusoidal-scaleS (sinusoidal with sinusoidal_scale=S).
 #
 # Every run is identical but for its variant: same config, same seed -> same
@@ -29,7 +30,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-setup=default; seeds=3; jobs=$(nproc); config=""; out=""; variants=""
+setup=default; seeds=3; jobs=$(nproc); config=""; out=""; variants=""; train_flags=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --setup) setup=$2; shift ;;
@@ -45,7 +46,9 @@ while [ $# -gt 0 ]; do
     --out=*) out=${1#*=} ;;
     --variants) variants=$2; shift ;;
     --variants=*) variants=${1#*=} ;;
-    -h|--help) sed -n '2,28p' "$0"; exit 0 ;;
+    --train-flags) train_flags=$2; shift ;;
+    --train-flags=*) train_flags=${1#*=} ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -112,8 +115,8 @@ run_one() {
     ./train --resume "$dir" "${extra[@]}"
   else
     rm -rf "$dir"
-    # shellcheck disable=SC2046
-    ./train $(variant_flags "$variant") --seed="$seed" --out_dir="$dir" "${extra[@]}" "$config"
+    # shellcheck disable=SC2046,SC2086
+    ./train $(variant_flags "$variant") $train_flags --seed="$seed" --out_dir="$dir" "${extra[@]}" "$config"
   fi && touch "$dir/done"
 }
 
