@@ -21,6 +21,7 @@ import json
 import math
 import os
 import struct
+import tempfile
 from dataclasses import dataclass, fields
 
 import numpy as np
@@ -94,6 +95,11 @@ class GPTConfig:
                              + (" (head_dim is odd: set rope_dims)" if self.head_dim % 2 else ""))
         if self.pos == "rope" and self.rope_scaling not in ROPE_SCALINGS:
             raise ValueError(f"rope_scaling '{self.rope_scaling}' is not one of {', '.join(ROPE_SCALINGS)}")
+        if self.pos == "rope" and self.rope_scaling == "ntk" and self.rope_dims <= 2:
+            raise ValueError("rope_scaling=ntk needs rope_dims > 2 (base' = base s^(R/(R-2)))")
+        if self.pos == "rope" and self.rope_scaling == "yarn" and not self.rope_yarn_beta_fast > self.rope_yarn_beta_slow:
+            raise ValueError(f"rope_yarn_beta_fast ({self.rope_yarn_beta_fast}) must be larger than "
+                             f"rope_yarn_beta_slow ({self.rope_yarn_beta_slow})")
         if self.pos == "t5" and (self.t5_num_buckets < 2 or self.t5_max_distance <= self.t5_num_buckets // 2):
             raise ValueError(f"t5_num_buckets ({self.t5_num_buckets}) must be >= 2 and "
                              f"t5_max_distance ({self.t5_max_distance}) > t5_num_buckets/2")
@@ -558,7 +564,7 @@ def load_safetensors(path):
 
 def save_safetensors(path, tensors, metadata=None):
     """Writes tensors (dict name -> torch tensor or numpy array) and string
-    metadata as safetensors, atomically (PATH.tmp, fsync, rename)."""
+    metadata as safetensors, atomically (a unique PATH.tmp.XXXXXX, fsync, rename)."""
     header, chunks, offset = {}, [], 0
     if metadata:
         header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
@@ -574,8 +580,8 @@ def save_safetensors(path, tensors, metadata=None):
         offset += len(raw)
     hjson = json.dumps(header, separators=(",", ":")).encode("utf-8")
     hjson += b" " * (-len(hjson) % 8)          # pad so the data starts 8-byte aligned
-    tmp = path + ".tmp"
-    with open(tmp, "wb") as f:
+    fd, tmp = tempfile.mkstemp(prefix=os.path.basename(path) + ".tmp.", dir=os.path.dirname(path) or ".")
+    with os.fdopen(fd, "wb") as f:
         f.write(struct.pack("<Q", len(hjson)))
         f.write(hjson)
         for c in chunks:

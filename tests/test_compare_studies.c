@@ -147,10 +147,48 @@ static void test_long_context_quick_study(void **state) {
     }
 }
 
+// ./train --init-from: a differing architecture key is refused naming it
+// (exit 2), learned's block_size cannot change, a bad file leaves an old run
+// untouched even with --overwrite, and the weights really are the file's
+// (a debug state from them holds them).
+static void test_init_from(void **state) {
+    char cmd[1024], base[256], args[700];
+    snprintf(base, sizeof base, "%s/cmp/rope-s1/model.safetensors", dir);
+    if (access(base, R_OK) != 0) {   // the quick study's comparison is not there when run alone
+        assert_int_equal(sh("./train %s/quick.ini --quiet --pos=rope --out_dir=%s/cmp/rope-s1", dir, dir), 0);
+    }
+    snprintf(args, sizeof args, "%s/quick.ini --quiet --steps=4 --init-from=%s", dir, base);
+    snprintf(cmd, sizeof cmd, "./train %s --pos=rope --n_layer=2 --out_dir=%s/if1 2>&1 | grep -q "
+             "'n_layer is 1 in the file but 2 in this run'", args, dir);
+    assert_int_equal(sh("%s", cmd), 0);
+    assert_int_equal(sh("./train %s --pos=rope --n_layer=2 --out_dir=%s/if1 2>/dev/null", args, dir), 2);
+    assert_int_equal(sh("./train %s --pos=t5 --out_dir=%s/if2 2>&1 | grep -q 'pos is rope in the file but t5'",
+                        args, dir), 0);
+    // a longer context with a scaling is what --init-from is for
+    assert_int_equal(sh("./train %s --pos=rope --block_size=64 --rope_scaling=yarn --rope_scaling_factor=4 "
+                        "--rope_original_length=16 --out_dir=%s/if3", args, dir), 0);
+    // learned: wpe has block_size rows
+    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=learned --steps=2 --out_dir=%s/lrn", dir, dir), 0);
+    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=learned --block_size=32 --steps=2 --out_dir=%s/if4 "
+                        "--init-from=%s/lrn/model.safetensors 2>&1 | grep -q 'one learned row per position'",
+                        dir, dir, dir), 0);
+    // --overwrite with a bad file: the old run's checkpoint stays
+    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=rope --steps=4 --out_dir=%s/old", dir, dir), 0);
+    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=rope --overwrite --init-from=%s/nope.safetensors "
+                        "--out_dir=%s/old 2>/dev/null", dir, dir, dir), 1);
+    assert_int_equal(sh("test -f %s/old/checkpoint.safetensors", dir), 0);
+    // the debug state of a run started from the file holds the file's weights
+    assert_int_equal(sh("./train %s --pos=rope --debug-state %s/ifds.safetensors", args, dir), 0);
+    assert_int_equal(sh("/usr/bin/python3 -c \"import sys; sys.path.insert(0, 'scripts'); import torch_model as tm; "
+                        "a, _ = tm.load_safetensors('%s'); b, _ = tm.load_safetensors('%s/ifds.safetensors'); "
+                        "sys.exit(0 if all(bool((a[n] == b[n]).all()) for n in a) else 1)\"", base, dir), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fair_sinusoidal_learns_like_none),
         cmocka_unit_test(test_long_context_quick_study),
+        cmocka_unit_test(test_init_from),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

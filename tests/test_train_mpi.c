@@ -530,6 +530,26 @@ static void test_weights_drift_is_caught(void **state) {
     assert_int_equal(last_logged_step(run_dir), 19);     // the step of the failed check is not logged
 }
 
+// --init-from under np=2: rank 0 reads the file and every rank starts from
+// its weights (the run ends, and its first validation loss is the file's own
+// model's on the same windows, which a seed-initialised model would not give).
+static void test_np2_init_from(void **state) {
+    char base[512], run_dir[512];
+    snprintf(base, sizeof base, "%s/if-base", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/if-np2", dir);
+    int rc = run("./train configs/tiny.ini %s --threads=1 --steps=10 --out_dir=%s --quiet", data_args, base);
+    if (rc != 0) fail_msg("base: exit %d: %s", rc, out);
+    rc = run(MPIRUN " -np 2 ./train configs/tiny.ini %s --threads=1 --steps=2 --seed=9 --init-from=%s/model.safetensors "
+             "--out_dir=%s --quiet", data_args, base, run_dir);
+    if (rc != 0) fail_msg("np=2 --init-from: exit %d: %s", rc, out);
+    static char a[100][160], b[100][160];
+    int na = read_log(base, a, 100), nb = read_log(run_dir, b, 100);
+    assert_true(na == 11 && nb == 3);
+    // row 0 of the new run: the validation loss of the base's final weights (its last row)
+    const char *va = strchr(strchr(a[na - 1], ',') + 1, ',') + 1, *vb = strchr(strchr(b[0], ',') + 1, ',') + 1;
+    assert_float_equal(atof(va), atof(vb), 1e-6 * atof(va));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_np1_under_mpirun_is_a_plain_run),
@@ -538,6 +558,7 @@ int main(void) {
         cmocka_unit_test(test_kill9_of_one_rank_ends_the_job),
         cmocka_unit_test(test_rank0_errors_stop_every_rank),
         cmocka_unit_test(test_weights_drift_is_caught),
+        cmocka_unit_test(test_np2_init_from),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

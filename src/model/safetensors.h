@@ -27,7 +27,7 @@ typedef struct StTensorOut { // a tensor to write
 
 typedef struct { const char *key, *value; } StMeta;
 
-// Writes the file atomically: PATH.tmp, fsync, rename over PATH, fsync of the
+// Writes the file atomically: a unique PATH.tmp.XXXXXX, fsync, rename over PATH, fsync of the
 // directory. On any failure PATH is untouched and the temporary is removed.
 int st_write(const char *path, const StTensorOut *tensors, int n_tensors,
              const StMeta *meta, int n_meta, char *err, size_t errlen);

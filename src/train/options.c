@@ -588,7 +588,7 @@ static void key_doc(int k, const char **def, char *range, size_t n, char *help, 
 
 void options_print_help(FILE *f) {
     fprintf(f,
-        "usage: ./train [CONFIG.ini] [--key=value ...] [--overwrite] [--quiet]\n"
+        "usage: ./train [CONFIG.ini] [--key=value ...] [--overwrite] [--quiet] [--init-from FILE]\n"
         "       ./train --resume RUN_DIR [--key=value ...]\n"
         "       ./train [CONFIG.ini] [--key=value ...] --debug-state FILE\n"
         "\n"
@@ -617,7 +617,7 @@ void options_print_help(FILE *f) {
             const char *def;
             char range[96], help[512];
             key_doc(k, &def, range, sizeof range, help, sizeof help);
-            fprintf(f, "  %-16s %-6s (%s)%s\n      %s\n", key_name(k), type_name(k), def[0] ? def : "\"\"",
+            fprintf(f, "  %-20s %-6s (%s)%s\n      %s\n", key_name(k), type_name(k), def[0] ? def : "\"\"",
                     range, help);
         }
     }

@@ -21,8 +21,9 @@ static int parse_args_on_rank0(int argc, char **argv, TrainOptions *opt, TrainAr
         rc = TRAIN_ECONFIG;
     }
     if (dist_size() == 1 || (rc = dist_agree(rc)) != TRAIN_OK) return rc;
-    struct { int help, quiet, overwrite, resume, debug_state; } flags = {
-        args->help, args->quiet, args->overwrite, args->resume_dir != NULL, args->debug_state != NULL};
+    struct { int help, quiet, overwrite, resume, debug_state, init_from; } flags = {
+        args->help, args->quiet, args->overwrite, args->resume_dir != NULL, args->debug_state != NULL,
+        args->init_from != NULL};
     dist_bcast(&flags, sizeof flags);
     dist_bcast(opt, sizeof *opt);   // plain data: numbers and fixed-size strings
     if (dist_rank() != 0) {
@@ -32,6 +33,7 @@ static int parse_args_on_rank0(int argc, char **argv, TrainOptions *opt, TrainAr
         args->overwrite = flags.overwrite;
         args->resume_dir = flags.resume ? opt->out_dir : NULL;
         args->debug_state = flags.debug_state ? "(written by rank 0)" : NULL;
+        args->init_from = flags.init_from ? "(read by rank 0)" : NULL;
     }
     return TRAIN_OK;
 }

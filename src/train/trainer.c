@@ -159,6 +159,33 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     return TRAIN_OK;
 }
 
+// --init-from FILE: the trained weights replace the seed's (the model keys
+// must be FILE's but for the length keys), read by rank 0 and given to every
+// rank; AdamW starts from zero. Before anything is written: a bad FILE
+// leaves the run directory as it was. Returns an exit status on rank 0, 0 elsewhere.
+static int read_init_weights(Trainer *t) {
+    if (!t->args->init_from || t->rank != 0) return TRAIN_OK;
+    char err[1024];
+    StFile *f;
+    if (st_open(&f, t->args->init_from, err, sizeof err) != 0) {
+        fprintf(stderr, "--init-from: %s\n", err);
+        return TRAIN_EIO;
+    }
+    int rc = gpt_read_params(t->model, f, 1, err, sizeof err);
+    st_close(f);
+    if (rc != 0) {
+        fprintf(stderr, "--init-from: %s\n", err);
+        return TRAIN_ECONFIG;
+    }
+    return TRAIN_OK;
+}
+
+static void share_init_weights(Trainer *t) {
+    if (!t->args->init_from || t->world == 1) return;
+    dist_bcast(gpt_params(t->model), gpt_num_params(t->model) * sizeof(float));
+    gpt_params_changed(t->model);
+}
+
 // --debug-state: one forward and backward on the first training batch (grad_accum 1).
 // N processes: each runs its B of the first N*B windows with loss scale 1/N;
 // the gradients and losses are summed and the inputs gathered, so rank 0
@@ -319,19 +346,6 @@ static int setup_run_dir(Trainer *t) {
         }
         t->state.step = 0;
         t->state.elapsed_s = 0;
-        if (t->args->init_from) {   // the trained weights replace the seed's; AdamW starts from zero
-            StFile *f;
-            if (st_open(&f, t->args->init_from, err, sizeof err) != 0) {
-                fprintf(stderr, "--init-from: %s\n", err);
-                return TRAIN_EIO;
-            }
-            rc = gpt_read_params(t->model, f, 1, err, sizeof err);
-            st_close(f);
-            if (rc != 0) {
-                fprintf(stderr, "--init-from: %s\n", err);
-                return TRAIN_ECONFIG;
-            }
-        }
     }
     // config.ini is (re)written on resume too: [optim]/[run] overrides such as
     // --steps stick for the next resume.
@@ -350,9 +364,7 @@ static void share_run_state(Trainer *t) {
     if (t->world == 1) return;
     size_t n = gpt_num_params(t->model);
     dist_bcast(&t->state, sizeof t->state);
-    // A new run: every rank has built the same initial weights from the seed
-    // (unless rank 0 read other weights with --init-from).
-    if (t->state.step == 0 && !t->args->init_from) return;
+    if (t->state.step == 0) return;   // a new run: every rank has the same initial weights (init_weights)
     dist_bcast(gpt_params(t->model), n * sizeof(float));
     dist_bcast(t->adamw.m, n * sizeof(float));
     dist_bcast(t->adamw.v, n * sizeof(float));
@@ -621,6 +633,8 @@ int train_run(const TrainOptions *opt, const TrainArgs *args) {
     // Errors one rank sees (a missing file on its machine, a run directory in
     // use) are agreed before the next collective call: every rank stops.
     int rc = dist_agree(setup_model_and_data(&t, args->debug_state == NULL));
+    if (rc == TRAIN_OK) rc = dist_agree(read_init_weights(&t));
+    if (rc == TRAIN_OK) share_init_weights(&t);
     if (rc == TRAIN_OK && args->debug_state) rc = run_debug_state(&t);
     else if (rc == TRAIN_OK) {
         rc = dist_agree(setup_run_dir(&t));

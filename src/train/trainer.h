@@ -6,8 +6,10 @@
 //   2   a bad configuration (reported before any work starts)
 //   3   the loss, validation loss or gradient norm became NaN or Inf; the last
 //       checkpoint on disk is the last good one
-//   130 / 143  stopped by SIGINT / SIGTERM after saving a checkpoint at the end
-//       of the current step (continue with --resume RUN_DIR)
+//   4   several processes (mpirun): the ranks' weights differ (dist.h)
+//   130 / 143 / 138  stopped by SIGINT / SIGTERM / SIGUSR1 (mpirun's clean stop)
+//       after saving a checkpoint at the end of the current step (continue with
+//       --resume RUN_DIR)
 #ifndef ROPELAB_TRAIN_TRAINER_H
 #define ROPELAB_TRAIN_TRAINER_H
 
