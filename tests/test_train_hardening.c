@@ -37,6 +37,7 @@
 
 #include "common/rng.h"
 #include "model/safetensors.h"
+#include "util_run.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
@@ -49,43 +50,9 @@
 #define UNDER_ASAN 0
 #endif
 
-static char dir[256];        // temporary directory of this test run
-static char data_args[1024]; // --tokenizer=... --train_file=... --val_file=...
-static char out[1 << 16];    // output (stdout and stderr) of the last command
-
 // The reference run: t5 (its shared bias table makes a resume's exactness
 // depend on every tensor), 40 steps, evaluations and saves every 10.
 #define RUN_ARGS "configs/tiny.ini %s --threads=1 --pos=t5 --steps=40 --eval_every=10 --save_every=10"
-
-static void write_corpus(const char *path) {
-    static const char *subj[] = {"the king", "the people", "his son", "the lord", "a man", "the servant"};
-    static const char *verb[] = {"went", "came", "spake", "looked", "fled"};
-    static const char *obj[] = {"unto the city", "into the house", "over the river", "before the gate"};
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    Rng r;
-    rng_seed(&r, 42);
-    for (int i = 0; i < 6000; i++)
-        fprintf(f, "%d %s %s %s.\n", i % 10, subj[rng_below(&r, 6)], verb[rng_below(&r, 5)], obj[rng_below(&r, 4)]);
-    fclose(f);
-}
-
-// Runs a shell command, captures stdout and stderr in out, returns the exit status.
-static int run(const char *fmt, ...) {
-    static char cmd[16384], full[16500];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    assert_true(n > 0 && (size_t)n < sizeof cmd);
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    size_t got = fread(out, 1, sizeof out - 1, p);
-    out[got] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 // The output of the last command is exactly one line holding want.
 static void expect_one_line(const char *want) {
@@ -100,24 +67,7 @@ static void expect_output(const char *want) {
 }
 
 static int setup(void **state) {
-    snprintf(dir, sizeof dir, "/tmp/ropelab_hardening_XXXXXX");
-    if (!mkdtemp(dir)) return -1;
-    char corpus[512];
-    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
-    write_corpus(corpus);
-    if (run("./prepare --vocab-size 320 --val-fraction 0.1 --out-dir %s/data %s", dir, corpus) != 0) {
-        fprintf(stderr, "prepare failed: %s\n", out);
-        return -1;
-    }
-    snprintf(data_args, sizeof data_args, "--tokenizer=%s/data/tokenizer.bin --train_file=%s/data/train.bin "
-             "--val_file=%s/data/val.bin", dir, dir, dir);
-    return 0;
-}
-
-static int teardown(void **state) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return make_data_dir("hardening");
 }
 
 // The rows of RUN/log.csv cut to their first five fields (everything but the
@@ -682,5 +632,5 @@ int main(void) {
         cmocka_unit_test(test_metadata_only_weights),
         cmocka_unit_test(test_oversized_batch_and_model),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, remove_data_dir);
 }

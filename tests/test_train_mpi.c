@@ -39,45 +39,12 @@
 #include "common/rng.h"
 #include "model/gpt.h"
 #include "model/safetensors.h"
+#include "util_run.h"
 
 // Every mpirun here: root is allowed (CI containers), more ranks than cores
 // are allowed, no binding (2 threads per rank must not share one core), and
 // a hard time limit, so a hang fails the test instead of stalling the suite.
 #define MPIRUN "timeout -k 5 300 mpirun --allow-run-as-root --oversubscribe --bind-to none"
-
-static char dir[256];        // temporary directory of this test run
-static char data_args[1024]; // --tokenizer=... --train_file=... --val_file=...
-static char out[1 << 16];    // output of the last command
-
-// Sentences from a small grammar (the corpus of tests/test_train_run.c).
-static void write_corpus(const char *path) {
-    static const char *subj[] = {"the king", "the people", "his son", "the lord", "a man", "the servant"};
-    static const char *verb[] = {"went", "came", "spake", "looked", "fled"};
-    static const char *obj[] = {"unto the city", "into the house", "over the river", "before the gate"};
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    Rng r;
-    rng_seed(&r, 42);
-    for (int i = 0; i < 6000; i++)
-        fprintf(f, "%d %s %s %s.\n", i % 10, subj[rng_below(&r, 6)], verb[rng_below(&r, 5)], obj[rng_below(&r, 4)]);
-    fclose(f);
-}
-
-// Runs a shell command, captures stdout and stderr in out, returns the exit status.
-static int run(const char *fmt, ...) {
-    char cmd[4096], full[4200];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 static int setup(void **state) {
     if (system("command -v mpirun >/dev/null 2>&1") != 0) {
@@ -86,24 +53,7 @@ static int setup(void **state) {
                 "(make test does it first when run as root)\n");
         return -1;
     }
-    snprintf(dir, sizeof dir, "/tmp/ropelab_mpi_XXXXXX");
-    if (!mkdtemp(dir)) return -1;
-    char corpus[512];
-    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
-    write_corpus(corpus);
-    if (run("./prepare --vocab-size 320 --val-fraction 0.1 --out-dir %s/data %s", dir, corpus) != 0) {
-        fprintf(stderr, "prepare failed: %s\n", out);
-        return -1;
-    }
-    snprintf(data_args, sizeof data_args, "--tokenizer=%s/data/tokenizer.bin --train_file=%s/data/train.bin "
-             "--val_file=%s/data/val.bin", dir, dir, dir);
-    return 0;
-}
-
-static int teardown(void **state) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return make_data_dir("mpi");
 }
 
 // The rows of RUN/log.csv cut to their first five fields
@@ -560,5 +510,5 @@ int main(void) {
         cmocka_unit_test(test_weights_drift_is_caught),
         cmocka_unit_test(test_np2_init_from),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, remove_data_dir);
 }

@@ -1,0 +1,75 @@
+// util_run.h: what the end-to-end tests of ./train share: a shell command
+// with its output captured, and a temporary directory holding a small corpus
+// tokenised by ./prepare. Include after <cmocka.h>; run from the repository
+// root with the programs built.
+#ifndef ROPELAB_TESTS_UTIL_RUN_H
+#define ROPELAB_TESTS_UTIL_RUN_H
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+
+#include "common/rng.h"
+
+static char dir[256];        // temporary directory of this test run
+static char data_args[1024]; // --tokenizer=... --train_file=... --val_file=...
+static char out[1 << 16];    // output (stdout and stderr) of the last command
+
+// Runs a shell command, captures stdout and stderr in out, returns the exit
+// status. The buffers hold the long-path tests' commands; a longer one fails.
+static int run(const char *fmt, ...) {
+    static char cmd[16384], full[16500];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(cmd, sizeof cmd, fmt, ap);
+    va_end(ap);
+    assert_true(n > 0 && (size_t)n < sizeof cmd);
+    snprintf(full, sizeof full, "%s 2>&1", cmd);
+    FILE *p = popen(full, "r");
+    assert_non_null(p);
+    size_t got = fread(out, 1, sizeof out - 1, p);
+    out[got] = 0;
+    int st = pclose(p);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// Sentences from a small grammar: easy to learn, so the loss must fall fast.
+static void write_corpus(const char *path) {
+    static const char *subj[] = {"the king", "the people", "his son", "the lord", "a man", "the servant"};
+    static const char *verb[] = {"went", "came", "spake", "looked", "fled"};
+    static const char *obj[] = {"unto the city", "into the house", "over the river", "before the gate"};
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    Rng r;
+    rng_seed(&r, 42);
+    for (int i = 0; i < 6000; i++)
+        fprintf(f, "%d %s %s %s.\n", i % 10, subj[rng_below(&r, 6)], verb[rng_below(&r, 5)], obj[rng_below(&r, 4)]);
+    fclose(f);
+}
+
+// Makes dir (/tmp/ropelab_NAME_XXXXXX) with the corpus tokenised into dir/data
+// (vocabulary 320, 10% validation) and fills data_args. 0, or -1 with a message.
+static int make_data_dir(const char *name) {
+    snprintf(dir, sizeof dir, "/tmp/ropelab_%s_XXXXXX", name);
+    if (!mkdtemp(dir)) return -1;
+    char corpus[512];
+    snprintf(corpus, sizeof corpus, "%s/corpus.txt", dir);
+    write_corpus(corpus);
+    if (run("./prepare --vocab-size 320 --val-fraction 0.1 --out-dir %s/data %s", dir, corpus) != 0) {
+        fprintf(stderr, "prepare failed: %s\n", out);
+        return -1;
+    }
+    snprintf(data_args, sizeof data_args, "--tokenizer=%s/data/tokenizer.bin --train_file=%s/data/train.bin "
+             "--val_file=%s/data/val.bin", dir, dir, dir);
+    return 0;
+}
+
+static int remove_data_dir(void **state) {
+    (void)state;
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+#endif
