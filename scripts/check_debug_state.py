@@ -44,7 +44,8 @@ import torch_model as tm  # noqa: E402
 LOSS_REL_TOL = 1e-5
 GRAD_REL_TOL = 1e-3
 # bf16 products (a debug state with metadata precision = bf16): the reference
-# rounds the same product inputs to bf16 (tm.Bf16Linear), so what remains is
+# rounds the same product inputs to bf16 (tm.Bf16Linear for the linear layers
+# and the head, tm.Bf16Attention for attention's), so what remains is
 # float32 against float64 plus rounding flips: the C program's fp32 inputs
 # differ from the reference's by ~1e-6 relative, and an input that falls that
 # close to a bf16 rounding midpoint rounds the other way: one bf16 ulp, 2^-7

@@ -266,6 +266,45 @@ def linear(module_or_weight, x, bf16, bias=None):
     return y + bias if bias is not None else y
 
 
+class Bf16Attention(torch.autograd.Function):
+    """Causal attention as the C program computes it with precision=bf16
+    (src/model/attention_onednn.c): the inputs of its five products rounded
+    to bf16, the sums exact (here float64), scores, softmax and dS unrounded:
+      forward   s = scale bf16(q) bf16(k)^T + bias, masked;  p = softmax(s);
+                y = bf16(p) bf16(v)
+      backward  dp = bf16(dy) bf16(v)^T;  ds = p (dp - rowsum(p dp));
+                dq = scale bf16(ds) bf16(k);  dk = scale bf16(ds)^T bf16(q);
+                dv = bf16(p)^T bf16(dy);  dbias = sum over the batch of ds
+    q, k, v (B,H,T,D) (q and k already rotated by rope, in full precision);
+    bias (H,T,T) or None."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias, scale):
+        qr, kr, vr = bf16_round(q), bf16_round(k), bf16_round(v)
+        T = q.shape[-2]
+        s = (qr @ kr.transpose(-2, -1)) * scale
+        if bias is not None:
+            s = s + bias
+        causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+        p = F.softmax(s.masked_fill(~causal, float("-inf")), dim=-1)
+        ctx.save_for_backward(qr, kr, vr, p)
+        ctx.scale, ctx.has_bias = scale, bias is not None
+        return bf16_round(p) @ vr
+
+    @staticmethod
+    def backward(ctx, dy):
+        qr, kr, vr, p = ctx.saved_tensors
+        dyr = bf16_round(dy)
+        dp = dyr @ vr.transpose(-2, -1)
+        ds = p * (dp - (p * dp).sum(-1, keepdim=True))
+        dsr = bf16_round(ds)
+        dq = ctx.scale * (dsr @ kr)
+        dk = ctx.scale * (dsr.transpose(-2, -1) @ qr)
+        dv = bf16_round(p).transpose(-2, -1) @ dyr
+        dbias = ds.sum(0) if ctx.has_bias else None
+        return dq, dk, dv, dbias, None
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -286,6 +325,9 @@ class CausalSelfAttention(nn.Module):
         if rope is not None:
             q = apply_rope(q, *rope)
             k = apply_rope(k, *rope)
+        if self.bf16:
+            y = Bf16Attention.apply(q, k, v, bias, 1.0 / math.sqrt(D)).transpose(1, 2).reshape(B, T, C)
+            return linear(self.c_proj, y, self.bf16)
         s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))   # (B,H,T,T)
         if bias is not None:
             s = s + bias                                         # after the scaling
@@ -339,8 +381,9 @@ class GPT(nn.Module):
         self.init_weights()
 
     def set_bf16_products(self, on=True):
-        """Every linear layer's and the head's product in bf16 as the C program's
-        precision=bf16 computes it (Bf16Linear); everything else unchanged."""
+        """Every product in bf16 as the C program's precision=bf16 computes it:
+        the linear layers' and the head's (Bf16Linear) and attention's
+        (Bf16Attention); everything else unchanged."""
         self.bf16 = on
         for m in self.modules():
             if isinstance(m, (CausalSelfAttention, MLP)):

@@ -45,6 +45,7 @@
 #include "common/blas_cpu.h"
 #include "common/threads.h"
 #include "model/linear.h"
+#include "util_bench.h"
 
 typedef struct {
     const char *name;
@@ -81,26 +82,6 @@ typedef struct {
     size_t copy_bytes[MAX_ENGINES];        // memory of this weight's copies
     double sec[N_OPS][MAX_ENGINES][MAX_ROUNDS];   // seconds per call
 } Layer;
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(const double *x, int n) {
-    double *s = malloc(n * sizeof *s);
-    memcpy(s, x, n * sizeof *s);
-    qsort(s, n, sizeof *s, cmp_double);
-    double m = n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
-    free(s);
-    return m;
-}
 
 static double best(const double *x, int n) {
     double b = x[0];

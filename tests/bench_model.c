@@ -5,6 +5,8 @@
 // RoPE micro-benchmark. Run by scripts/bench.sh (`make bench`).
 //
 //   build/bench_model --config S --pos rope [--matmul openblas|onednn] [--precision fp32|bf16]
+//                     [--attention openblas|onednn]  (where attention's products run; default:
+//                                                   oneDNN with the oneDNN engine)
 //                     [--steps 10] [--warmup 2] [--threads 2]
 //                     [--peak-gflops X] [--batch B (default: the config's)]
 //   build/bench_model --peak            sgemm peak, square 1024..2048, same threads, and
@@ -45,25 +47,10 @@
 #include "model/gpt_internal.h"
 #include "util_gradcheck.h"
 #include "model/layers.h"
+#include "util_bench.h"
 #include "model/linear.h"
 #include "model/pos.h"
 #include "train/adamw.h"
-
-static double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-static int cmp_double(const void *a, const void *b) {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n) {
-    qsort(x, n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
 
 static double peak_rss_mb(void) {
     struct rusage ru;
@@ -269,9 +256,16 @@ static GPT *bench_gpt(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPreci
 }
 
 static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecision prec, int steps, int warmup,
-                     double peak) {
+                     double peak, int attention_openblas) {
     GPT *model = bench_gpt(bc, pos, mm, prec);
     if (!model) return 1;
+    char err[256];
+    if (attention_openblas && gpt_set_attention_onednn(model, 0, err, sizeof err) != 0) {
+        fprintf(stderr, "bench_model: %s\n", err);
+        return 1;
+    }
+    // where attention's products run: oneDNN with the oneDNN engine, unless --attention openblas
+    const char *attention = mm == GPT_MATMUL_ONEDNN && !attention_openblas ? "onednn" : "openblas";
     printf("# matmul %s\n", gpt_matmul_describe(model));
     size_t n_params = gpt_num_params(model);
     AdamWConfig acfg = {0.9f, 0.95f, 1e-8f, 0.1f};
@@ -323,12 +317,12 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
     printf("ropelab config=%s pos=%s engine=%s precision=%s L=%d C=%d H=%d V=%d B=%d T=%d threads=%d "
            "params=%zu tokens_per_s=%.1f ms_per_step=%.2f fwd_ms=%.2f bwd_ms=%.2f opt_ms=%.2f "
            "gflops=%.1f peak_gflops=%.1f mfu=%.3f rss_mb=%.1f state_mb=%.1f act_mb=%.1f matmul_mb=%.1f "
-           "rss_ratio=%.2f steps=%d loss_first=%.4f loss_last=%.4f\n",
+           "rss_ratio=%.2f steps=%d loss_first=%.4f loss_last=%.4f attention=%s\n",
            bc->name, pos_kind_name(pos), matmul_name(mm), precision_label(prec), bc->L, bc->C, bc->H, bc->V,
            bc->B, bc->T, omp_get_max_threads(), n_params, BT / step, step * 1e3, median(fwd, steps) * 1e3,
            median(bwd, steps) * 1e3, median(upd, steps) * 1e3, gflops, peak,
            peak > 0 ? gflops / peak : 0.0, rss, acct_state, acct_act, acct_matmul,
-           rss / (acct_state + acct_act + acct_matmul), steps, loss_first, loss_last);
+           rss / (acct_state + acct_act + acct_matmul), steps, loss_first, loss_last, attention);
     free(fwd); free(bwd); free(upd); free(tot); free(tok); free(inp); free(tgt);
     adamw_free(&opt);
     gpt_free(model);
@@ -440,7 +434,9 @@ static int compare_schemes(const BenchConfig *bc, GPTMatmul mm, GPTPrecision pre
     double fastest[K], col[1000], ratio[1000];
     for (int k = 0; k < K; k++) {
         for (int s = 0; s < steps; s++) { col[s] = t[s][k]; ratio[s] = t[s][k] / t[s][0]; }
-        double med = median(col, steps), r_med = median(ratio, steps);   // both sort their input
+        double med = median(col, steps), r_med = median(ratio, steps);
+        qsort(col, steps, sizeof *col, cmp_double);       // for the fastest step and the quartiles
+        qsort(ratio, steps, sizeof *ratio, cmp_double);
         fastest[k] = col[0];
         printf("scheme_compare config=%s pos=%s engine=%s precision=%s ms_per_step=%.2f vs_learned_pct=%.1f "
                "q1_pct=%.1f q3_pct=%.1f fastest_ms=%.2f steps=%d\n", bc->name, pos_kind_name(kinds[k]),
@@ -469,13 +465,14 @@ static void usage(void) {
                     "       bench_model --peak [--threads N] [ENGINE]\n"
                     "       bench_model --rope-micro [--threads N]\n"
                     "ENGINE: --matmul openblas|onednn --precision fp32|bf16 (default openblas fp32;\n"
-                    "        bf16 needs onednn)\n");
+                    "        bf16 needs onednn) [--attention openblas|onednn: where attention's products\n"
+                    "        run; default: the engine's (oneDNN with onednn)]\n");
 }
 
 int main(int argc, char **argv) {
     blas_use_native_kernels(argv);
     const char *config = NULL, *pos_name = "rope";
-    const char *matmul_arg = "openblas", *precision_arg = "fp32";
+    const char *matmul_arg = "openblas", *precision_arg = "fp32", *attention_arg = NULL;
     int steps = 10, warmup = 2, threads = 0, do_peak = 0, do_rope = 0, batch = 0, do_compare = 0;
     double peak = 0.0;
     for (int i = 1; i < argc; i++) {
@@ -492,13 +489,16 @@ int main(int argc, char **argv) {
         else if (v && !strcmp(a, "--batch")) { batch = atoi(v); i++; }
         else if (v && !strcmp(a, "--matmul")) { matmul_arg = v; i++; }
         else if (v && !strcmp(a, "--precision")) { precision_arg = v; i++; }
+        else if (v && !strcmp(a, "--attention")) { attention_arg = v; i++; }
         else { usage(); return 2; }
     }
     GPTMatmul mm = !strcmp(matmul_arg, "onednn") ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;
     GPTPrecision prec = !strcmp(precision_arg, "bf16") ? GPT_BF16 : GPT_FP32;
     if ((strcmp(matmul_arg, "onednn") && strcmp(matmul_arg, "openblas")) ||
         (strcmp(precision_arg, "bf16") && strcmp(precision_arg, "fp32")) ||
-        (mm == GPT_MATMUL_OPENBLAS && prec == GPT_BF16)) {
+        (mm == GPT_MATMUL_OPENBLAS && prec == GPT_BF16) ||
+        (attention_arg && strcmp(attention_arg, "openblas") && strcmp(attention_arg, "onednn")) ||
+        (attention_arg && !strcmp(attention_arg, "onednn") && mm != GPT_MATMUL_ONEDNN)) {
         usage();
         return 2;
     }
@@ -529,5 +529,6 @@ int main(int argc, char **argv) {
     if (do_compare) return compare_schemes(bc, mm, prec, steps, warmup);
     BenchConfig custom = *bc;
     if (batch > 0) custom.B = batch;   // smaller batches for profiling under valgrind
-    return run_model(&custom, pos, mm, prec, steps, warmup, peak);
+    int attention_openblas = attention_arg && !strcmp(attention_arg, "openblas");
+    return run_model(&custom, pos, mm, prec, steps, warmup, peak, attention_openblas);
 }

@@ -40,21 +40,17 @@
 #define ATT_BLOCK 64   // query rows per block
 #endif
 
-static int att_block(int T) { return T < ATT_BLOCK ? T : ATT_BLOCK; }
+int attention_block_rows(int T) { return T < ATT_BLOCK ? T : ATT_BLOCK; }
 
-size_t attention_scratch_floats(int T) { return 2 * (size_t)att_block(T) * T; }
+size_t attention_scratch_floats(int T) { return 2 * (size_t)attention_block_rows(T) * T; }
 
-// Scores of query rows i0..i0+rows-1 against keys 0..keys-1 into s (rows, keys);
-// q and k are (T, D) head matrices with row stride ld:
-// s = scale q k^T + bias, then P = exp(s - lse) with zeros above the diagonal.
-// If lse_out is set (forward) each row's lse is computed and stored there;
-// otherwise (backward) the stored lse_in is used.
-static void att_probs(float *s, const float *q, const float *k, size_t ld, const float *bias_h,
-                      const float *lse_in, float *lse_out, int i0, int rows, int keys, int D,
-                      float scale) {
-    // S (rows, keys) = scale Q_I K_J^T
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, D, scale, q + i0 * ld, ld, k, ld,
-                0.0f, s, keys);
+// One block of scores s (rows, keys) = scale Q_I K_J^T of query rows
+// i0..i0+rows-1, as a product left it, turned into probabilities in place:
+// s += bias, then P = exp(s - lse) with zeros above the diagonal. If lse_out
+// is set (forward) each row's lse is computed and stored there; otherwise
+// (backward) the stored lse_in is used.
+void attention_block_probs(float *s, int i0, int rows, int keys, const float *bias_h,
+                           const float *lse_in, float *lse_out) {
     for (int r = 0; r < rows; r++) {
         int i = i0 + r, n = i + 1;   // keys 0..i are visible
         float *row = s + (size_t)r * keys;
@@ -78,6 +74,35 @@ static void att_probs(float *s, const float *q, const float *k, size_t ld, const
     }
 }
 
+// dS = P * (dP - rowsum(P * dP)), in place in dp (rows, keys), masked;
+// dbias_bh[i-j] += dS_ij if dbias_bh is set.
+void attention_block_dscores(float *dp, const float *p, int i0, int rows, int keys, float *dbias_bh) {
+    for (int r = 0; r < rows; r++) {
+        int i = i0 + r, n = i + 1;
+        const float *pr = p + (size_t)r * keys;
+        float *dpr = dp + (size_t)r * keys;
+        float sum_pd = 0.0f;
+        #pragma omp simd reduction(+ : sum_pd)
+        for (int j = 0; j < n; j++) sum_pd += pr[j] * dpr[j];
+        for (int j = 0; j < n; j++) dpr[j] = pr[j] * (dpr[j] - sum_pd);
+        for (int j = n; j < keys; j++) dpr[j] = 0.0f;
+        if (dbias_bh)
+            for (int j = 0; j < n; j++) dbias_bh[i - j] += dpr[j];
+    }
+}
+
+// Scores of query rows i0..i0+rows-1 against keys 0..keys-1 into s (rows, keys);
+// q and k are (T, D) head matrices with row stride ld: the product, then
+// attention_block_probs.
+static void att_probs(float *s, const float *q, const float *k, size_t ld, const float *bias_h,
+                      const float *lse_in, float *lse_out, int i0, int rows, int keys, int D,
+                      float scale) {
+    // S (rows, keys) = scale Q_I K_J^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, D, scale, q + i0 * ld, ld, k, ld,
+                0.0f, s, keys);
+    attention_block_probs(s, i0, rows, keys, bias_h, lse_in, lse_out);
+}
+
 // qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
 // The task of one (batch b, head h) pair: where its head's columns start in
 // the packed (B,T,3C) qkv (q there, k at +C, v at +2C, row stride 3C), its
@@ -96,7 +121,7 @@ static AttTask att_task(int bh, float *scratch, int T, int C, int H) {
     a.b = bh / H;
     a.h = bh % H;
     a.D = C / H;
-    a.nb = att_block(T);
+    a.nb = attention_block_rows(T);
     a.C3 = 3 * (size_t)C;
     a.scale = 1.0f / sqrtf((float)a.D);
     a.qkv_off = (size_t)a.b * T * a.C3 + (size_t)a.h * a.D;
@@ -154,18 +179,7 @@ void attention_backward(float *dqkv, float *dbias, const float *dout, const floa
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, D, 1.0f, dy + (size_t)i0 * C, C,
                         v, C3, 0.0f, dp, keys);
             // dS = P * (dP - rowsum(P * dP)), in place in dp
-            for (int r = 0; r < rows; r++) {
-                int i = i0 + r, n = i + 1;
-                const float *pr = p + (size_t)r * keys;
-                float *dpr = dp + (size_t)r * keys;
-                float sum_pd = 0.0f;
-                #pragma omp simd reduction(+ : sum_pd)
-                for (int j = 0; j < n; j++) sum_pd += pr[j] * dpr[j];
-                for (int j = 0; j < n; j++) dpr[j] = pr[j] * (dpr[j] - sum_pd);
-                for (int j = n; j < keys; j++) dpr[j] = 0.0f;
-                if (dbias_bh)
-                    for (int j = 0; j < n; j++) dbias_bh[i - j] += dpr[j];
-            }
+            attention_block_dscores(dp, p, i0, rows, keys, dbias_bh);
             // dQ_I (rows, D) = scale dS K_J  (each query row is in one block: overwrite)
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, keys, scale, dp, keys, k, C3,
                         0.0f, dq + (size_t)i0 * C3, C3);

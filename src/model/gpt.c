@@ -45,25 +45,50 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, 
              (wid[4 * l + 2] = linear_engine_add_weight(e, w->c_fc_w, 4 * C, C, err, errlen)) >= 0 &&
              (wid[4 * l + 3] = linear_engine_add_weight(e, w->mlp_proj_w, C, 4 * C, err, errlen)) >= 0;
     }
+    AttentionEngine *attn = NULL;
+    if (ok && matmul == GPT_MATMUL_ONEDNN)
+        ok = attention_engine_create(&attn, precision == GPT_BF16, C, c->n_head, err, errlen) == 0;
     if (!ok) {
         linear_engine_free(e);
         free(wid);
         return -1;
     }
     linear_engine_free(m->linear);
+    attention_engine_free(m->attn);
     free(m->wid_layer);
     m->linear = e;
+    m->attn = attn;
+    m->matmul = matmul;
+    m->precision = precision;
     m->wid_head = head;
     m->wid_layer = wid;
     return 0;
 }
 
-const char *gpt_matmul_describe(const GPT *m) { return linear_engine_describe(m->linear); }
+const char *gpt_matmul_describe(GPT *m) {
+    snprintf(m->matmul_desc, sizeof m->matmul_desc, "%s; attention's products on %s", linear_engine_describe(m->linear),
+             m->attn ? "oneDNN" : "OpenBLAS");
+    return m->matmul_desc;
+}
 
 size_t gpt_matmul_bytes(const GPT *m) {
     LinearEngineStats s;
     linear_engine_stats(m->linear, &s);
-    return s.weight_copy_bytes + s.scratch_bytes;
+    return s.weight_copy_bytes + s.scratch_bytes + attention_engine_bytes(m->attn);
+}
+
+int gpt_set_attention_onednn(GPT *m, int on, char *err, size_t errlen) {
+    if (!on) {
+        attention_engine_free(m->attn);
+        m->attn = NULL;
+        return 0;
+    }
+    if (m->attn) return 0;
+    if (m->matmul != GPT_MATMUL_ONEDNN) {
+        snprintf(err, errlen, "attention on oneDNN needs the oneDNN matmul engine");
+        return -1;
+    }
+    return attention_engine_create(&m->attn, m->precision == GPT_BF16, m->cfg.d_model, m->cfg.n_head, err, errlen);
 }
 
 int gpt_reconfigure(GPT *m, const GPTConfig *cfg, char *err, size_t errlen) {
@@ -122,6 +147,7 @@ void gpt_free(GPT *m) {
     params_free(m);
     pos_ctx_free(&m->pos_ctx);
     linear_engine_free(m->linear);
+    attention_engine_free(m->attn);
     free(m->wid_layer);
     free(m->acts.encoded);   // the one activation allocation starts here
     free(m->acts.tokens);
@@ -268,7 +294,10 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
         const int *wid = m->wid_layer + 4 * l;
         if (linear_forward(m->linear, wid[0], la.qkv, la.ln1, w->c_attn_b, BT) != 0) goto linear_failed;  // (B,T,3C)
         if (m->pos->qk_forward) m->pos->qk_forward(&m->pos_ctx, la.qkv, B, T, 0);
-        attention_forward(la.atty, la.att_lse, la.qkv, bias, a->scratch, a->n_threads, B, T, C, H);
+        if (!m->attn)
+            attention_forward(la.atty, la.att_lse, la.qkv, bias, a->scratch, a->n_threads, B, T, C, H);
+        else if (attention_engine_forward(m->attn, la.atty, la.att_lse, la.qkv, bias, a->n_threads, B, T) != 0)
+            goto attention_failed;
         if (linear_forward(m->linear, wid[1], a->proj_out, la.atty, w->attn_proj_b, BT) != 0) goto linear_failed;
         residual_forward(la.res2, x, a->proj_out, (size_t)BT * C);
         // MLP block: x + c_proj(GELU(c_fc(LN2(x))))
@@ -288,6 +317,9 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
     return 0;
 linear_failed:
     snprintf(err, errlen, "%s", linear_engine_error(m->linear));
+    return -1;
+attention_failed:
+    snprintf(err, errlen, "%s", attention_engine_error(m->attn));
     return -1;
 }
 
@@ -342,8 +374,12 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
         // attention block
         if (linear_backward(m->linear, wid[1], a->dact, g->attn_proj_w, g->attn_proj_b, a->dres, la.atty, BT))
             goto linear_failed;
-        attention_backward(a->dqkv, dbias, a->dact, la.qkv, la.att_lse, bias,
-                           a->scratch, a->n_threads, B, T, C, H);
+        if (!m->attn)
+            attention_backward(a->dqkv, dbias, a->dact, la.qkv, la.att_lse, bias,
+                               a->scratch, a->n_threads, B, T, C, H);
+        else if (attention_engine_backward(m->attn, a->dqkv, dbias, a->dact, la.qkv, la.att_lse, bias,
+                                           a->n_threads, B, T) != 0)
+            goto attention_failed;
         if (m->pos->qk_backward) m->pos->qk_backward(&m->pos_ctx, a->dqkv, B, T);
         if (linear_backward(m->linear, wid[0], a->dact, g->c_attn_w, g->c_attn_b, a->dqkv, la.ln1, BT))
             goto linear_failed;
@@ -370,5 +406,9 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
 linear_failed:
     m->have_targets = 0;
     snprintf(err, errlen, "%s", linear_engine_error(m->linear));
+    return -1;
+attention_failed:
+    m->have_targets = 0;
+    snprintf(err, errlen, "%s", attention_engine_error(m->attn));
     return -1;
 }

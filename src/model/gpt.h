@@ -128,14 +128,16 @@ const ParamEntry *gpt_find_param(const GPT *model, const char *name); // NULL if
 int gpt_check_batch(const GPTConfig *cfg, int B, int T, char *err, size_t errlen);
 // The engine of the linear layers' and the head's matrix products (see
 // model/linear.h): matmul "openblas" (fp32, the default) or "onednn" (fp32
-// or bf16). bf16: the products' inputs are rounded to bf16 and accumulated
-// in fp32; weights, gradients and everything else stay fp32. Fails with a
+// or bf16), which also runs attention's products (attention_onednn.h). bf16:
+// the products' inputs are rounded to bf16 and accumulated in fp32; weights,
+// gradients and everything else stay fp32. Fails with a
 // message where the CPU has no native bf16 dot products.
 typedef enum { GPT_MATMUL_OPENBLAS, GPT_MATMUL_ONEDNN } GPTMatmul;
 typedef enum { GPT_FP32, GPT_BF16 } GPTPrecision;
 int gpt_set_matmul(GPT *model, GPTMatmul matmul, GPTPrecision precision, char *err, size_t errlen);
-// One line naming the engine in use (backend, precision, the ISA it dispatches to).
-const char *gpt_matmul_describe(const GPT *model);
+// One line naming the engine in use (backend, precision, the ISA it dispatches to,
+// where attention's products run); valid until the next call.
+const char *gpt_matmul_describe(GPT *model);
 // The parameters changed (an optimizer step, a load): engines that keep
 // copies of the weights (bf16) re-make them once, at their next use.
 void gpt_params_changed(GPT *model);
@@ -144,6 +146,11 @@ void gpt_params_changed(GPT *model);
 // scratchpad), in bytes; 0 for openblas. Allocated at first use, so it is
 // complete after one forward and backward.
 size_t gpt_matmul_bytes(const GPT *model);
+// With the oneDNN engine, attention's products run on it too (model/
+// attention_onednn.h, in the engine's precision); on = 0 puts them back on
+// OpenBLAS (attention.c), on = 1 on oneDNN again: for benchmarks that
+// compare the two. Fails with a message if the engine is not oneDNN.
+int gpt_set_attention_onednn(GPT *model, int on, char *err, size_t errlen);
 
 // Sizes the activation buffers for batches of (B, T). T may exceed block_size
 // (length extrapolation) for every scheme except learned, which fails.

@@ -4,6 +4,7 @@
 #define ROPELAB_GPT_INTERNAL_H
 
 #include "model/gpt.h"
+#include "model/attention_onednn.h"
 #include "model/linear.h"
 #include "model/pos.h"
 
@@ -79,6 +80,11 @@ struct GPT {
     // The products of the linear layers and the tied head (gpt_set_matmul):
     // each weight matrix registered once, by id.
     LinearEngine *linear;
+    // attention's products on oneDNN when the engine is oneDNN, else NULL (attention.c)
+    AttentionEngine *attn;
+    GPTMatmul matmul;                // as gpt_set_matmul was last called
+    GPTPrecision precision;
+    char matmul_desc[320];           // gpt_matmul_describe's line
     int wid_head;                    // wte as the head's (V,C) weight
     int *wid_layer;                  // L x 4: c_attn, attn c_proj, c_fc, mlp c_proj
 };

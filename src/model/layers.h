@@ -66,6 +66,20 @@ void attention_backward(float *dqkv, float *dbias, const float *dout, const floa
                         const float *lse, const float *bias, float *scratch, int n_threads,
                         int B, int T, int C, int H);
 
+// The pieces of attention between its products, shared by attention.c
+// (OpenBLAS) and attention_onednn.c (oneDNN), per (batch, head) and block of
+// query rows i0..i0+rows-1 against keys 0..keys-1 (keys = i0 + rows):
+// Query rows per block for sequences of length T.
+int attention_block_rows(int T);
+// s (rows, keys) holds scale Q_I K_J^T: adds bias_h[i-j] (if set), makes
+// P = exp(s - lse) in place, zero above the diagonal; lse_out set: computes
+// and stores each row's lse (forward), else reads lse_in (backward).
+void attention_block_probs(float *s, int i0, int rows, int keys, const float *bias_h,
+                           const float *lse_in, float *lse_out);
+// dp (rows, keys) holds dY_I V_J^T: dS = P * (dP - rowsum(P * dP)) in place,
+// masked; dbias_bh[i-j] += dS_ij if set.
+void attention_block_dscores(float *dp, const float *p, int i0, int rows, int keys, float *dbias_bh);
+
 // Softmax cross-entropy, fused. logits (N,V), targets (N) -> losses (N),
 // lse (N); returns the mean loss (summed in double).
 double crossentropy_forward(float *losses, float *lse, const float *logits,

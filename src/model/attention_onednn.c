@@ -1,0 +1,460 @@
+// attention_onednn.c: attention.c's blocked causal attention with its five
+// matrix products on oneDNN matmul primitives (fp32, or bf16 inputs with
+// fp32 accumulation). See attention.c for the maths; per (batch, head) and
+// block of query rows I = i0..i1-1 against keys J = 0..i1-1:
+//
+//   product        dst (rows x cols)         src                 wei               attributes
+//   PR_S           S (rows, keys)            Q_I (rows, D)       K_J^T (D, keys)   x scale
+//   PR_Y           Y_I (rows, D)             P (rows, keys)      V_J (keys, D)
+//   PR_DP          dP (rows, keys)           dY_I (rows, D)      V_J^T (D, keys)
+//   PR_DQ          dQ_I (rows, D)            dS (rows, keys)     K_J (keys, D)     x scale
+//   PR_DK          dK_J (keys, D) +=         dS^T (keys, rows)   Q_I (rows, D)     x scale, sum
+//   PR_DV          dV_J (keys, D) +=         P^T (keys, rows)    dY_I (rows, D)    sum
+//
+// "x scale" is an output scale (dst = scale * product, sgemm's alpha) and
+// "sum" a sum post-op (dst = product + dst, sgemm's beta = 1), so each is
+// the same operation as attention.c's cblas_sgemm call. Between the products
+// run attention.c's own loops (attention_block_probs, _dscores).
+//
+// Layout: every operand is read and written in place through strides
+// (dnnl_memory_desc_init_by_strides): head h of q is the (T, D) matrix at
+// qkv + h*D with row stride 3C, K^T and V^T are (D, keys) views with strides
+// (1, 3C), transposes of the P and dS blocks likewise; out, dq, dk, dv are
+// written where the model keeps them. (oneDNN 2.6.3 then uses its gemm-based
+// kernel; copying q, k, v head-major to get its brgemm kernel measured no
+// faster in tests/bench_attention.c, because of the copies.)
+//
+// bf16: q, k, v (and dY) are rounded to bf16 once per call for the whole
+// tensor, into the engine's buffers of the same layout; P and dS are rounded
+// per block, after the fp32 loops that make them, into the thread's scratch.
+//
+// Primitives: one per product and block shape (rows, keys), created for a
+// sequence length T and a thread count at the first call that needs them
+// (a "plan", kept; up to MAX_PLANS of them) while one thread is the count in
+// force: they run inside our parallel loop over (batch, head) pairs, where
+// oneDNN (on the same OpenMP runtime) runs each on the calling thread.
+// Primitive objects are shared by the threads; each thread has its own
+// memory objects (data handles set per call), scratchpad (user mode: the
+// primitive keeps none of its own, which makes concurrent execution safe)
+// and stream.
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+#include <omp.h>
+
+#include "model/attention_onednn.h"
+#include "model/layers.h"
+
+#define MAX_PLANS 8   // (T, threads) pairs kept; the oldest is dropped for a new one
+
+enum { PR_S, PR_Y, PR_DP, PR_DQ, PR_DK, PR_DV, N_PROD };
+enum { M_SRC, M_WEI, M_DST, M_SP, N_MEM };
+static const char *const prod_names[N_PROD] = {"QK^T", "PV", "dY V^T", "dS K", "dS^T Q", "P^T dY"};
+
+typedef struct {
+    dnnl_primitive_t prim;
+    dnnl_memory_desc_t md[N_MEM];   // src, weights, dst, scratchpad
+    size_t sp_bytes;
+} Prod;
+
+typedef struct {                    // what one thread does not share
+    dnnl_stream_t stream;
+    dnnl_memory_t *mem;             // [n_blocks][N_PROD][N_MEM]; [M_SP] NULL: no scratchpad
+    void *scratchpad;
+    float *f32;                     // 2 nb T: P, then dP / dS (fp32)
+    uint16_t *b16;                  // bf16 only, 2 nb T: P, dS rounded
+} Slot;
+
+typedef struct {
+    int T, n_threads, nb, n_blocks;
+    Prod *prod;                     // [n_blocks][N_PROD]
+    Slot *slot;                     // [n_threads]
+} Plan;
+
+struct AttentionEngine {
+    int bf16, C, H, D;
+    float scale;
+    dnnl_data_type_t dt;            // of the products' inputs
+    size_t es;                      // its size in bytes
+    dnnl_engine_t dnnl;
+    Plan *plans[MAX_PLANS];
+    int n_plans;
+    uint16_t *qkv16, *dy16;         // bf16: qkv (B,T,3C), dout (B,T,C) rounded
+    size_t qkv16_n, dy16_n;         // their capacities (elements)
+    char err[256];
+};
+
+static void set_err(AttentionEngine *ae, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ae->err, sizeof ae->err, fmt, ap);
+    va_end(ap);
+}
+
+#define TRY(what, call)                                                                   \
+    do {                                                                                  \
+        dnnl_status_t st_ = (call);                                                       \
+        if (st_ != dnnl_success) {                                                        \
+            set_err(ae, "oneDNN attention %s: %s", (what), dnnl_status2str(st_));         \
+            goto fail;                                                                    \
+        }                                                                                 \
+    } while (0)
+
+static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
+
+// fp32 -> bf16, nearest, ties to even; a NaN stays a quiet NaN (as linear.c).
+static inline uint16_t bf16_round(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    uint32_t quiet_nan = (u >> 16) | 0x0040u;
+    return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
+}
+
+static void to_bf16(uint16_t *y, const float *x, size_t n, int n_threads) {
+    #pragma omp parallel for simd num_threads(n_threads) schedule(static)
+    for (size_t i = 0; i < n; i++) y[i] = bf16_round(x[i]);
+}
+
+static void block_shape(const Plan *pl, int blk, int *i0, int *rows, int *keys) {
+    *i0 = blk * pl->nb;
+    *rows = pl->T - *i0 < pl->nb ? pl->T - *i0 : pl->nb;
+    *keys = *i0 + *rows;
+}
+
+static dnnl_status_t md_strided(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int64_t row_stride,
+                                int64_t col_stride, dnnl_data_type_t dt) {
+    dnnl_dims_t dims = {rows, cols}, strides = {row_stride, col_stride};
+    return dnnl_memory_desc_init_by_strides(md, 2, dims, dt, strides);
+}
+
+// The operands of each product as (rows, cols, row stride, column stride),
+// in symbols resolved per block: R = the block's query rows, K = its keys,
+// D = head dim; strides Q3 = 3C (qkv and dqkv), QC = C (out and dout),
+// KS = keys (a P or dS block), 1.
+enum { X_R, X_K, X_D, X_Q3, X_QC, X_KS, X_1 };
+static const signed char operands[N_PROD][3][4] = {   // src, wei, dst
+    [PR_S]  = {{X_R, X_D, X_Q3, X_1}, {X_D, X_K, X_1, X_Q3}, {X_R, X_K, X_KS, X_1}},
+    [PR_Y]  = {{X_R, X_K, X_KS, X_1}, {X_K, X_D, X_Q3, X_1}, {X_R, X_D, X_QC, X_1}},
+    [PR_DP] = {{X_R, X_D, X_QC, X_1}, {X_D, X_K, X_1, X_Q3}, {X_R, X_K, X_KS, X_1}},
+    [PR_DQ] = {{X_R, X_K, X_KS, X_1}, {X_K, X_D, X_Q3, X_1}, {X_R, X_D, X_Q3, X_1}},
+    [PR_DK] = {{X_K, X_R, X_1, X_KS}, {X_R, X_D, X_Q3, X_1}, {X_K, X_D, X_Q3, X_1}},
+    [PR_DV] = {{X_K, X_R, X_1, X_KS}, {X_R, X_D, X_QC, X_1}, {X_K, X_D, X_Q3, X_1}},
+};
+
+// The primitive of product p for block (rows, keys).
+static int prod_create(AttentionEngine *ae, Prod *pr, int p, int rows, int keys) {
+    const int64_t value[] = {[X_R] = rows, [X_K] = keys, [X_D] = ae->D, [X_Q3] = 3 * (int64_t)ae->C,
+                             [X_QC] = ae->C, [X_KS] = keys, [X_1] = 1};
+    dnnl_primitive_attr_t attr = NULL;
+    dnnl_post_ops_t post_ops = NULL;
+    dnnl_primitive_desc_t pd = NULL;
+    dnnl_matmul_desc_t desc;
+    for (int m = M_SRC; m <= M_DST; m++) {   // inputs in the engine's type, dst fp32
+        const signed char *o = operands[p][m];
+        TRY("descriptor", md_strided(&pr->md[m], value[o[0]], value[o[1]], value[o[2]], value[o[3]],
+                                     m == M_DST ? dnnl_f32 : ae->dt));
+    }
+    TRY("attributes", dnnl_primitive_attr_create(&attr));
+    TRY("attributes", dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
+    if (p == PR_S || p == PR_DQ || p == PR_DK)
+        TRY("output scale", dnnl_primitive_attr_set_output_scales(attr, 1, 0, &ae->scale));
+    if (p == PR_DK || p == PR_DV) {
+        TRY("post-ops", dnnl_post_ops_create(&post_ops));
+        TRY("post-ops", dnnl_post_ops_append_sum(post_ops, 1.0f));
+        TRY("post-ops", dnnl_primitive_attr_set_post_ops(attr, post_ops));
+    }
+    TRY("matmul descriptor", dnnl_matmul_desc_init(&desc, &pr->md[M_SRC], &pr->md[M_WEI], NULL, &pr->md[M_DST]));
+    TRY("matmul primitive descriptor", dnnl_primitive_desc_create(&pd, &desc, attr, ae->dnnl, NULL));
+    const dnnl_memory_desc_t *sp = dnnl_primitive_desc_query_md(pd, dnnl_query_scratchpad_md, 0);
+    pr->sp_bytes = sp ? dnnl_memory_desc_get_size(sp) : 0;
+    if (pr->sp_bytes) pr->md[M_SP] = *sp;
+    TRY("matmul primitive", dnnl_primitive_create(&pr->prim, pd));
+    dnnl_primitive_desc_destroy(pd);
+    if (post_ops) dnnl_post_ops_destroy(post_ops);
+    dnnl_primitive_attr_destroy(attr);
+    return 0;
+fail:
+    if (pd) dnnl_primitive_desc_destroy(pd);
+    if (post_ops) dnnl_post_ops_destroy(post_ops);
+    if (attr) dnnl_primitive_attr_destroy(attr);
+    return -1;
+}
+
+static void plan_free(Plan *pl) {
+    if (!pl) return;
+    if (pl->slot)
+        for (int t = 0; t < pl->n_threads; t++) {
+            Slot *sl = &pl->slot[t];
+            if (sl->mem)
+                for (int i = 0; i < pl->n_blocks * N_PROD * N_MEM; i++)
+                    if (sl->mem[i]) dnnl_memory_destroy(sl->mem[i]);
+            if (sl->stream) dnnl_stream_destroy(sl->stream);
+            free(sl->mem);
+            free(sl->scratchpad);
+            free(sl->f32);
+            free(sl->b16);
+        }
+    if (pl->prod)
+        for (int i = 0; i < pl->n_blocks * N_PROD; i++)
+            if (pl->prod[i].prim) dnnl_primitive_destroy(pl->prod[i].prim);
+    free(pl->slot);
+    free(pl->prod);
+    free(pl);
+}
+
+// The plan for (T, n_threads): found, or created (dropping the oldest if full).
+static Plan *plan_get(AttentionEngine *ae, int T, int n_threads) {
+    for (int i = 0; i < ae->n_plans; i++)
+        if (ae->plans[i]->T == T && ae->plans[i]->n_threads == n_threads) return ae->plans[i];
+    Plan *pl = calloc(1, sizeof *pl);
+    if (!pl) { set_err(ae, "out of memory"); return NULL; }
+    pl->T = T;
+    pl->n_threads = n_threads;
+    pl->nb = attention_block_rows(T);
+    pl->n_blocks = (T + pl->nb - 1) / pl->nb;
+    pl->prod = calloc((size_t)pl->n_blocks * N_PROD, sizeof *pl->prod);
+    pl->slot = calloc(n_threads, sizeof *pl->slot);
+    if (!pl->prod || !pl->slot) { set_err(ae, "out of memory"); goto fail; }
+    int saved = omp_get_max_threads(), ok = 1;
+    omp_set_num_threads(1);   // each primitive runs on one thread, inside our loop
+    size_t sp_max = 0;
+    for (int blk = 0; ok && blk < pl->n_blocks; blk++) {
+        int i0, rows, keys;
+        block_shape(pl, blk, &i0, &rows, &keys);
+        for (int p = 0; ok && p < N_PROD; p++) {
+            Prod *pr = &pl->prod[blk * N_PROD + p];
+            ok = prod_create(ae, pr, p, rows, keys) == 0;
+            if (ok && pr->sp_bytes > sp_max) sp_max = pr->sp_bytes;
+        }
+    }
+    omp_set_num_threads(saved);
+    if (!ok) goto fail;
+    size_t scratch = 2 * (size_t)pl->nb * T;
+    for (int t = 0; t < n_threads; t++) {
+        Slot *sl = &pl->slot[t];
+        TRY("stream", dnnl_stream_create(&sl->stream, ae->dnnl, dnnl_stream_default_flags));
+        sl->mem = calloc((size_t)pl->n_blocks * N_PROD * N_MEM, sizeof *sl->mem);
+        sl->scratchpad = sp_max ? alloc64(sp_max) : NULL;
+        sl->f32 = alloc64(scratch * sizeof(float));
+        sl->b16 = ae->bf16 ? alloc64(scratch * sizeof(uint16_t)) : NULL;
+        if (!sl->mem || (sp_max && !sl->scratchpad) || !sl->f32 || (ae->bf16 && !sl->b16)) {
+            set_err(ae, "out of memory");
+            goto fail;
+        }
+        for (int i = 0; i < pl->n_blocks * N_PROD; i++)
+            for (int m = 0; m < N_MEM; m++)
+                if (m != M_SP || pl->prod[i].sp_bytes)
+                    TRY("memory", dnnl_memory_create(&sl->mem[i * N_MEM + m], &pl->prod[i].md[m], ae->dnnl,
+                                                     DNNL_MEMORY_NONE));
+    }
+    if (ae->n_plans == MAX_PLANS) {
+        plan_free(ae->plans[0]);
+        memmove(ae->plans, ae->plans + 1, (MAX_PLANS - 1) * sizeof *ae->plans);
+        ae->n_plans--;
+    }
+    ae->plans[ae->n_plans++] = pl;
+    return pl;
+fail:
+    plan_free(pl);
+    return NULL;
+}
+
+int attention_engine_create(AttentionEngine **out, int bf16, int C, int H, char *err, size_t errlen) {
+    *out = NULL;
+    AttentionEngine *ae = calloc(1, sizeof *ae);
+    if (!ae) { snprintf(err, errlen, "out of memory"); return -1; }
+    ae->bf16 = bf16;
+    ae->C = C;
+    ae->H = H;
+    ae->D = C / H;
+    ae->scale = 1.0f / sqrtf((float)ae->D);
+    ae->dt = bf16 ? dnnl_bf16 : dnnl_f32;
+    ae->es = bf16 ? 2 : 4;
+    TRY("engine", dnnl_engine_create(&ae->dnnl, dnnl_cpu, 0));
+    *out = ae;
+    return 0;
+fail:
+    snprintf(err, errlen, "%s", ae->err);
+    free(ae);
+    return -1;
+}
+
+void attention_engine_free(AttentionEngine *ae) {
+    if (!ae) return;
+    for (int i = 0; i < ae->n_plans; i++) plan_free(ae->plans[i]);
+    free(ae->qkv16);
+    free(ae->dy16);
+    if (ae->dnnl) dnnl_engine_destroy(ae->dnnl);
+    free(ae);
+}
+
+const char *attention_engine_error(const AttentionEngine *ae) { return ae->err; }
+
+size_t attention_engine_bytes(const AttentionEngine *ae) {
+    if (!ae) return 0;
+    size_t bytes = (ae->qkv16_n + ae->dy16_n) * sizeof(uint16_t);
+    for (int i = 0; i < ae->n_plans; i++) {
+        const Plan *pl = ae->plans[i];
+        size_t sp_max = 0, scratch = 2 * (size_t)pl->nb * pl->T;
+        for (int j = 0; j < pl->n_blocks * N_PROD; j++)
+            if (pl->prod[j].sp_bytes > sp_max) sp_max = pl->prod[j].sp_bytes;
+        bytes += pl->n_threads * (sp_max + scratch * (sizeof(float) + (ae->bf16 ? sizeof(uint16_t) : 0)));
+    }
+    return bytes;
+}
+
+// The products' view of x (n floats): x itself (fp32), or x rounded into *buf (bf16).
+static const void *operand(AttentionEngine *ae, uint16_t **buf, size_t *cap, const float *x, size_t n,
+                           int n_threads) {
+    if (!ae->bf16) return x;
+    if (n > *cap) {
+        uint16_t *b = alloc64(n * sizeof *b);
+        if (!b) { set_err(ae, "out of memory"); return NULL; }
+        free(*buf);
+        *buf = b;
+        *cap = n;
+    }
+    to_bf16(*buf, x, n, n_threads);
+    return *buf;
+}
+
+// Product p of block blk on slot sl: dst = src . wei (with its attributes).
+static dnnl_status_t run(const Plan *pl, Slot *sl, int blk, int p, const void *src, const void *wei, float *dst) {
+    dnnl_memory_t *m = sl->mem + (blk * N_PROD + p) * N_MEM;
+    dnnl_status_t st;
+    if ((st = dnnl_memory_set_data_handle(m[M_SRC], (void *)src)) != dnnl_success) return st;
+    if ((st = dnnl_memory_set_data_handle(m[M_WEI], (void *)wei)) != dnnl_success) return st;
+    if ((st = dnnl_memory_set_data_handle(m[M_DST], dst)) != dnnl_success) return st;
+    dnnl_exec_arg_t args[N_MEM] = {{DNNL_ARG_SRC, m[M_SRC]}, {DNNL_ARG_WEIGHTS, m[M_WEI]},
+                                   {DNNL_ARG_DST, m[M_DST]}, {DNNL_ARG_SCRATCHPAD, m[M_SP]}};
+    int n_args = 3;
+    if (m[M_SP]) {
+        if ((st = dnnl_memory_set_data_handle(m[M_SP], sl->scratchpad)) != dnnl_success) return st;
+        n_args = 4;
+    }
+    if ((st = dnnl_primitive_execute(pl->prod[blk * N_PROD + p].prim, sl->stream, n_args, args)) != dnnl_success)
+        return st;
+    return dnnl_stream_wait(sl->stream);
+}
+
+// The first failure inside a parallel loop, reported after it.
+typedef struct { dnnl_status_t st; int prod; } Failure;
+
+static void record(Failure *f, dnnl_status_t st, int p) {
+    #pragma omp critical(attention_onednn_failure)
+    if (f->st == dnnl_success) { f->st = st; f->prod = p; }
+}
+
+static int failed(AttentionEngine *ae, const Failure *f, const char *pass) {
+    if (f->st == dnnl_success) return 0;
+    set_err(ae, "oneDNN attention %s, product %s: %s", pass, prod_names[f->prod], dnnl_status2str(f->st));
+    return -1;
+}
+
+// Rows 0..rows-1 of an fp32 block (rows, keys) into its bf16 copy.
+static void round_block(uint16_t *y, const float *x, int rows, int keys) {
+    size_t n = (size_t)rows * keys;
+    #pragma omp simd
+    for (size_t i = 0; i < n; i++) y[i] = bf16_round(x[i]);
+}
+
+// What a pass starts with: the plan for (T, n_threads) and the products'
+// view of qkv (*qkv_op); NULL on failure.
+static Plan *begin(AttentionEngine *ae, const char **qkv_op, const float *qkv, int n_threads, int B, int T) {
+    Plan *pl = plan_get(ae, T, n_threads);
+    if (!pl) return NULL;
+    *qkv_op = operand(ae, &ae->qkv16, &ae->qkv16_n, qkv, (size_t)B * T * 3 * ae->C, n_threads);
+    return *qkv_op ? pl : NULL;
+}
+
+// qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
+int attention_engine_forward(AttentionEngine *ae, float *out, float *lse, const float *qkv,
+                             const float *bias, int n_threads, int B, int T) {
+    const int C = ae->C, H = ae->H, D = ae->D;
+    const size_t C3 = 3 * (size_t)C, es = ae->es;
+    const char *qkv_op;
+    Plan *pl = begin(ae, &qkv_op, qkv, n_threads, B, T);
+    if (!pl) return -1;
+    Failure fail = {dnnl_success, 0};
+    #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+        Slot *sl = &pl->slot[omp_get_thread_num()];
+        const int b = bh / H, h = bh % H;
+        const char *q = qkv_op + ((size_t)b * T * C3 + (size_t)h * D) * es, *k = q + C * es, *v = q + 2 * C * es;
+        float *o = out + (size_t)b * T * C + (size_t)h * D, *s = sl->f32;
+        const float *bias_h = bias ? bias + (size_t)h * T : NULL;
+        const void *p_op = ae->bf16 ? (const void *)sl->b16 : (const void *)s;
+        for (int blk = 0; blk < pl->n_blocks; blk++) {
+            int i0, rows, keys;
+            block_shape(pl, blk, &i0, &rows, &keys);
+            dnnl_status_t st = run(pl, sl, blk, PR_S, q + i0 * C3 * es, k, s);
+            if (st != dnnl_success) { record(&fail, st, PR_S); break; }
+            attention_block_probs(s, i0, rows, keys, bias_h, NULL, lse + (size_t)bh * T);
+            if (ae->bf16) round_block(sl->b16, s, rows, keys);
+            if ((st = run(pl, sl, blk, PR_Y, p_op, v, o + (size_t)i0 * C)) != dnnl_success) {
+                record(&fail, st, PR_Y);
+                break;
+            }
+        }
+    }
+    return failed(ae, &fail, "forward");
+}
+
+// dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
+int attention_engine_backward(AttentionEngine *ae, float *dqkv, float *dbias, const float *dout,
+                              const float *qkv, const float *lse, const float *bias, int n_threads,
+                              int B, int T) {
+    const int C = ae->C, H = ae->H, D = ae->D;
+    const size_t C3 = 3 * (size_t)C, es = ae->es;
+    const char *qkv_op;
+    Plan *pl = begin(ae, &qkv_op, qkv, n_threads, B, T);
+    const char *dy_op = pl ? operand(ae, &ae->dy16, &ae->dy16_n, dout, (size_t)B * T * C, n_threads) : NULL;
+    if (!dy_op) return -1;
+    const int nb = pl->nb;
+    Failure fail = {dnnl_success, 0};
+    #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+        Slot *sl = &pl->slot[omp_get_thread_num()];
+        const int b = bh / H, h = bh % H;
+        const char *q = qkv_op + ((size_t)b * T * C3 + (size_t)h * D) * es, *k = q + C * es, *v = q + 2 * C * es;
+        const char *dy = dy_op + ((size_t)b * T * C + (size_t)h * D) * es;
+        float *dq = dqkv + (size_t)b * T * C3 + (size_t)h * D, *dk = dq + C, *dv = dq + 2 * C;
+        const float *bias_h = bias ? bias + (size_t)h * T : NULL;
+        float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
+        float *p = sl->f32, *dp = p + (size_t)nb * T;   // probabilities, then their gradient
+        uint16_t *p16 = sl->b16, *ds16 = ae->bf16 ? sl->b16 + (size_t)nb * T : NULL;
+        const void *p_op = ae->bf16 ? (const void *)p16 : (const void *)p;
+        const void *ds_op = ae->bf16 ? (const void *)ds16 : (const void *)dp;
+        // dk, dv of this head are sums over query blocks (sum post-op): from zero
+        for (int t = 0; t < T; t++) {
+            memset(dk + t * C3, 0, (size_t)D * sizeof(float));
+            memset(dv + t * C3, 0, (size_t)D * sizeof(float));
+        }
+        for (int blk = 0; blk < pl->n_blocks; blk++) {
+            int i0, rows, keys;
+            block_shape(pl, blk, &i0, &rows, &keys);
+            const char *q_i = q + i0 * C3 * es, *dy_i = dy + (size_t)i0 * C * es;
+            dnnl_status_t st = run(pl, sl, blk, PR_S, q_i, k, p);
+            if (st != dnnl_success) { record(&fail, st, PR_S); break; }
+            attention_block_probs(p, i0, rows, keys, bias_h, lse + (size_t)bh * T, NULL);
+            if (ae->bf16) round_block(p16, p, rows, keys);
+            if ((st = run(pl, sl, blk, PR_DP, dy_i, v, dp)) != dnnl_success) { record(&fail, st, PR_DP); break; }
+            attention_block_dscores(dp, p, i0, rows, keys, dbias_bh);
+            if (ae->bf16) round_block(ds16, dp, rows, keys);
+            if ((st = run(pl, sl, blk, PR_DQ, ds_op, k, dq + (size_t)i0 * C3)) != dnnl_success) {
+                record(&fail, st, PR_DQ);
+                break;
+            }
+            if ((st = run(pl, sl, blk, PR_DK, ds_op, q_i, dk)) != dnnl_success) { record(&fail, st, PR_DK); break; }
+            if ((st = run(pl, sl, blk, PR_DV, p_op, dy_i, dv)) != dnnl_success) { record(&fail, st, PR_DV); break; }
+        }
+    }
+    return failed(ae, &fail, "backward");
+}

@@ -1,0 +1,306 @@
+// test_model_attention_onednn.c: attention with its products on oneDNN
+// (attention_onednn.h), fp32 and bf16, and attention.c (OpenBLAS), all
+// against one double-precision reference, element by element, with a bound
+// computed for each element alongside the reference.
+//
+// The bound (first order in the unit roundoffs; u = 2^-24 for fp32 sums,
+// g(n) = n u / (1 - n u) for a sum of n terms in any order, Higham 3.1;
+// r = 0 for fp32 inputs, 2^-8 when the products' inputs are rounded to
+// bf16, each input then off by r relative, each product term by 2r):
+//   s_j  = scale q.k_j + b_j        |ds_j| <= (g(D+2) + 2r) (scale sum|q k_j| + |b_j|)
+//   lse  = log sum exp(s)           |dlse| <= max_j |ds_j| + g(T+2) + u |lse|
+//   p_j  = exp(s_j - lse)           |dp_j| / p_j <= e_j = |ds_j| + |dlse| + u (|s_j - lse| + 2)
+//                                                        + 2e-7 (exp_fast, fastmath.h) + 2u
+//   y    = sum_j p_j v_j            |dy| <= sum_j p_j |v_j| (e_j + 2r + g(T+2))
+// and backward, with dy given exactly:
+//   dP_j = dy.v_j                   |ddP_j| <= (g(D+2) + 2r) sum |dy v_j|
+//   rho  = sum_j p_j dP_j           |drho| <= sum_j p_j (e_j |dP_j| + |ddP_j|) + g(T+2) sum_j p_j |dP_j|
+//   dS_j = p_j (dP_j - rho)         |ddS_j| <= p_j (e_j |dP_j - rho| + |ddP_j| + |drho|) + 2u |dS_j|
+//   dq   = scale sum_j dS_j k_j     |d dq| <= scale sum_j (|ddS_j| + (2r + g(T+2)) |dS_j|) |k_j|
+//   dk_j, dv_j likewise, summed over the query rows; dbias sums dS.
+// (The forward's p = exp(s - max) / sum takes another path to the same p;
+// its extra roundings, a division and the max subtraction, are in the 2u.)
+// These are worst-case bounds for any summation order, so they hold for
+// OpenBLAS's and oneDNN's blockings alike.
+//
+// The bound must be able to fail: the reference with the bias dropped, or
+// with the causal mask one key wider, is rejected by the same bounds; and
+// bf16 must really round (some element of the bf16 engine lies outside the
+// fp32 bound).
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <oneapi/dnnl/dnnl.h>
+#include <omp.h>
+
+#include "common/rng.h"
+#include "model/attention_onednn.h"
+#include "model/layers.h"
+
+#define U32 (1.0 / 16777216.0)   // 2^-24
+#define U16 (1.0 / 256.0)        // 2^-8
+#define EXP_ERR 2e-7             // exp_fast's relative error (fastmath.h)
+
+static double g(double n) { return n * U32 / (1.0 - n * U32); }
+
+typedef struct { int B, T, C, H, bias; } Shape;
+
+typedef struct {
+    double *out, *dqkv, *dbias;             // reference values
+    double *out_b, *dqkv_b, *dbias_b;       // their bounds
+} Ref;
+
+enum { MUT_NONE, MUT_NO_BIAS, MUT_WIDE_MASK };
+
+// The reference and its bounds for input rounding r (0 or U16), in double.
+// mutation: a deliberately wrong reference (the bounds' power to reject).
+static void reference(Ref *R, const Shape *sh, const float *qkv, const float *dout, const float *bias,
+                      double r, int mutation) {
+    const int B = sh->B, T = sh->T, C = sh->C, H = sh->H, D = C / H;
+    const double scale = 1.0 / sqrt((double)D), gD = g(D + 2.0) + 2 * r, gT = g(T + 2.0);
+    double *s = malloc(T * sizeof *s), *es = malloc(T * sizeof *es), *p = malloc(T * sizeof *p);
+    double *e = malloc(T * sizeof *e), *dP = malloc(T * sizeof *dP), *edP = malloc(T * sizeof *edP);
+    double *dS = malloc(T * sizeof *dS), *edS = malloc(T * sizeof *edS);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            const float *Q = qkv + (size_t)b * T * 3 * C + h * D, *K = Q + C, *V = Q + 2 * C;
+            const float *dY = dout + (size_t)b * T * C + h * D;
+            double *dq = R->dqkv + (size_t)b * T * 3 * C + h * D, *dk = dq + C, *dv = dq + 2 * C;
+            double *dq_b = R->dqkv_b + (size_t)b * T * 3 * C + h * D, *dk_b = dq_b + C, *dv_b = dq_b + 2 * C;
+            double *db = R->dbias + ((size_t)b * H + h) * T, *db_b = R->dbias_b + ((size_t)b * H + h) * T;
+            for (int i = 0; i < T; i++) {
+                const float *q = Q + (size_t)i * 3 * C;
+                int n = mutation == MUT_WIDE_MASK && i + 1 < T ? i + 2 : i + 1;
+                double mx = -INFINITY, es_max = 0;
+                for (int j = 0; j < n; j++) {
+                    const float *k = K + (size_t)j * 3 * C;
+                    double dot = 0, mag = 0;
+                    for (int d = 0; d < D; d++) { dot += (double)q[d] * k[d]; mag += fabs((double)q[d] * k[d]); }
+                    double bj = sh->bias && mutation != MUT_NO_BIAS && i >= j ? bias[h * T + (i - j)] : 0.0;
+                    s[j] = scale * dot + bj;
+                    es[j] = gD * (scale * mag + fabs(bj));
+                    if (s[j] > mx) mx = s[j];
+                    if (es[j] > es_max) es_max = es[j];
+                }
+                double sum = 0;
+                for (int j = 0; j < n; j++) sum += exp(s[j] - mx);
+                double lse = mx + log(sum), e_lse = es_max + gT + U32 * fabs(lse);
+                double *y = R->out + ((size_t)b * T + i) * C + h * D, *y_b = R->out_b + ((size_t)b * T + i) * C + h * D;
+                for (int j = 0; j < n; j++) {
+                    p[j] = exp(s[j] - lse);
+                    e[j] = es[j] + e_lse + U32 * (fabs(s[j] - lse) + 2) + EXP_ERR + 2 * U32;
+                }
+                for (int d = 0; d < D; d++) {
+                    double acc = 0, bnd = 0;
+                    for (int j = 0; j < n; j++) {
+                        double v = V[(size_t)j * 3 * C + d];
+                        acc += p[j] * v;
+                        bnd += p[j] * fabs(v) * (e[j] + 2 * r + gT);
+                    }
+                    y[d] = acc;
+                    y_b[d] = bnd;
+                }
+                // backward of row i
+                const float *dy = dY + (size_t)i * C;
+                double rho = 0, erho = 0, rho_mag = 0;
+                for (int j = 0; j < n; j++) {
+                    const float *v = V + (size_t)j * 3 * C;
+                    double dot = 0, mag = 0;
+                    for (int d = 0; d < D; d++) { dot += (double)dy[d] * v[d]; mag += fabs((double)dy[d] * v[d]); }
+                    dP[j] = dot;
+                    edP[j] = gD * mag;
+                    rho += p[j] * dP[j];
+                    erho += p[j] * (e[j] * fabs(dP[j]) + edP[j]);
+                    rho_mag += p[j] * fabs(dP[j]);
+                }
+                erho += gT * rho_mag;
+                for (int j = 0; j < n; j++) {
+                    dS[j] = p[j] * (dP[j] - rho);
+                    edS[j] = p[j] * (e[j] * fabs(dP[j] - rho) + edP[j] + erho) + 2 * U32 * fabs(dS[j]);
+                    if (i >= j) { db[i - j] += dS[j]; db_b[i - j] += edS[j] + gT * fabs(dS[j]); }
+                }
+                for (int d = 0; d < D; d++) {
+                    double acc = 0, bnd = 0;
+                    for (int j = 0; j < n; j++) {
+                        double k = K[(size_t)j * 3 * C + d];
+                        acc += dS[j] * k;
+                        bnd += (edS[j] + (2 * r + gT) * fabs(dS[j])) * fabs(k);
+                    }
+                    dq[(size_t)i * 3 * C + d] = scale * acc;
+                    dq_b[(size_t)i * 3 * C + d] = scale * bnd + U32 * fabs(scale * acc);
+                }
+                for (int j = 0; j < n; j++)
+                    for (int d = 0; d < D; d++) {
+                        double qd = q[d], dyd = dy[d];
+                        dk[(size_t)j * 3 * C + d] += scale * dS[j] * qd;
+                        dk_b[(size_t)j * 3 * C + d] += scale * (edS[j] + (2 * r + gT) * fabs(dS[j])) * fabs(qd);
+                        dv[(size_t)j * 3 * C + d] += p[j] * dyd;
+                        dv_b[(size_t)j * 3 * C + d] += p[j] * (e[j] + 2 * r + gT) * fabs(dyd);
+                    }
+            }
+        }
+    free(s); free(es); free(p); free(e); free(dP); free(edP); free(dS); free(edS);
+}
+
+static Ref ref_alloc(const Shape *sh) {
+    size_t n_out = (size_t)sh->B * sh->T * sh->C, n_qkv = 3 * n_out, n_db = (size_t)sh->B * sh->H * sh->T;
+    Ref R = {calloc(n_out, 8), calloc(n_qkv, 8), calloc(n_db, 8), calloc(n_out, 8), calloc(n_qkv, 8), calloc(n_db, 8)};
+    assert_non_null(R.out_b);
+    return R;
+}
+
+static void ref_free(Ref *R) {
+    free(R->out); free(R->dqkv); free(R->dbias); free(R->out_b); free(R->dqkv_b); free(R->dbias_b);
+}
+
+// Elements of x (float) outside ref +- bound; prints the first.
+static long outside(const char *what, const char *name, const float *x, const double *ref, const double *bnd,
+                    size_t n, int quiet) {
+    long bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(fabs(x[i] - ref[i]) <= bnd[i])) {
+            if (!bad && !quiet)
+                printf("  %s %s[%zu]: %.9g, reference %.9g, bound %.3g\n", what, name, i, x[i], ref[i], bnd[i]);
+            bad++;
+        }
+    return bad;
+}
+
+static float *randn(size_t n, double std, uint64_t seed) {
+    float *x = malloc(n * sizeof *x);
+    Rng rng;
+    rng_seed(&rng, seed);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(std * rng_normal(&rng));
+    return x;
+}
+
+static int native_bf16(void) {
+    return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+}
+
+// One attention forward + backward by `engine` (NULL: attention.c) into out, dqkv, dbias.
+static void run(AttentionEngine *engine, const Shape *sh, const float *qkv, const float *dout, const float *bias,
+                float *out, float *dqkv, float *dbias, int n_threads) {
+    const int B = sh->B, T = sh->T, C = sh->C, H = sh->H;
+    float *lse = malloc((size_t)B * H * T * sizeof *lse);
+    memset(dbias, 0, (size_t)B * H * T * sizeof *dbias);
+    if (!engine) {
+        float *scratch = malloc(n_threads * attention_scratch_floats(T) * sizeof *scratch);
+        attention_forward(out, lse, qkv, sh->bias ? bias : NULL, scratch, n_threads, B, T, C, H);
+        attention_backward(dqkv, sh->bias ? dbias : NULL, dout, qkv, lse, sh->bias ? bias : NULL, scratch,
+                           n_threads, B, T, C, H);
+        free(scratch);
+    } else {
+        assert_int_equal(attention_engine_forward(engine, out, lse, qkv, sh->bias ? bias : NULL, n_threads, B, T), 0);
+        assert_int_equal(attention_engine_backward(engine, dqkv, sh->bias ? dbias : NULL, dout, qkv, lse,
+                                                   sh->bias ? bias : NULL, n_threads, B, T), 0);
+    }
+    free(lse);
+}
+
+// T below one block, T not a multiple of the block, whole blocks; with and without bias.
+static const Shape shapes[] = {
+    {2, 24, 32, 4, 1},
+    {2, 100, 64, 2, 1},
+    {1, 128, 64, 4, 0},
+};
+
+static void test_against_reference(void **state) {
+    const char *names[] = {"attention.c (OpenBLAS)", "oneDNN fp32", "oneDNN bf16"};
+    for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
+        const Shape *sh = &shapes[si];
+        const size_t n_out = (size_t)sh->B * sh->T * sh->C, n_qkv = 3 * n_out, n_db = (size_t)sh->B * sh->H * sh->T;
+        // q, k N(0,1): scores of sd 1 (neither flat nor one-hot softmax); bias O(1)
+        float *qkv = randn(n_qkv, 1.0, 11 + si), *dout = randn(n_out, 1.0, 21 + si), *bias = randn(sh->H * sh->T, 0.5, 31 + si);
+        float *out = malloc(n_out * 4), *dqkv = malloc(n_qkv * 4), *dbias = malloc(n_db * 4);
+        Ref R32 = ref_alloc(sh), R16 = ref_alloc(sh);
+        reference(&R32, sh, qkv, dout, bias, 0.0, MUT_NONE);
+        reference(&R16, sh, qkv, dout, bias, U16, MUT_NONE);
+        for (int v = 0; v < 3; v++) {
+            for (int n_threads = 1; n_threads <= 2; n_threads++) {
+                AttentionEngine *ae = NULL;
+                char err[256] = "";
+                if (v == 2 && !native_bf16()) { printf("  %s: this CPU has no native bf16 (oneDNN refuses it)\n", names[v]); continue; }
+                if (v > 0) assert_int_equal(attention_engine_create(&ae, v == 2, sh->C, sh->H, err, sizeof err), 0);
+                run(ae, sh, qkv, dout, bias, out, dqkv, dbias, n_threads);
+                const Ref *R = v == 2 ? &R16 : &R32;
+                long bad = outside(names[v], "out", out, R->out, R->out_b, n_out, 0) +
+                           outside(names[v], "dqkv", dqkv, R->dqkv, R->dqkv_b, n_qkv, 0) +
+                           (sh->bias ? outside(names[v], "dbias", dbias, R->dbias, R->dbias_b, n_db, 0) : 0);
+                printf("  B=%d T=%d C=%d H=%d bias=%d %s, %d thread(s): %ld outside the bound\n", sh->B, sh->T,
+                       sh->C, sh->H, sh->bias, names[v], n_threads, bad);
+                assert_int_equal(bad, 0);
+                if (v == 2) {   // bf16 really rounds: outside the fp32 bound somewhere
+                    long beyond = outside(names[v], "out", out, R32.out, R32.out_b, n_out, 1) +
+                                  outside(names[v], "dqkv", dqkv, R32.dqkv, R32.dqkv_b, n_qkv, 1);
+                    printf("    of which outside the fp32 bound: %ld of %zu\n", beyond, n_out + n_qkv);
+                    assert_true(beyond > 0);
+                }
+                attention_engine_free(ae);
+            }
+        }
+        ref_free(&R32); ref_free(&R16);
+        free(qkv); free(dout); free(bias); free(out); free(dqkv); free(dbias);
+    }
+}
+
+// The bounds reject a wrong result: attention.c against a reference without
+// the bias, and against one whose causal mask admits one key too many.
+static void test_bounds_reject_mutations(void **state) {
+    const Shape *sh = &shapes[1];
+    const size_t n_out = (size_t)sh->B * sh->T * sh->C, n_qkv = 3 * n_out, n_db = (size_t)sh->B * sh->H * sh->T;
+    float *qkv = randn(n_qkv, 1.0, 12), *dout = randn(n_out, 1.0, 22), *bias = randn(sh->H * sh->T, 0.5, 32);
+    float *out = malloc(n_out * 4), *dqkv = malloc(n_qkv * 4), *dbias = malloc(n_db * 4);
+    run(NULL, sh, qkv, dout, bias, out, dqkv, dbias, 2);
+    for (int mut = MUT_NO_BIAS; mut <= MUT_WIDE_MASK; mut++) {
+        Ref R = ref_alloc(sh);
+        reference(&R, sh, qkv, dout, bias, 0.0, mut);
+        long bad = outside("mutant", "out", out, R.out, R.out_b, n_out, 1) +
+                   outside("mutant", "dqkv", dqkv, R.dqkv, R.dqkv_b, n_qkv, 1);
+        printf("  %s: %ld of %zu elements outside the bound\n", mut == MUT_NO_BIAS ? "bias dropped" : "mask one key wider",
+               bad, n_out + n_qkv);
+        assert_true(bad > (long)(n_out + n_qkv) / 10);
+        ref_free(&R);
+    }
+    free(qkv); free(dout); free(bias); free(out); free(dqkv); free(dbias);
+}
+
+// The plans: many lengths in turn (more than the engine keeps) and back.
+static void test_many_lengths(void **state) {
+    Shape sh = {1, 0, 32, 2, 1};
+    AttentionEngine *ae = NULL;
+    char err[256] = "";
+    assert_int_equal(attention_engine_create(&ae, 0, sh.C, sh.H, err, sizeof err), 0);
+    const int lengths[] = {8, 64, 65, 130, 7, 16, 33, 200, 129, 1, 8, 64};
+    for (size_t li = 0; li < sizeof lengths / sizeof lengths[0]; li++) {
+        sh.T = lengths[li];
+        const size_t n_out = (size_t)sh.T * sh.C, n_qkv = 3 * n_out, n_db = (size_t)sh.H * sh.T;
+        float *qkv = randn(n_qkv, 1.0, 40 + li), *dout = randn(n_out, 1.0, 50 + li), *bias = randn(sh.H * sh.T, 0.5, 60);
+        float *out = malloc(n_out * 4), *dqkv = malloc(n_qkv * 4), *dbias = malloc(n_db * 4);
+        Ref R = ref_alloc(&sh);
+        reference(&R, &sh, qkv, dout, bias, 0.0, MUT_NONE);
+        run(ae, &sh, qkv, dout, bias, out, dqkv, dbias, 1 + (int)(li % 2));
+        long bad = outside("oneDNN fp32", "out", out, R.out, R.out_b, n_out, 0) +
+                   outside("oneDNN fp32", "dqkv", dqkv, R.dqkv, R.dqkv_b, n_qkv, 0) +
+                   outside("oneDNN fp32", "dbias", dbias, R.dbias, R.dbias_b, n_db, 0);
+        assert_int_equal(bad, 0);
+        ref_free(&R);
+        free(qkv); free(dout); free(bias); free(out); free(dqkv); free(dbias);
+    }
+    attention_engine_free(ae);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_against_reference),
+        cmocka_unit_test(test_bounds_reject_mutations),
+        cmocka_unit_test(test_many_lengths),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
