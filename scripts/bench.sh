@@ -32,7 +32,8 @@
 #     build/bench_model on each engine, then scripts/torch_baseline.py in each
 #     mode (when torch imports).
 #   - the scheme overhead (bench_model --compare-schemes, on each engine of
-#     SCHEME_ENGINES) and the RoPE micro-benchmark (bench_model --rope-micro).
+#     SCHEME_ENGINES), the RoPE micro-benchmark (bench_model --rope-micro) and
+#     attention alone on each engine (build/bench_attention).
 #
 # Noise: this shared VM's speed drifts by +-10% from one run to the next
 # (identical work, minutes apart), so each (config, scheme) is measured
@@ -222,6 +223,9 @@ for cfg in $CONFIGS; do
     done
 done
 build/bench_model --rope-micro --threads "$THREADS" | recs rope_micro
+# Attention alone, on each engine (the products on OpenBLAS, oneDNN fp32, oneDNN bf16).
+[ -x build/bench_attention ] || make build/bench_attention >/dev/null
+build/bench_attention --threads "$THREADS" | recs attention
 
 echo
 "$PY" scripts/bench_report.py "$OUT"

@@ -43,6 +43,7 @@ appends (a key given twice: the last one counts).
     scheme_compare config=S pos=... engine=... precision=... ...   build/bench_model --compare-schemes
     scheme_kernels config=S pos=... engine=... precision=... ...
     rope_micro dir=forward ... / rope_micro max_abs_diff=...   build/bench_model --rope-micro
+    attention config=M variant=bf16-onednn fwd_bwd_ms=.. ...   build/bench_attention
 
 Records written before a field existed lack it: a ropelab or scheme record
 without engine= is OpenBLAS fp32, a torch record without autocast= is fp32.
@@ -605,6 +606,21 @@ def rope_micro(res, out):
             out(f"RoPE matrix vs elementwise: max |difference| {r['max_abs_diff']}")
 
 
+def attention_table(res, out):
+    recs = [r for r in res.all("attention") if r.get("variant")]
+    if not recs:
+        return
+    out("")
+    out("Attention alone (build/bench_attention: one forward + backward of one layer, no bias; ms, "
+        "median of alternating rounds; speed-up = median over rounds of OpenBLAS's time / the variant's):")
+    out("")
+    out("| config | products on | fwd + bwd ms | fwd ms | bwd ms | GFLOP/s | speed-up | max rel. difference |")
+    out("|---|---|---|---|---|---|---|---|")
+    for r in recs:
+        out(f"| {r.get('config')} | {r.get('variant')} | {r.get('fwd_bwd_ms')} | {r.get('fwd_ms')} | "
+            f"{r.get('bwd_ms')} | {r.get('gflops')} | {r.get('speedup_vs_fp32_openblas')}x | {r.get('max_rel_diff')} |")
+
+
 def report(records, out=print):
     res = Results(records)
     header(res, out)
@@ -613,6 +629,7 @@ def report(records, out=print):
     torch_table(res, out)
     scheme_tables(res, out)
     rope_micro(res, out)
+    attention_table(res, out)
     targets(res, rows, out)
 
 
