@@ -279,15 +279,17 @@ def write_summary(path, dirs):
              "first, rope's speed-up over learned (mean ± sd of the per-seed ratios), and rope's margin over "
              "the next scheme. Final loss: rope's gap to learned and to the best other scheme, against the "
              "larger seed sd.\n"]
-    header_done = False
+    results = []
     for d in dirs:
         with open(os.path.join(d, "summary.json")) as f:
-            res = json.load(f)
+            results.append(json.load(f))
+    columns = []   # every scheme of any setup, in order of first appearance ("-" where a setup lacks it)
+    for res in results:
+        columns += [v for v in res["variants"] if "-" not in v and v not in columns]
+    lines += ["| setup | target | " + " | ".join(columns) + " | first | rope vs learned | rope vs next |",
+              "|---|---|" + "---|" * len(columns) + "---|---|---|"]
+    for res in results:
         schemes = [v for v in res["variants"] if "-" not in v]
-        if not header_done:
-            lines += ["| setup | target | " + " | ".join(schemes) + " | first | rope vs learned | rope vs next |",
-                      "|---|---|" + "---|" * len(schemes) + "---|---|---|"]
-            header_done = True
         for i, t in enumerate(res["targets"]):
             means = {}
             for v in schemes:
@@ -298,15 +300,14 @@ def write_summary(path, dirs):
             su = [x for x in res["variants"].get("rope", {}).get("targets", [{}] * 3)[i].get("speedups", [])]
             others = [m for v, m in reached.items() if v != "rope"]
             margin = min(others) / reached["rope"] if "rope" in reached and others else math.nan
-            cells = [fmt(means[v], ".0f") if not math.isnan(means[v]) else "not reached" for v in schemes]
+            cells = ["-" if v not in means else fmt(means[v], ".0f") if not math.isnan(means[v]) else "not reached"
+                     for v in columns]
             su_m, su_sd = mean_sd(su)
             lines.append(f"| {res['name']} | {t['label']} ({t['loss']:.3f}) | " + " | ".join(cells) +
                          f" | {first} | {fmt(su_m, '.2f')}x ± {fmt(su_sd, '.2f')} | {fmt(margin, '.2f')}x |")
     lines += ["\n| setup | rope final loss | learned | best other (scheme) | rope - learned | / sd | "
               "rope - best other | / sd | time |", "|---|---|---|---|---|---|---|---|---|"]
-    for d in dirs:
-        with open(os.path.join(d, "summary.json")) as f:
-            res = json.load(f)
+    for res in results:
         fin = {v: mean_sd(e["final"]) for v, e in res["variants"].items() if "-" not in v}
         if "rope" not in fin:
             continue
@@ -314,7 +315,7 @@ def write_summary(path, dirs):
         sd_l = max(fin["rope"][1], fin[REF][1])
         sd_b = max(fin["rope"][1], fin[best][1])
         wall = res.get("wall_s")
-        time = (f"{wall / 3600:.1f} h wall" if wall else f"{res['run_s'] / 3600:.1f} h of runs")
+        time = f"{res['run_s'] / 3600:.1f} h of runs" + (f", {wall / 3600:.1f} h wall" if wall else "")
         lines.append(f"| {res['name']} | {fin['rope'][0]:.4f} | {fin[REF][0]:.4f} | {fin[best][0]:.4f} ({best}) | "
                      f"{fin['rope'][0] - fin[REF][0]:+.4f} | {abs(fin['rope'][0] - fin[REF][0]) / sd_l:.1f} | "
                      f"{fin['rope'][0] - fin[best][0]:+.4f} | {abs(fin['rope'][0] - fin[best][0]) / sd_b:.1f} | {time} |")
