@@ -29,9 +29,10 @@
 // per block, after the fp32 loops that make them, into the thread's scratch.
 //
 // Primitives: one per product and block shape (rows, keys), created for a
-// sequence length T and a thread count at the first call that needs them
-// (a "plan", kept; up to MAX_PLANS of them) while one thread is the count in
-// force: they run inside our parallel loop over (batch, head) pairs, where
+// sequence length T and a thread count at the first call that needs them (a
+// "plan", kept; up to MAX_PLANS of them, the least recently used dropped
+// first) while one thread is the count in force: they run inside our
+// parallel loop over (batch, head) pairs, where
 // oneDNN (on the same OpenMP runtime) runs each on the calling thread.
 // Primitive objects are shared by the threads; each thread has its own
 // memory objects (data handles set per call), scratchpad (user mode: the
@@ -51,7 +52,7 @@
 #include "model/attention_onednn.h"
 #include "model/layers.h"
 
-#define MAX_PLANS 8   // (T, threads) pairs kept; the oldest is dropped for a new one
+#define MAX_PLANS 8   // (T, threads) pairs kept; the least recently used is dropped for a new one
 
 enum { PR_S, PR_Y, PR_DP, PR_DQ, PR_DK, PR_DV, N_PROD };
 enum { M_SRC, M_WEI, M_DST, M_SP, N_MEM };
@@ -209,10 +210,15 @@ static void plan_free(Plan *pl) {
     free(pl);
 }
 
-// The plan for (T, n_threads): found, or created (dropping the oldest if full).
+// The plan for (T, n_threads): found, or created (dropping the least recently used if full).
 static Plan *plan_get(AttentionEngine *ae, int T, int n_threads) {
     for (int i = 0; i < ae->n_plans; i++)
-        if (ae->plans[i]->T == T && ae->plans[i]->n_threads == n_threads) return ae->plans[i];
+        if (ae->plans[i]->T == T && ae->plans[i]->n_threads == n_threads) {
+            Plan *hit = ae->plans[i];   // to the end: the least recently used is dropped first
+            memmove(ae->plans + i, ae->plans + i + 1, (ae->n_plans - 1 - i) * sizeof *ae->plans);
+            ae->plans[ae->n_plans - 1] = hit;
+            return hit;
+        }
     Plan *pl = calloc(1, sizeof *pl);
     if (!pl) { set_err(ae, "out of memory"); return NULL; }
     pl->T = T;
@@ -368,6 +374,11 @@ static void round_block(uint16_t *y, const float *x, int rows, int keys) {
 // What a pass starts with: the plan for (T, n_threads) and the products'
 // view of qkv (*qkv_op); NULL on failure.
 static Plan *begin(AttentionEngine *ae, const char **qkv_op, const float *qkv, int n_threads, int B, int T) {
+    if (omp_in_parallel() || n_threads < 1 || B < 1 || T < 1) {   // the plans and buffers are not shared safely
+        set_err(ae, "oneDNN attention: called inside a parallel region or with %d threads, B %d, T %d",
+                n_threads, B, T);
+        return NULL;
+    }
     Plan *pl = plan_get(ae, T, n_threads);
     if (!pl) return NULL;
     *qkv_op = operand(ae, &ae->qkv16, &ae->qkv16_n, qkv, (size_t)B * T * 3 * ae->C, n_threads);

@@ -149,7 +149,8 @@ size_t gpt_matmul_bytes(const GPT *model);
 // With the oneDNN engine, attention's products run on it too (model/
 // attention_onednn.h, in the engine's precision); on = 0 puts them back on
 // OpenBLAS (attention.c), on = 1 on oneDNN again: for benchmarks that
-// compare the two. Fails with a message if the engine is not oneDNN.
+// compare the two (gpt_set_matmul puts them on oneDNN again). Fails with a
+// message if the engine is not oneDNN.
 int gpt_set_attention_onednn(GPT *model, int on, char *err, size_t errlen);
 
 // Sizes the activation buffers for batches of (B, T). T may exceed block_size
