@@ -9,7 +9,7 @@
 #                            sinusoidal, t5, alibi, none, and three
 #                            sinusoidal_scale ablations (about 45 min)
 #                   gcide    the same config on the GCIDE dictionary (about 25 min)
-#                   medium   configs/compare-medium.ini on the KJV (about 4 h)
+#                   medium   configs/compare-medium.ini on the KJV (about 2 h on 2 quiet cores: 15 runs of about 15 min, two at a time)
 #                   all      the three above, then docs-ready summary
 #                            runs/compare-summary.md
 #                   quick    configs/compare-quick.ini, 2 seeds (a couple of minutes)
