@@ -1,50 +1,20 @@
 // test_train_bf16.c: ./train with precision=bf16 and matmul=onednn end to
-// end on a corpus the test writes: bf16 learns, an interrupted bf16 run
+// end on the tests' small corpus (util_run.h): bf16 learns, an interrupted bf16 run
 // resumes exactly (same log rows, bit-identical weights), a run may switch
 // precision on --resume, and a CPU without bf16 dot products is refused in
 // one line with exit 2. Run from the repository root with ./train built.
 #include <setjmp.h>
-#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
-static char dir[128], data_args[512], out[1 << 15];
+#include "util_run.h"
 
-// Runs a shell command; its stdout and stderr in out; returns the exit status.
-static int run(const char *fmt, ...) {
-    char cmd[2048], full[2100];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    snprintf(full, sizeof full, "%s 2>&1", cmd);
-    FILE *p = popen(full, "r");
-    assert_non_null(p);
-    size_t n = fread(out, 1, sizeof out - 1, p);
-    out[n] = 0;
-    int st = pclose(p);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int setup(void **state) {
-    snprintf(dir, sizeof dir, "/tmp/ropelab_bf16_%d", (int)getpid());
-    if (run("rm -rf %s && mkdir -p %s && for i in $(seq 1 900); do echo \"proverb $((i%%6)): a $((i*7%%11)) "
-            "wise son maketh $((i%%5)) glad fathers in the morning.\"; done > %s/corpus.txt && "
-            "./prepare --vocab-size 300 --val-fraction 0.1 --out-dir %s/data %s/corpus.txt",
-            dir, dir, dir, dir, dir) != 0)
-        return -1;
-    snprintf(data_args, sizeof data_args, "--tokenizer=%s/data/tokenizer.bin --train_file=%s/data/train.bin "
-             "--val_file=%s/data/val.bin", dir, dir, dir);
-    return 0;
-}
-
-static int teardown(void **state) { return getenv("KEEP") ? 0 : run("rm -rf %s", dir) == 0 ? 0 : -1; }
+static int setup(void **state) { return make_data_dir("bf16"); }
 
 // The first five fields of every row of RUN/log.csv (the timings differ), one string.
 static void log_rows(const char *run_dir, char *rows, size_t cap) {
@@ -117,5 +87,5 @@ int main(void) {
         cmocka_unit_test(test_switch_precision_on_resume),
         cmocka_unit_test(test_bf16_refused_without_cpu_support),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, setup, remove_data_dir);
 }

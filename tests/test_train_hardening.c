@@ -70,37 +70,6 @@ static int setup(void **state) {
     return make_data_dir("hardening");
 }
 
-// The rows of RUN/log.csv cut to their first five fields (everything but the
-// timings). Every row must be whole: seven fields, ending in a newline.
-static int read_log(const char *run_dir, char rows[][160], int max_rows) {
-    char path[1200], line[512];
-    snprintf(path, sizeof path, "%s/log.csv", run_dir);
-    FILE *f = fopen(path, "r");
-    if (!f) fail_msg("%s: %s", path, strerror(errno));
-    assert_non_null(fgets(line, sizeof line, f));
-    assert_string_equal(line, "step,train_loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n");
-    int n = 0;
-    while (fgets(line, sizeof line, f)) {
-        int commas = 0;
-        for (const char *c = line; *c; c++) commas += *c == ',';
-        size_t len = strlen(line);
-        if (commas != 6 || line[len - 1] != '\n') fail_msg("%s: row %d is not a whole row: '%s'", path, n, line);
-        if (n >= max_rows) fail_msg("%s: more than %d rows", path, max_rows);
-        char *c = line;
-        for (commas = 0; *c && commas < 5; c++) commas += *c == ',';
-        c[-1] = 0;
-        snprintf(rows[n++], 160, "%.159s", line);
-    }
-    fclose(f);
-    return n;
-}
-
-static void assert_same_rows(char a[][160], int na, char b[][160], int nb) {
-    if (na != nb) fail_msg("%d rows, want %d", nb, na);
-    for (int i = 0; i < na; i++)
-        if (strcmp(a[i], b[i]) != 0) fail_msg("row %d differs:\n  %s\n  %s", i, a[i], b[i]);
-}
-
 // The log of RUN_DIR equals the reference run's (every step once, same values).
 static void assert_log_is_reference(const char *run_dir);
 

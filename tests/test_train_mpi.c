@@ -56,34 +56,6 @@ static int setup(void **state) {
     return make_data_dir("mpi");
 }
 
-// The rows of RUN/log.csv cut to their first five fields
-// (step, train_loss, val_loss, lr, grad_norm: everything but the timings).
-static int read_log(const char *run_dir, char rows[][160], int max_rows) {
-    char path[600], line[512];
-    snprintf(path, sizeof path, "%s/log.csv", run_dir);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(line, sizeof line, f));
-    int n = 0;
-    while (n < max_rows && fgets(line, sizeof line, f)) {
-        char *c = line;
-        for (int commas = 0; *c && commas < 5; c++) commas += *c == ',';
-        c[-1] = 0;
-        snprintf(rows[n++], 160, "%.159s", line);
-    }
-    fclose(f);
-    return n;
-}
-
-static void assert_same_rows(char a[][160], int na, char b[][160], int nb) {
-    assert_int_equal(na, nb);
-    for (int i = 0; i < na; i++)
-        if (strcmp(a[i], b[i]) != 0) fail_msg("row %d differs:\n  %s\n  %s", i, a[i], b[i]);
-}
-
-static int files_equal(const char *a, const char *b) {
-    return run("cmp -s '%s' '%s'", a, b) == 0;
-}
 
 // A metadata value of a checkpoint (NULL if absent), copied into buf.
 static const char *checkpoint_meta(const char *run_dir, const char *key, char *buf, size_t n) {

@@ -33,26 +33,6 @@ static int setup(void **state) {
     return make_data_dir("train");
 }
 
-// The rows of RUN/log.csv cut to their first five fields
-// (step, train_loss, val_loss, lr, grad_norm: everything but the timings).
-static int read_log(const char *run_dir, char rows[][160], int max_rows) {
-    char path[600], line[512];
-    snprintf(path, sizeof path, "%s/log.csv", run_dir);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    assert_non_null(fgets(line, sizeof line, f));
-    assert_string_equal(line, "step,train_loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n");
-    int n = 0;
-    while (n < max_rows && fgets(line, sizeof line, f)) {
-        char *c = line;
-        for (int commas = 0; *c && commas < 5; c++) commas += *c == ',';
-        c[-1] = 0;
-        snprintf(rows[n++], 160, "%.159s", line);
-    }
-    fclose(f);
-    return n;
-}
-
 // val_loss of a log row (third field), NAN if empty.
 static double row_val(const char *row) {
     const char *c = strchr(strchr(row, ',') + 1, ',') + 1;
@@ -117,16 +97,6 @@ static int straight_rows(char rows[][160]) {
         done = 1;
     }
     return read_log(run_dir, rows, 100);
-}
-
-static void assert_same_rows(char a[][160], int na, char b[][160], int nb) {
-    assert_int_equal(na, nb);
-    for (int i = 0; i < na; i++)
-        if (strcmp(a[i], b[i]) != 0) fail_msg("row %d differs:\n  %s\n  %s", i, a[i], b[i]);
-}
-
-static int files_equal(const char *a, const char *b) {
-    return run("cmp -s '%s' '%s'", a, b) == 0;
 }
 
 static void test_interrupt_and_resume_is_exact(void **state) {

@@ -1,13 +1,16 @@
 // util_run.h: what the end-to-end tests of ./train share: a shell command
-// with its output captured, and a temporary directory holding a small corpus
+// with its output captured, a temporary directory holding a small corpus
 // tokenised by ./prepare. Include after <cmocka.h>; run from the repository
-// root with the programs built.
+// root with the programs built. (The helpers not every test uses are inline:
+// no unused-function warning.)
 #ifndef ROPELAB_TESTS_UTIL_RUN_H
 #define ROPELAB_TESTS_UTIL_RUN_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/wait.h>
 
 #include "common/rng.h"
@@ -70,6 +73,42 @@ static int remove_data_dir(void **state) {
     char cmd[512];
     snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
     return system(cmd) == 0 ? 0 : -1;
+}
+
+// The rows of RUN/log.csv cut to their first five fields (everything but the
+// timings). Every row must be whole: seven fields, ending in a newline.
+static inline int read_log(const char *run_dir, char rows[][160], int max_rows) {
+    char path[1200], line[512];
+    snprintf(path, sizeof path, "%s/log.csv", run_dir);
+    FILE *f = fopen(path, "r");
+    if (!f) fail_msg("%s: %s", path, strerror(errno));
+    assert_non_null(fgets(line, sizeof line, f));
+    assert_string_equal(line, "step,train_loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n");
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        int commas = 0;
+        for (const char *c = line; *c; c++) commas += *c == ',';
+        size_t len = strlen(line);
+        if (commas != 6 || line[len - 1] != '\n') fail_msg("%s: row %d is not a whole row: '%s'", path, n, line);
+        if (n >= max_rows) fail_msg("%s: more than %d rows", path, max_rows);
+        char *c = line;
+        for (commas = 0; *c && commas < 5; c++) commas += *c == ',';
+        c[-1] = 0;
+        snprintf(rows[n++], 160, "%.159s", line);
+    }
+    fclose(f);
+    return n;
+}
+
+static inline void assert_same_rows(char a[][160], int na, char b[][160], int nb) {
+    if (na != nb) fail_msg("%d rows, want %d", nb, na);
+    for (int i = 0; i < na; i++)
+        if (strcmp(a[i], b[i]) != 0) fail_msg("row %d differs:\n  %s\n  %s", i, a[i], b[i]);
+}
+
+// Whether two files have the same bytes.
+static inline int files_equal(const char *a, const char *b) {
+    return run("cmp -s '%s' '%s'", a, b) == 0;
 }
 
 #endif
