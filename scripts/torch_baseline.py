@@ -44,12 +44,25 @@ PRESETS = {
     "M": dict(n_layer=6, d_model=256, n_head=8, seq_len=256, batch_size=8, vocab_size=4096),
 }
 
-def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description="PyTorch CPU training-speed baseline of the ropelab model.")
+def add_size_args(ap):
+    """--config (a preset) and the size flags that override it, and --pos;
+    shared with torch_ddp.py. apply_preset fills what was not given."""
     ap.add_argument("--config", choices=sorted(PRESETS), help="preset sizes (explicit flags override)")
-    for name in ("n_layer", "d_model", "n_head", "seq_len", "batch_size", "vocab_size"):
+    for name in PRESETS["S"]:
         ap.add_argument("--" + name.replace("_", "-"), type=int, dest=name)
     ap.add_argument("--pos", default="rope", choices=tm.POS_KINDS)
+
+
+def apply_preset(args):
+    """Every size not given on the command line from the preset (S by default)."""
+    for k, v in PRESETS.get(args.config, PRESETS["S"]).items():
+        if getattr(args, k) is None:
+            setattr(args, k, v)
+
+
+def parse_args(argv=None):
+    ap = argparse.ArgumentParser(description="PyTorch CPU training-speed baseline of the ropelab model.")
+    add_size_args(ap)
     ap.add_argument("--rope-dims", type=int, default=0, help="0 = head_dim")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10, help="timed steps (after the warm-up)")
@@ -61,10 +74,7 @@ def parse_args(argv=None):
     ap.add_argument("--autocast", choices=("off", "bf16"), default="off",
                     help="bf16: forward and loss under torch.autocast('cpu', dtype=torch.bfloat16)")
     args = ap.parse_args(argv)
-    preset = PRESETS.get(args.config, PRESETS["S"])
-    for k, v in preset.items():
-        if getattr(args, k) is None:
-            setattr(args, k, v)
+    apply_preset(args)
     if args.steps < 1 or args.warmup < 0 or args.threads < 1:
         ap.error("--steps and --threads must be >= 1, --warmup >= 0")
     return args

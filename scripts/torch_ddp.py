@@ -41,19 +41,11 @@ import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_model as tm  # noqa: E402
-
-PRESETS = {
-    "S": dict(n_layer=4, d_model=128, n_head=4, seq_len=128, batch_size=32, vocab_size=2048),
-    "M": dict(n_layer=6, d_model=256, n_head=8, seq_len=256, batch_size=8, vocab_size=4096),
-}
-
+from torch_baseline import add_size_args, apply_preset  # noqa: E402
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description="PyTorch DDP (gloo) CPU training speed of the ropelab model.")
-    ap.add_argument("--config", choices=sorted(PRESETS), help="preset sizes (explicit flags override)")
-    for name in ("n_layer", "d_model", "n_head", "seq_len", "batch_size", "vocab_size"):
-        ap.add_argument("--" + name.replace("_", "-"), type=int, dest=name)
-    ap.add_argument("--pos", default="rope", choices=tm.POS_KINDS)
+    add_size_args(ap)
     ap.add_argument("--nproc", type=int, default=2, help="processes (DDP ranks); 1 = no process group")
     ap.add_argument("--threads", type=int, default=1, help="threads per process")
     ap.add_argument("--steps", type=int, default=10, help="timed steps (after the warm-up)")
@@ -61,10 +53,7 @@ def parse_args(argv=None):
     ap.add_argument("--tokens", help="llm.c token file to sample windows from (default: random tokens)")
     ap.add_argument("--seed", type=int, default=1337)
     args = ap.parse_args(argv)
-    preset = PRESETS.get(args.config, PRESETS["S"])
-    for k, v in preset.items():
-        if getattr(args, k) is None:
-            setattr(args, k, v)
+    apply_preset(args)
     if args.steps < 1 or args.warmup < 0 or args.threads < 1 or args.nproc < 1:
         ap.error("--steps, --threads and --nproc must be >= 1, --warmup >= 0")
     if args.batch_size % args.nproc:

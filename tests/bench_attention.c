@@ -8,8 +8,8 @@
 //
 //   build/bench_attention [--config S|M|both] [--rounds 9] [--threads N (default: all cores)]
 //
-// Configs (bench_model.c's): S: B=32 T=128 C=128 H=4; M: B=8 T=256 C=256
-// H=8; head dim D = 32 in both; no bias table (rope, learned, sinusoidal).
+// Configs S and M (util_bench.h, as bench_model.c): head dim D = 32 in both;
+// no bias table (rope, learned, sinusoidal).
 // Data: qkv and dout N(0,1) (scores of sd 1: a softmax neither flat nor
 // one-hot). Correctness is tested in tests/test_model_attention_onednn.c;
 // here the largest difference from fp32-openblas, relative to its largest
@@ -45,11 +45,6 @@
 enum { MAX_ROUNDS = 101, N_VARIANTS = 3 };
 static const char *const variant_names[N_VARIANTS] = {"fp32-openblas", "fp32-onednn", "bf16-onednn"};
 
-typedef struct { const char *name; int B, T, C, H; } Config;
-static const Config CONFIGS[] = {
-    {"S", 32, 128, 128, 4},
-    {"M", 8, 256, 256, 8},
-};
 
 static float *alloc_floats(size_t n) {
     float *p = malloc(n * sizeof *p);
@@ -69,7 +64,7 @@ static double max_rel_diff(const float *x, const float *ref, size_t n) {
 typedef struct { float *out, *lse, *dqkv; } Outputs;
 
 // One forward + backward of variant v (engine NULL: attention.c); times in *tf, *tb.
-static int run(AttentionEngine *engine, const Config *c, Outputs *o, const float *qkv, const float *dout,
+static int run(AttentionEngine *engine, const BenchConfig *c, Outputs *o, const float *qkv, const float *dout,
                float *scratch, int n_threads, double *tf, double *tb) {
     double t0 = now_s();
     if (!engine) attention_forward(o->out, o->lse, qkv, NULL, scratch, n_threads, c->B, c->T, c->C, c->H);
@@ -83,7 +78,7 @@ static int run(AttentionEngine *engine, const Config *c, Outputs *o, const float
     return 0;
 }
 
-static int bench_config(const Config *c, int rounds, int n_threads, int have_bf16) {
+static int bench_config(const BenchConfig *c, int rounds, int n_threads, int have_bf16) {
     const size_t n_qkv = (size_t)c->B * c->T * 3 * c->C, n_out = (size_t)c->B * c->T * c->C;
     float *qkv = alloc_floats(n_qkv), *dout = alloc_floats(n_out);
     float *scratch = alloc_floats(n_threads * attention_scratch_floats(c->T));

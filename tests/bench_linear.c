@@ -63,11 +63,6 @@ static const EngineSpec ENGINES[] = {
 };
 enum { MAX_ENGINES = sizeof ENGINES / sizeof ENGINES[0] };
 
-typedef struct { const char *name; int N, C, V, L; } Config;
-static const Config CONFIGS[] = {
-    {"S", 32 * 128, 128, 2048, 4},
-    {"M", 8 * 256, 256, 4096, 6},
-};
 
 enum { OP_FWD, OP_DINP, OP_DW, OP_REPACK, N_OPS };
 static const char *const OP_NAMES[N_OPS] = {"forward", "dinp", "dW", "repack"};
@@ -126,8 +121,8 @@ static int has_copies(const EngineSpec *s) {
     return s->backend == MATMUL_ONEDNN && (s->precision == PRECISION_BF16 || s->layout == WEIGHTS_PACKED);
 }
 
-static void bench_config(const Config *cfg, const int *use, int n_use, int rounds, double min_s) {
-    int N = cfg->N, C = cfg->C;
+static void bench_config(const BenchConfig *cfg, const int *use, int n_use, int rounds, double min_s) {
+    int N = cfg->B * cfg->T, C = cfg->C;   // rows: the batch's tokens
     Layer layers[N_LAYERS] = {
         {.name = "c_attn", .C = C, .OC = 3 * C, .has_bias = 1, .per_step = cfg->L},
         {.name = "attn.c_proj", .C = C, .OC = C, .has_bias = 1, .per_step = cfg->L},

@@ -58,12 +58,6 @@ static double peak_rss_mb(void) {
     return ru.ru_maxrss / 1024.0;   // Linux: kilobytes
 }
 
-typedef struct { const char *name; int L, C, H, T, B, V; } BenchConfig;
-static const BenchConfig CONFIGS[] = {
-    {"S", 4, 128, 4, 128, 32, 2048},
-    {"M", 6, 256, 8, 256, 8, 4096},
-};
-
 static double model_flops_per_step(const BenchConfig *c) {
     double BT = (double)c->B * c->T;
     double mm = 2.0 * BT * (12.0 * c->L * c->C * c->C + (double)c->V * c->C);

@@ -1,10 +1,18 @@
-// util_bench.h: the clock and the median the benchmarks (tests/bench_*.c) share.
+// util_bench.h: what the benchmarks (tests/bench_*.c) share: the model
+// configurations S and M, the clock and the median.
 #ifndef ROPELAB_UTIL_BENCH_H
 #define ROPELAB_UTIL_BENCH_H
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+// The benchmark configurations: layers, width, heads, window, batch, vocabulary.
+typedef struct { const char *name; int L, C, H, T, B, V; } BenchConfig;
+static const BenchConfig CONFIGS[] = {
+    {"S", 4, 128, 4, 128, 32, 2048},
+    {"M", 6, 256, 8, 256, 8, 4096},
+};
 
 // Seconds on a monotonic clock.
 static inline double now_s(void) {

@@ -371,6 +371,10 @@ static void round_block(uint16_t *y, const float *x, int rows, int keys) {
     for (size_t i = 0; i < n; i++) y[i] = bf16_round(x[i]);
 }
 
+// Where head h of batch row b starts in a (B,T,width) tensor, in elements
+// (qkv and dqkv: width 3C, q there, k at +C, v at +2C; out and dout: width C).
+static size_t head_at(int b, int h, int T, size_t width, int D) { return (size_t)b * T * width + (size_t)h * D; }
+
 // What a pass starts with: the plan for (T, n_threads) and the products'
 // view of qkv (*qkv_op); NULL on failure.
 static Plan *begin(AttentionEngine *ae, const char **qkv_op, const float *qkv, int n_threads, int B, int T) {
@@ -398,8 +402,8 @@ int attention_engine_forward(AttentionEngine *ae, float *out, float *lse, const 
     for (int bh = 0; bh < B * H; bh++) {
         Slot *sl = &pl->slot[omp_get_thread_num()];
         const int b = bh / H, h = bh % H;
-        const char *q = qkv_op + ((size_t)b * T * C3 + (size_t)h * D) * es, *k = q + C * es, *v = q + 2 * C * es;
-        float *o = out + (size_t)b * T * C + (size_t)h * D, *s = sl->f32;
+        const char *q = qkv_op + head_at(b, h, T, C3, D) * es, *k = q + C * es, *v = q + 2 * C * es;
+        float *o = out + head_at(b, h, T, C, D), *s = sl->f32;
         const float *bias_h = bias ? bias + (size_t)h * T : NULL;
         const void *p_op = ae->bf16 ? (const void *)sl->b16 : (const void *)s;
         for (int blk = 0; blk < pl->n_blocks; blk++) {
@@ -434,9 +438,9 @@ int attention_engine_backward(AttentionEngine *ae, float *dqkv, float *dbias, co
     for (int bh = 0; bh < B * H; bh++) {
         Slot *sl = &pl->slot[omp_get_thread_num()];
         const int b = bh / H, h = bh % H;
-        const char *q = qkv_op + ((size_t)b * T * C3 + (size_t)h * D) * es, *k = q + C * es, *v = q + 2 * C * es;
-        const char *dy = dy_op + ((size_t)b * T * C + (size_t)h * D) * es;
-        float *dq = dqkv + (size_t)b * T * C3 + (size_t)h * D, *dk = dq + C, *dv = dq + 2 * C;
+        const char *q = qkv_op + head_at(b, h, T, C3, D) * es, *k = q + C * es, *v = q + 2 * C * es;
+        const char *dy = dy_op + head_at(b, h, T, C, D) * es;
+        float *dq = dqkv + head_at(b, h, T, C3, D), *dk = dq + C, *dv = dq + 2 * C;
         const float *bias_h = bias ? bias + (size_t)h * T : NULL;
         float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
         float *p = sl->f32, *dp = p + (size_t)nb * T;   // probabilities, then their gradient
