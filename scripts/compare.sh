@@ -12,6 +12,12 @@
 #                   medium   configs/compare-medium.ini on the KJV (about 2 h on 2 quiet cores: 15 runs of about 15 min, two at a time)
 #                   all      the three above, then docs-ready summary
 #                            runs/compare-summary.md
+#                   paired   configs/compare.ini, the six schemes for 10 seeds
+#                            (runs/compare-paired; paired statistics, about 2 h)
+#                   lr       configs/compare.ini, the six schemes at every lr of
+#                            --lrs, 3 seeds (runs/compare-lr; each lr with
+#                            min_lr = lr/10 as in the config; the config's own
+#                            lr reuses the paired setup's finished runs)
 #                   quick    configs/compare-quick.ini, 2 seeds (a couple of minutes)
 #   --seeds N     seeds 1..N (default 3)
 #   --jobs N      runs at a time, each on one thread (default: the number of cores);
@@ -19,7 +25,10 @@
 #   --config FILE --out DIR   a custom comparison (variants rope learned sinusoidal t5)
 #   --variants "..."          replaces the setup's list
 #   --train-flags "..."       added to every run (e.g. "--precision=bf16": the bf16 replication)
-# A variant is a scheme, or sinusoidal-scaleS (sinusoidal with sinusoidal_scale=S).
+#   --lrs "..."               the lr setup's grid (default "0.0005 0.001 0.002 0.004 0.008")
+#   --no-extrapolation        skip the length-extrapolation evaluations
+# A variant is a scheme, optionally followed by -scaleS (sinusoidal_scale=S)
+# and/or -lrX (lr=X, min_lr=X/10): sinusoidal-scale0.02, learned-lr0.004.
 #
 # Every run is identical but for its variant: same config, same seed -> same
 # data order and the same initial values in every parameter the schemes
@@ -31,6 +40,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 setup=default; seeds=3; jobs=$(nproc); config=""; out=""; variants=""; train_flags=""
+lrs="0.0005 0.001 0.002 0.004 0.008"; extrapolate=1; reuse=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --setup) setup=$2; shift ;;
@@ -48,7 +58,10 @@ while [ $# -gt 0 ]; do
     --variants=*) variants=${1#*=} ;;
     --train-flags) train_flags=$2; shift ;;
     --train-flags=*) train_flags=${1#*=} ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    --lrs) lrs=$2; shift ;;
+    --lrs=*) lrs=${1#*=} ;;
+    --no-extrapolation) extrapolate=0 ;;
+    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -70,12 +83,18 @@ case "$setup" in
            v="rope learned sinusoidal t5 alibi" ;;
   medium)  config=configs/compare-medium.ini; out=${out:-runs/compare-medium}
            v="rope learned sinusoidal t5 alibi" ;;
+  paired)  config=configs/compare.ini; out=${out:-runs/compare-paired}
+           [ "$seeds" = 3 ] && seeds=10
+           v="rope learned sinusoidal t5 alibi none" ;;
+  lr)      config=configs/compare.ini; out=${out:-runs/compare-lr}; extrapolate=0
+           reuse=runs/compare-paired
+           v=$(for s in rope learned sinusoidal t5 alibi none; do for l in $lrs; do printf '%s-lr%s ' "$s" "$l"; done; done) ;;
   quick)   config=configs/compare-quick.ini; out=${out:-runs/compare-quick}
            [ "$seeds" = 3 ] && seeds=2
            v="rope learned sinusoidal t5" ;;
   custom)  [ -n "$out" ] || { echo "compare.sh: --config needs --out DIR" >&2; exit 2; }
            v="rope learned sinusoidal t5" ;;
-  *) echo "compare.sh: unknown setup '$setup' (default, gcide, medium, all, quick)" >&2; exit 2 ;;
+  *) echo "compare.sh: unknown setup '$setup' (default, gcide, medium, paired, lr, all, quick)" >&2; exit 2 ;;
 esac
 variants=${variants:-$v}
 [ -f "$config" ] || { echo "compare.sh: $config: no such config file" >&2; exit 2; }
@@ -93,13 +112,21 @@ if [ "$setup" != custom ] && [ ! -f "data/$corpus/val.bin" ]; then
   ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir "data/$corpus" "data/$corpus.txt"
 fi
 
-# The flags of one variant.
+# The flags of one variant: SCHEME[-scaleS][-lrX].
 variant_flags() {
-  case "$1" in
-    sinusoidal-scale*) echo "--pos=sinusoidal --sinusoidal_scale=${1#sinusoidal-scale}" ;;
-    *) echo "--pos=$1" ;;
-  esac
+  local rest=${1#*-} flags="--pos=${1%%-*}" part
+  [ "$rest" = "$1" ] && rest=""
+  for part in ${rest//-/ }; do
+    case "$part" in
+      scale*) flags+=" --sinusoidal_scale=${part#scale}" ;;
+      lr*)    flags+=" --lr=${part#lr} --min_lr=$(awk -v x="${part#lr}" 'BEGIN { printf "%.10g", x / 10 }')" ;;
+      *) echo "compare.sh: variant '$1': unknown part '$part'" >&2; return 2 ;;
+    esac
+  done
+  echo "$flags"
 }
+# The config's own lr: a -lrX variant at that lr is the plain scheme's run.
+config_lr=$(sed -n 's/^[[:space:]]*lr[[:space:]]*=[[:space:]]*\([0-9.eE+-]*\).*/\1/p' "$config" | head -1)
 
 mkdir -p "$out"
 cp "$config" "$out/config.ini"
@@ -109,21 +136,34 @@ start_all=$(date +%s)
 
 # One run: fresh, or resumed from its checkpoint; RUN/done marks it finished.
 run_one() {
-  local variant=$1 seed=$2 dir="$out/$1-s$2" extra=()
+  local variant=$1 seed=$2 dir="$out/$1-s$2" extra=() flags
   [ "$jobs" -gt 1 ] && extra=(--threads=1 --quiet)
+  flags=$(variant_flags "$variant") || return 2
   if [ -f "$dir/checkpoint.safetensors" ]; then
     ./train --resume "$dir" "${extra[@]}"
   else
     rm -rf "$dir"
     # shellcheck disable=SC2046,SC2086
-    ./train $(variant_flags "$variant") $train_flags --seed="$seed" --out_dir="$dir" "${extra[@]}" "$config"
+    ./train $flags $train_flags --seed="$seed" --out_dir="$dir" "${extra[@]}" "$config"
   fi && touch "$dir/done"
+}
+
+# A run another setup already finished with exactly these flags (the lr
+# setup at the config's lr: the paired setup's run) is linked, not trained.
+link_reused() {
+  local variant=$1 seed=$2 base
+  [ -n "$reuse" ] && [ ! -e "$out/$variant-s$seed" ] || return 0
+  [ "${variant##*-lr}" != "$variant" ] && awk -v a="${variant##*-lr}" -v b="$config_lr" 'BEGIN { exit !(a + 0 == b + 0) }' || return 0
+  base=${variant%-lr*}
+  [ -f "$reuse/$base-s$seed/done" ] && ln -s "$(cd "$reuse/$base-s$seed" && pwd)" "$out/$variant-s$seed"
+  return 0
 }
 
 n=0; finished=0; reused=0; running=0; failed=0
 for seed in $(seq 1 "$seeds"); do
   for variant in "${vlist[@]}"; do
     n=$((n+1))
+    link_reused "$variant" "$seed"
     if [ -f "$out/$variant-s$seed/done" ]; then
       echo "[compare $n/$total] $variant seed $seed: finished earlier, reused"
       finished=$((finished+1)); reused=$((reused+1)); continue
@@ -159,7 +199,7 @@ fi
 T=$(sed -n 's/^[[:space:]]*block_size[[:space:]]*=[[:space:]]*\([0-9]*\).*/\1/p' "$config" | head -1)
 val_file=$(sed -n 's/^[[:space:]]*val_file[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p' "$config" | head -1)
 extrap="$out/extrapolation.csv"
-if [ ! -f "$extrap" ] || [ "$(wc -l < "$extrap")" -ne $(( total * 3 + 1 )) ]; then
+if [ "$extrapolate" = 1 ] && { [ ! -f "$extrap" ] || [ "$(wc -l < "$extrap")" -ne $(( total * 3 + 1 )) ]; }; then
   echo "[compare] length extrapolation at T=$T, $((2*T)), $((4*T))"
   echo "pos,seed,seq_len,loss" > "$extrap.tmp"
   for seed in $(seq 1 "$seeds"); do
@@ -180,5 +220,9 @@ if [ ! -f "$extrap" ] || [ "$(wc -l < "$extrap")" -ne $(( total * 3 + 1 )) ]; th
   mv "$extrap.tmp" "$extrap"
 fi
 
-/usr/bin/python3 scripts/report.py "$out" "${vlist[@]}" --name "$setup"
+if [ "$setup" = lr ]; then
+  /usr/bin/python3 scripts/report.py --lr "$out" "${vlist[@]}" --name "$setup"
+else
+  /usr/bin/python3 scripts/report.py "$out" "${vlist[@]}" --name "$setup"
+fi
 echo "[compare] done in $(( ($(date +%s) - start_all) / 60 )) min: $out/report.md"
