@@ -17,7 +17,7 @@
 #   - ropelab's matmul engines (ENGINES; gpt_set_matmul, src/model/linear.h):
 #     openblas-fp32 (the default of ./train), onednn-fp32, onednn-bf16 (inputs
 #     of the products rounded to bf16, fp32 accumulation and weights). An
-#     engine this CPU cannot run (bf16 without native bf16 dot products) is
+#     engine this CPU cannot run (bf16 where oneDNN has no bf16 products: below AVX-512) is
 #     recorded as unavailable and left out.
 #   - PyTorch's modes (TORCH_MODES): fp32, and bf16 = torch.autocast("cpu",
 #     dtype=torch.bfloat16) around forward and loss (scripts/torch_baseline.py
@@ -130,7 +130,7 @@ rec "$core_rec"
 # description). The measurement before the runs fills PEAK[engine], passed to
 # bench_model for the MFU on its own line (the report recomputes the MFU
 # against the larger of before and after). Before the runs, an engine whose
-# peak fails (bf16 on a CPU without native bf16 dot products) is recorded as
+# peak fails (bf16 where oneDNN has no bf16 products) is recorded as
 # unavailable and dropped from ENGINES and SCHEME_ENGINES.
 declare -A PEAK
 first_out=""

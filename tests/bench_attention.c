@@ -153,6 +153,7 @@ int main(int argc, char **argv) {
     int n_threads = threads_set(threads);
     const dnnl_version_t *ver = dnnl_version();
     int have_bf16 = (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+    // (without native bf16, oneDNN's emulated bf16 is correct but not a speed figure worth a row)
     const char *core = openblas_get_corename();
     printf("# openblas core=%s onednn=%d.%d.%d native_bf16=%d threads=%d\n", core ? core : "?", ver->major,
            ver->minor, ver->patch, have_bf16, n_threads);

@@ -97,8 +97,10 @@ static const Cfg cfgs[] = {
 };
 enum { N_CFGS = sizeof cfgs / sizeof cfgs[0] };
 
-static int native_bf16(void) {
-    return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core_bf16) == dnnl_cpu_isa_avx512_core_bf16;
+// oneDNN computes bf16 products on AVX-512 cores: natively with
+// avx512_core_bf16 or amx, emulated on a plain avx512_core.
+static int bf16_available(void) {
+    return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
 }
 
 // An engine for cfg, or NULL when cfg is bf16 and the CPU has no native bf16
@@ -107,7 +109,7 @@ static LinearEngine *engine_for(const Cfg *cfg) {
     LinearEngine *e = NULL;
     char err[256] = "";
     int rc = linear_engine_create(&e, cfg->backend, cfg->precision, err, sizeof err);
-    if (cfg->precision == PRECISION_BF16 && !native_bf16()) {
+    if (cfg->precision == PRECISION_BF16 && !bf16_available()) {
         assert_int_equal(rc, -1);
         printf("  %s: skipped (%s)\n", cfg->name, err);
         return NULL;
@@ -419,12 +421,12 @@ static void test_bf16_refused_without_native_isa(void **s) {
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        setenv("DNNL_MAX_CPU_ISA", "AVX512_CORE", 1);
+        setenv("DNNL_MAX_CPU_ISA", "AVX2", 1);
         LinearEngine *e = NULL;
         char err[256] = "";
         int rc = linear_engine_create(&e, MATMUL_ONEDNN, PRECISION_BF16, err, sizeof err);
-        printf("  DNNL_MAX_CPU_ISA=AVX512_CORE, bf16: rc %d: %s\n", rc, err);
-        int ok = rc == -1 && e == NULL && strstr(err, "avx512_core_bf16") && !strchr(err, '\n');
+        printf("  DNNL_MAX_CPU_ISA=AVX2, bf16: rc %d: %s\n", rc, err);
+        int ok = rc == -1 && e == NULL && strstr(err, "AVX-512") && !strchr(err, '\n');
         rc = linear_engine_create(&e, MATMUL_ONEDNN, PRECISION_FP32, err, sizeof err);
         ok = ok && rc == 0;
         linear_engine_free(e);

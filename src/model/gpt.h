@@ -131,7 +131,7 @@ int gpt_check_batch(const GPTConfig *cfg, int B, int T, char *err, size_t errlen
 // or bf16), which also runs attention's products (attention_onednn.h). bf16:
 // the products' inputs are rounded to bf16 and accumulated in fp32; weights,
 // gradients and everything else stay fp32. Fails with a
-// message where the CPU has no native bf16 dot products.
+// message where oneDNN has no bf16 products (below AVX-512).
 typedef enum { GPT_MATMUL_OPENBLAS, GPT_MATMUL_ONEDNN } GPTMatmul;
 typedef enum { GPT_FP32, GPT_BF16 } GPTPrecision;
 int gpt_set_matmul(GPT *model, GPTMatmul matmul, GPTPrecision precision, char *err, size_t errlen);
@@ -212,6 +212,10 @@ int gpt_read_tensor(const StFile *file, const char *name, const ParamEntry *e, f
 // configuration (a key that differs is named; with length_keys_may_differ,
 // block_size and the rope scaling keys may differ: --init-from), every tensor checked.
 int gpt_read_params(GPT *model, const StFile *file, int length_keys_may_differ, char *err, size_t errlen);
+// Only the first half of gpt_read_params: whether the file's metadata
+// describes this model's configuration (the caller tells a configuration
+// that does not match a file apart from a file that is bad).
+int gpt_check_file_config(const GPT *model, const StFile *file, int length_keys_may_differ, char *err, size_t errlen);
 // 0 if every model key of a and b has the same value (length keys skipped
 // if skip_length_keys), else -1 and *key names the first that differs.
 int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, int skip_length_keys, const char **key);

@@ -563,8 +563,11 @@ static void describe(LinearEngine *e) {
     const char *weights = e->layout == WEIGHTS_PACKED ? "2 packed copies per weight"
                           : e->dt == dnnl_f32         ? "read in place"
                                                       : "1 plain bf16 copy per weight";
-    snprintf(e->desc, sizeof e->desc, "onednn %s (oneDNN %d.%d.%d, isa %s), weights %s",
-             precision_name(e->precision), v->major, v->minor, v->patch, isa_name(e->isa), weights);
+    int emulated = e->precision == PRECISION_BF16 &&
+                   (e->isa & dnnl_cpu_isa_avx512_core_bf16) != dnnl_cpu_isa_avx512_core_bf16;
+    snprintf(e->desc, sizeof e->desc, "onednn %s%s (oneDNN %d.%d.%d, isa %s), weights %s",
+             precision_name(e->precision), emulated ? " emulated: no native bf16 on this CPU, slower than fp32" : "",
+             v->major, v->minor, v->patch, isa_name(e->isa), weights);
 }
 
 int linear_engine_create(LinearEngine **out, MatmulBackend backend, Precision precision,
@@ -583,13 +586,15 @@ int linear_engine_create(LinearEngine **out, MatmulBackend backend, Precision pr
         return -1;
     }
     dnnl_cpu_isa_t isa = backend == MATMUL_ONEDNN ? dnnl_get_effective_cpu_isa() : dnnl_cpu_isa_all;
-    // The ISA values are bit sets: avx512_core_amx contains avx512_core_bf16.
-    // Without native bf16 dot products oneDNN would emulate them (not measured
-    // to pay off over fp32), so bf16 is refused.
-    if (precision == PRECISION_BF16 &&
-        (isa & dnnl_cpu_isa_avx512_core_bf16) != dnnl_cpu_isa_avx512_core_bf16) {
-        snprintf(err, errlen, "bf16 matmuls need native bf16 dot products (avx512_core_bf16 or amx); "
-                 "oneDNN dispatches to %s on this CPU: use fp32", isa_name(isa));
+    // The ISA values are bit sets: avx512_core_amx contains avx512_core_bf16,
+    // which contains avx512_core. With native bf16 dot products (avx512_core_bf16,
+    // amx) oneDNN computes bf16 x bf16 -> fp32 in hardware; on a plain AVX-512
+    // core it emulates them (each bf16 widened to fp32, the same exact products
+    // and fp32 sums), so the numbers keep bf16's rounding of the inputs but the
+    // speed is fp32's or below. Below AVX-512 oneDNN has no bf16 products.
+    if (precision == PRECISION_BF16 && (isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core) {
+        snprintf(err, errlen, "bf16 matmuls need AVX-512 (native bf16 dot products: avx512_core_bf16 or amx; "
+                 "emulated: avx512_core); oneDNN dispatches to %s on this CPU: use fp32", isa_name(isa));
         return -1;
     }
     LinearEngine *e = calloc(1, sizeof *e);

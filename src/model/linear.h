@@ -49,8 +49,9 @@ typedef enum { WEIGHTS_DEFAULT, WEIGHTS_PACKED, WEIGHTS_PLAIN } WeightLayout;
 
 typedef struct LinearEngine LinearEngine;
 
-// OPENBLAS: FP32 only. ONEDNN: FP32, or BF16 if oneDNN detects native bf16
-// dot products (ISA avx512_core_bf16 or avx512_core_amx); otherwise -1.
+// OPENBLAS: FP32 only. ONEDNN: FP32, or BF16 on an AVX-512 core (native bf16
+// dot products with ISA avx512_core_bf16 or avx512_core_amx; emulated, as
+// slow as fp32 or slower, on plain avx512_core); otherwise -1.
 int linear_engine_create(LinearEngine **e, MatmulBackend backend, Precision precision,
                          char *err, size_t errlen);
 void linear_engine_free(LinearEngine *e);
