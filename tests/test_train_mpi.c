@@ -441,8 +441,8 @@ static void test_rank0_errors_stop_every_rank(void **state) {
 
 static void test_weights_drift_is_caught(void **state) {
     // Every run above passed the check at each of its evaluations. Here one
-    // rank's first weight gets its lowest bit flipped after step 12: the
-    // check at the evaluation of step 20 must stop the run (exit status 4).
+    // rank's first weight gets 1 added after step 12: the check at the
+    // evaluation of step 20 must stop the run (exit status 4).
     char run_dir[512];
     snprintf(run_dir, sizeof run_dir, "%s/drift", dir);
     int rc = run("ROPELAB_TEST_PERTURB_AT_STEP=12 " MPIRUN " -np 2 ./train configs/tiny.ini %s --threads=1 "

@@ -140,6 +140,18 @@ static int setup_model_and_data(Trainer *t, int need_val) {
             return TRAIN_EIO;
         }
     }
+    // --resume: the checkpoint's header must match this configuration before
+    // the model it describes is built (a config.ini edited to a larger model
+    // is refused here, not after allocating it). setup_run_dir reads it whole.
+    if (t->args->resume_dir && t->rank == 0) {
+        char path[OPT_STR_MAX + 64];
+        TrainState probe = {.config_hash = options_model_hash(opt), .world_size = t->world};
+        snprintf(path, sizeof path, "%s/checkpoint.safetensors", opt->out_dir);
+        if (file_exists(path) && checkpoint_check(path, &probe, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            return TRAIN_EIO;
+        }
+    }
     if (gpt_create(&t->model, &cfg, opt->seed, err, sizeof err) != 0 ||
         gpt_alloc_activations(t->model, B, T, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
@@ -171,13 +183,14 @@ static int read_init_weights(Trainer *t) {
         fprintf(stderr, "--init-from: %s\n", err);
         return TRAIN_EIO;
     }
-    int rc = gpt_read_params(t->model, f, 1, err, sizeof err);
+    // A file for another model is a configuration error (exit 2); a file
+    // that is bad in itself (a tensor missing, of the wrong shape, not finite) is 1.
+    int rc = TRAIN_OK;
+    if (gpt_check_file_config(t->model, f, 1, err, sizeof err) != 0) rc = TRAIN_ECONFIG;
+    else if (gpt_read_params(t->model, f, 1, err, sizeof err) != 0) rc = TRAIN_EIO;
     st_close(f);
-    if (rc != 0) {
-        fprintf(stderr, "--init-from: %s\n", err);
-        return TRAIN_ECONFIG;
-    }
-    return TRAIN_OK;
+    if (rc != TRAIN_OK) fprintf(stderr, "--init-from: %s\n", err);
+    return rc;
 }
 
 static void share_init_weights(Trainer *t) {
@@ -295,8 +308,8 @@ static int setup_run_dir(Trainer *t) {
     char err[1024];
     AdamWConfig acfg = {opt->beta1, opt->beta2, opt->eps, opt->weight_decay};
     if (t->rank != 0) {
-        if (adamw_init(&t->adamw, &acfg, gpt_num_params(t->model)) == 0) return TRAIN_OK;
-        fprintf(stderr, "out of memory for the AdamW moments\n");
+        if (adamw_init(&t->adamw, &acfg, gpt_num_params(t->model), err, sizeof err) == 0) return TRAIN_OK;
+        fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
     snprintf(t->path_ckpt, sizeof t->path_ckpt, "%s/checkpoint.safetensors", opt->out_dir);
@@ -314,6 +327,15 @@ static int setup_run_dir(Trainer *t) {
 
     int have_ckpt = file_exists(t->path_ckpt);
     int resume = t->args->resume_dir != NULL && have_ckpt;
+    // Every save writes the checkpoint and the model together, so a model
+    // without a checkpoint is a run that saved and whose checkpoint was
+    // removed (finished runs are often pruned to their model): there is
+    // nothing to continue from, and starting again would replace trained weights.
+    if (!have_ckpt && file_exists(t->path_model) && !t->args->overwrite) {
+        fprintf(stderr, "%s: holds a trained model.safetensors but no checkpoint.safetensors to continue from; "
+                "start over with --overwrite (which replaces the model)\n", opt->out_dir);
+        return TRAIN_ECONFIG;
+    }
     if (t->args->resume_dir && !have_ckpt && !t->args->quiet)
         fprintf(stderr, "%s: no checkpoint yet (the run stopped before its first save); starting from step 0\n",
                 opt->out_dir);
@@ -327,8 +349,8 @@ static int setup_run_dir(Trainer *t) {
             fprintf(stderr, "%s: holds a log but no checkpoint (the run stopped before its first save); "
                     "starting again from step 0\n", opt->out_dir);
     }
-    if (adamw_init(&t->adamw, &acfg, gpt_num_params(t->model)) != 0) {
-        fprintf(stderr, "out of memory for the AdamW moments\n");
+    if (adamw_init(&t->adamw, &acfg, gpt_num_params(t->model), err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
     t->state.config_hash = options_model_hash(opt);
@@ -455,9 +477,13 @@ static int sigint_hook_step(void) {
     return s ? atoi(s) : -1;
 }
 
-// Test hook (tests/test_train_mpi.c): ROPELAB_TEST_PERTURB_AT_STEP=k flips
-// the lowest bit of the first weight on the last rank after step k (with
-// several processes only), so the check of identical weights must stop the run.
+// Test hook (tests/test_train_mpi.c): ROPELAB_TEST_PERTURB_AT_STEP=k adds 1
+// to the first weight on the last rank after step k (with several processes
+// only), so the check of identical weights must stop the run. Both ranks then
+// apply the same averaged update to weights 1 apart: weight decay shrinks the
+// gap by a factor (1 - lr wd) per step and rounding moves it by ulps, so it
+// cannot vanish before the next check, whatever kernels compute the products
+// (a one-ulp flip can round away).
 static int perturb_hook_step(void) {
     const char *s = getenv("ROPELAB_TEST_PERTURB_AT_STEP");
     return s ? atoi(s) : -1;
@@ -569,10 +595,7 @@ static int train_loop(Trainer *t) {
             t->timed_steps++;
         }
         if (s == perturb_step && t->world > 1 && t->rank == t->world - 1) {
-            uint32_t bits;
-            memcpy(&bits, gpt_params(t->model), 4);
-            bits ^= 1;
-            memcpy(gpt_params(t->model), &bits, 4);
+            gpt_params(t->model)[0] += 1.0f;
             gpt_params_changed(t->model);
         }
 
@@ -640,8 +663,9 @@ int train_run(const TrainOptions *opt, const TrainArgs *args) {
         rc = dist_agree(setup_run_dir(&t));
         if (rc == TRAIN_OK) share_run_state(&t);
         if (rc == TRAIN_OK && t.state.step >= opt->steps) {
-            if (!t.args->quiet) fprintf(stderr, "%s: already at step %d of %d; nothing to do\n",
-                                      opt->out_dir, t.state.step, opt->steps);
+            if (t.rank == 0)
+                fprintf(stderr, "%s: the run is finished (step %d of %d); nothing to do (--steps=N trains it on to step N)\n",
+                        opt->out_dir, t.state.step, opt->steps);
         } else if (rc == TRAIN_OK) {
             install_signal_handlers();
             rc = train_loop(&t);
