@@ -264,7 +264,7 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
     size_t n_params = gpt_num_params(model);
     AdamWConfig acfg = {0.9f, 0.95f, 1e-8f, 0.1f};
     AdamW opt;
-    if (adamw_init(&opt, &acfg, n_params) != 0) { fprintf(stderr, "bench_model: out of memory\n"); return 1; }
+    if (adamw_init(&opt, &acfg, n_params, NULL, 0) != 0) { fprintf(stderr, "bench_model: out of memory\n"); return 1; }
     const ParamEntry *entries;
     int n_entries = gpt_param_entries(model, &entries);
     int BT = bc->B * bc->T;
@@ -394,7 +394,7 @@ static int compare_schemes(const BenchConfig *bc, GPTMatmul mm, GPTPrecision pre
     for (int k = 0; k < K; k++) {
         run[k].model = bench_gpt(bc, kinds[k], mm, prec);
         if (!run[k].model) return 1;
-        if (adamw_init(&run[k].opt, &acfg, gpt_num_params(run[k].model)) != 0) {
+        if (adamw_init(&run[k].opt, &acfg, gpt_num_params(run[k].model), NULL, 0) != 0) {
             fprintf(stderr, "bench_model: out of memory\n");
             return 1;
         }

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -188,6 +189,51 @@ static void test_corrupt_headers(void **s) {
     expect_open_error(p, "No such file or directory");
 }
 
+// Peak resident memory of this process so far, in bytes (ru_maxrss is in kB on Linux).
+static long long peak_rss(void) {
+    struct rusage u;
+    getrusage(RUSAGE_SELF, &u);
+    return (long long)u.ru_maxrss * 1024;
+}
+
+// A sparse file of `size` bytes: the 8-byte length field, the header text,
+// then a hole (no disk blocks; reads as zeros).
+static const char *write_sparse(const char *name, uint64_t hlen_field, const char *header, long long size) {
+    const char *path = write_raw(name, header, hlen_field, 0);
+    assert_int_equal(truncate(path, (off_t)size), 0);
+    return path;
+}
+
+// A 4 GiB file whose header is bad is refused from its first bytes: the
+// file's size is neither allocated nor read. Reading it whole first would
+// raise the peak resident memory by 4 GiB; the bound allows 64 MB.
+static void test_huge_file_bad_header(void **s) {
+    (void)s;
+    const long long size = 4LL << 30;
+    char p[512], msg[256];
+    long long rss0 = peak_rss();
+    // a length field beyond the 100 MB limit (the file could hold it)
+    snprintf(p, sizeof p, "%s", write_sparse("huge_len.safetensors", 200u << 20, "{}", size));
+    snprintf(msg, sizeof msg, "bad header length %u (file has %lld bytes)", 200u << 20, size);
+    expect_open_error(p, msg);
+    unlink(p);
+    // a small, plausible length, but the header is not JSON
+    const char *garbage = "{\"a\": garbage}";
+    snprintf(p, sizeof p, "%s", write_sparse("huge_json.safetensors", strlen(garbage), garbage, size));
+    expect_open_error(p, "header is not valid JSON (error near byte 6)");
+    unlink(p);
+    // a valid header whose one tensor covers 8 bytes of a 4 GiB data section
+    const char *small = "{\"a\":{\"dtype\":\"F32\",\"shape\":[2],\"data_offsets\":[0,8]}}";
+    snprintf(p, sizeof p, "%s", write_sparse("huge_gap.safetensors", strlen(small), small, size));
+    snprintf(msg, sizeof msg, "%lld bytes after the last tensor belong to no tensor",
+             size - 8 - (long long)strlen(small) - 8);
+    expect_open_error(p, msg);
+    unlink(p);
+    long long grew = peak_rss() - rss0;
+    if (grew >= (64LL << 20)) printf("peak RSS grew by %lld MB\n", grew >> 20);
+    assert_true(grew < (64LL << 20));
+}
+
 // Model-level problems: written with st_write so the file itself is valid.
 static void expect_load_error(const char *path, int allow_extra, const char *msg) {
     char err[512], want[1024];
@@ -303,6 +349,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_generic_round_trip),
         cmocka_unit_test(test_corrupt_headers), cmocka_unit_test(test_model_file_errors),
+        cmocka_unit_test(test_huge_file_bad_header),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -78,7 +78,7 @@ static void test_adamw_step_matches_reference(void **state) {
     entries[1].offset = N1; entries[1].numel = N2; entries[1].weight_decay = 0;
     AdamWConfig cfg = {.beta1 = 0.8f, .beta2 = 0.95f, .eps = 1e-6f, .weight_decay = 0.3f};
     AdamW opt;
-    assert_int_equal(adamw_init(&opt, &cfg, N), 0);
+    assert_int_equal(adamw_init(&opt, &cfg, N, NULL, 0), 0);
     float p[N], g[N];
     double rp[N], rm[N] = {0}, rv[N] = {0};
     Rng r;

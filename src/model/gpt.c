@@ -9,6 +9,7 @@
 
 #include <omp.h>
 
+#include "common/memory.h"
 #include "model/gpt_internal.h"
 #include "model/layers.h"
 
@@ -191,11 +192,14 @@ int gpt_check_batch(const GPTConfig *c, int B, int T, char *err, size_t errlen) 
     return 0;
 }
 
-// One allocation for every activation buffer, carved up by this table.
+// One allocation for every activation buffer, carved up by this table, plus
+// the (B,T) token copies. The previous buffers are freed first, then the
+// total is checked against the memory available, before the scheme's tables
+// grow to T positions (at most T x C floats, no more than one (B,T,C)
+// buffer) and before the buffers are allocated and zeroed.
 int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     const GPTConfig *c = &m->cfg;
     if (gpt_check_batch(c, B, T, err, errlen) != 0) return -1;
-    if (pos_ctx_ensure(&m->pos_ctx, m->pos, T > c->block_size ? T : c->block_size, err, errlen) != 0) return -1;
     Activations *a = &m->acts;
     free(a->encoded);
     free(a->tokens);
@@ -218,6 +222,11 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     int n = (int)(sizeof table / sizeof table[0]);
     size_t total = 0;
     for (int i = 0; i < n; i++) total += (table[i].n + 15) / 16 * 16;   // 64-byte aligned slices
+    size_t bytes = total * sizeof(float) + 2 * BT * sizeof(int);
+    char what[96];
+    snprintf(what, sizeof what, "activations for batch %d x %d tokens", B, T);
+    if (mem_check(bytes, what, err, errlen) != 0) return -1;
+    if (pos_ctx_ensure(&m->pos_ctx, m->pos, T > c->block_size ? T : c->block_size, err, errlen) != 0) return -1;
     float *base = aligned_alloc(64, total * sizeof(float));
     int *tokens = malloc(2 * BT * sizeof(int));
     if (!base || !tokens) {
@@ -235,7 +244,7 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     a->B_max = B;
     a->T_max = T;
     a->n_threads = n_threads;
-    a->bytes = total * sizeof(float) + 2 * BT * sizeof(int);
+    a->bytes = bytes;
     return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/memory.h"
 #include "common/rng.h"
 #include "model/gpt_internal.h"
 
@@ -80,10 +81,17 @@ static void point_tensors(GPT *m, ModelTensors *t, float *base) {
     t->ln_f_b = base + m->entries[k++].offset;
 }
 
+// The bytes alloc_floats(n) takes: 4n rounded up to a multiple of 64
+// (aligned_alloc wants a multiple of the alignment), at least 64.
+static size_t floats_bytes(size_t n) {
+    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
+    return bytes ? bytes : 64;
+}
+
 static float *alloc_floats(size_t n) {
-    size_t bytes = (n * sizeof(float) + 63) / 64 * 64;   // aligned_alloc wants a multiple
-    float *p = aligned_alloc(64, bytes ? bytes : 64);
-    if (p) memset(p, 0, bytes ? bytes : 64);
+    size_t bytes = floats_bytes(n);
+    float *p = aligned_alloc(64, bytes);
+    if (p) memset(p, 0, bytes);
     return p;
 }
 
@@ -99,8 +107,14 @@ int params_build_table(GPT *m, char *err, size_t errlen) {
     return 0;
 }
 
+// The parameters and the gradients: 2 x 4 bytes per parameter, checked
+// against the memory available before either is allocated (the buffers are
+// zeroed, so every page would be touched at once).
 int params_alloc(GPT *m, char *err, size_t errlen) {
     int L = m->cfg.n_layer;
+    char what[96];
+    snprintf(what, sizeof what, "the model's %zu parameters and their gradients", m->num_params);
+    if (mem_check(2 * floats_bytes(m->num_params), what, err, errlen) != 0) return -1;
     m->p.h = calloc((size_t)L, sizeof(LayerTensors));
     m->g.h = calloc((size_t)L, sizeof(LayerTensors));
     m->params = alloc_floats(m->num_params);

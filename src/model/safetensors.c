@@ -104,7 +104,7 @@ int st_write(const char *path, const StTensorOut *t, int n, const StMeta *meta, 
 
 struct StFile {
     char *path;
-    unsigned char *buf;     // the whole file
+    unsigned char *buf;     // the data section (file bytes 8 + N ..), read after the header checked
     StTensor *tensors;
     int n_tensors;
     char **meta_keys, **meta_values;
@@ -280,7 +280,13 @@ static int check_ranges(StFile *f, Range *r, int n, uint64_t data_size, char *er
     return 0;
 }
 
-static int parse_header(StFile *f, const char *json, size_t len, uint64_t data_size, char *err, size_t errlen) {
+// Parses and checks the header against a data section of data_size bytes.
+// On success *sorted holds each tensor's byte range in the data section,
+// sorted by offset, with the tensor's index (the caller frees it); the
+// tensors' data pointers are set once the data section is read.
+static int parse_header(StFile *f, const char *json, size_t len, uint64_t data_size, Range **sorted,
+                        char *err, size_t errlen) {
+    *sorted = NULL;
     cJSON *root = cJSON_ParseWithLength(json, len);
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
@@ -315,8 +321,8 @@ static int parse_header(StFile *f, const char *json, size_t len, uint64_t data_s
         f->n_tensors++;
     }
     if (check_ranges(f, ranges, f->n_tensors, data_size, err, errlen) != 0) goto done;
-    const unsigned char *data = (const unsigned char *)json + len;
-    for (int i = 0; i < f->n_tensors; i++) f->tensors[ranges[i].index].data = data + ranges[i].begin;
+    *sorted = ranges;
+    ranges = NULL;
     rc = 0;
 done:
     free(ranges);
@@ -324,50 +330,90 @@ done:
     return rc;
 }
 
-int st_open(StFile **out, const char *path, char *err, size_t errlen) {
+// Reads n bytes at the stream's position; a short read is a read error, or
+// the file shrinking since its size was taken.
+static int read_exact(FILE *fp, void *dst, size_t n, const char *path, char *err, size_t errlen) {
+    if (n == 0 || fread(dst, 1, n, fp) == n) return 0;
+    snprintf(err, errlen, "%s: read error (%s)", path, ferror(fp) ? strerror(errno) : "file shrank");
+    return -1;
+}
+
+// In file order, each step sized only by what the steps before checked:
+//   1. the 8-byte length N, checked against ST_MAX_HEADER and the file's
+//      real size S (from fstat, not from anything the file says);
+//   2. the N header bytes, parsed and checked against a data section of
+//      S - 8 - N bytes (parse_header: every tensor's range inside it, the
+//      ranges covering it exactly);
+//   3. only then the data section, allocated and read whole: its size is
+//      the sum of the validated tensors' sizes.
+// A file with a bad header costs at most N <= ST_MAX_HEADER bytes of
+// memory and reading, however large the file.
+// st_open (with_data) and st_open_header (without).
+static int open_file(StFile **out, const char *path, int with_data, char *err, size_t errlen) {
     *out = NULL;
     StFile *f = calloc(1, sizeof(StFile));
     if (!f || !(f->path = strdup(path))) { free(f); snprintf(err, errlen, "%s: out of memory", path); return -1; }
-    // The whole file is read (its size is what the disk holds, so nothing
-    // is sized from the header before the header is checked against it).
     long long file_size;
     FILE *fp = fopen_regular_file(path, &file_size, err, errlen);
     if (!fp) {
         st_close(f);
         return -1;
     }
-    long size = (long)file_size;
-    f->buf = malloc(size > 0 ? (size_t)size : 1);
-    if (!f->buf) {
-        snprintf(err, errlen, "%s: out of memory for %ld bytes", path, size);
-        fclose(fp);
-        st_close(f);
-        return -1;
+    char *header = NULL;
+    Range *ranges = NULL;
+    int rc = -1;
+    if (file_size < 8) {
+        snprintf(err, errlen, "%s: file too short for a safetensors header (%lld bytes)", path, file_size);
+        goto done;
     }
-    if (fread(f->buf, 1, (size_t)size, fp) != (size_t)size) {
-        snprintf(err, errlen, "%s: read error (%s)", path, ferror(fp) ? strerror(errno) : "file shrank");
-        fclose(fp);
-        st_close(f);
-        return -1;
-    }
-    fclose(fp);
-    if (size < 8) {
-        snprintf(err, errlen, "%s: file too short for a safetensors header (%ld bytes)", path, size);
-        st_close(f);
-        return -1;
-    }
+    unsigned char len8[8];
+    if (read_exact(fp, len8, 8, path, err, errlen) != 0) goto done;
     uint64_t hlen = 0;
-    for (int i = 0; i < 8; i++) hlen |= (uint64_t)f->buf[i] << (8 * i);
-    if (hlen < 2 || hlen > ST_MAX_HEADER || hlen > (uint64_t)size - 8) {
-        snprintf(err, errlen, "%s: bad header length %llu (file has %ld bytes)", path,
-                 (unsigned long long)hlen, size);
-        st_close(f);
-        return -1;
+    for (int i = 0; i < 8; i++) hlen |= (uint64_t)len8[i] << (8 * i);
+    if (hlen < 2 || hlen > ST_MAX_HEADER || hlen > (uint64_t)file_size - 8) {
+        snprintf(err, errlen, "%s: bad header length %llu (file has %lld bytes)", path,
+                 (unsigned long long)hlen, file_size);
+        goto done;
     }
-    if (parse_header(f, (const char *)f->buf + 8, (size_t)hlen, (uint64_t)size - 8 - hlen, err, errlen) != 0) {
+    header = malloc((size_t)hlen + 1);   // + a NUL that cJSON never needs but may look at
+    if (!header) {
+        snprintf(err, errlen, "%s: out of memory for a header of %llu bytes", path, (unsigned long long)hlen);
+        goto done;
+    }
+    if (read_exact(fp, header, (size_t)hlen, path, err, errlen) != 0) goto done;
+    header[hlen] = '\0';
+    uint64_t data_size = (uint64_t)file_size - 8 - hlen;
+    if (parse_header(f, header, (size_t)hlen, data_size, &ranges, err, errlen) != 0) goto done;
+    if (!with_data) {   // the tensors' names, dtypes and shapes; no data pointers
+        rc = 0;
+        goto done;
+    }
+    // data_size is now exactly the bytes the header's tensors hold
+    f->buf = (size_t)data_size == data_size ? malloc(data_size > 0 ? (size_t)data_size : 1) : NULL;
+    if (!f->buf) {
+        snprintf(err, errlen, "%s: out of memory for %llu bytes of tensor data", path,
+                 (unsigned long long)data_size);
+        goto done;
+    }
+    if (read_exact(fp, f->buf, (size_t)data_size, path, err, errlen) != 0) goto done;
+    for (int i = 0; i < f->n_tensors; i++) f->tensors[ranges[i].index].data = f->buf + ranges[i].begin;
+    rc = 0;
+done:
+    fclose(fp);
+    free(ranges);
+    free(header);
+    if (rc != 0) {
         st_close(f);
         return -1;
     }
     *out = f;
     return 0;
+}
+
+int st_open(StFile **out, const char *path, char *err, size_t errlen) {
+    return open_file(out, path, 1, err, errlen);
+}
+
+int st_open_header(StFile **out, const char *path, char *err, size_t errlen) {
+    return open_file(out, path, 0, err, errlen);
 }

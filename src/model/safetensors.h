@@ -38,14 +38,20 @@ typedef struct {            // a tensor read from a file
     int ndim;
     int64_t shape[ST_MAX_DIMS];
     size_t nbytes;
-    const void *data;       // points into the loaded file (may be unaligned: memcpy it out)
+    const void *data;       // points into the loaded data section (may be unaligned: memcpy it out)
 } StTensor;
 
 typedef struct StFile StFile;
-// Reads and validates the whole file: header length within the file, valid
-// JSON, known dtypes, shapes matching byte ranges, ranges inside the data,
-// non-overlapping and covering it exactly (so a truncated file is caught).
+// Reads and validates the file: header length at most 100 MB and within the
+// file's size, valid JSON, known dtypes, shapes matching byte ranges, ranges
+// inside the data, non-overlapping and covering it exactly (so a truncated
+// file is caught). Only the header is read before it is validated; the data
+// section is then allocated and read whole (the tensors point into it), so
+// a bad header is refused without reading or allocating the file's size.
 int st_open(StFile **file, const char *path, char *err, size_t errlen);
+// The same checks, reading only the header: metadata, names, dtypes and
+// shapes are there, every tensor's data is NULL (a cheap look at a large file).
+int st_open_header(StFile **file, const char *path, char *err, size_t errlen);
 void st_close(StFile *file);
 int st_num_tensors(const StFile *file);
 const StTensor *st_tensor_at(const StFile *file, int i);

@@ -127,7 +127,7 @@ int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, int skip_length_keys
     return 0;
 }
 
-int gpt_read_params(GPT *m, const StFile *f, int length_keys_may_differ, char *err, size_t errlen) {
+int gpt_check_file_config(const GPT *m, const StFile *f, int length_keys_may_differ, char *err, size_t errlen) {
     GPTConfig file_cfg;
     const char *key;
     if (gpt_config_from_file(f, &file_cfg, err, errlen) != 0) return -1;
@@ -145,6 +145,11 @@ int gpt_read_params(GPT *m, const StFile *f, int length_keys_may_differ, char *e
         snprintf(err, errlen, "%s: %s is %s in the file but %s in this run", st_path(f), key, in_file, in_model);
         return -1;
     }
+    return 0;
+}
+
+int gpt_read_params(GPT *m, const StFile *f, int length_keys_may_differ, char *err, size_t errlen) {
+    if (gpt_check_file_config(m, f, length_keys_may_differ, err, errlen) != 0) return -1;
     for (int i = 0; i < m->n_entries; i++) {
         const ParamEntry *e = &m->entries[i];
         if (gpt_read_tensor(f, e->name, e, m->params + e->offset, err, errlen) != 0) return -1;

@@ -2,16 +2,24 @@
 #include "train/adamw.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-int adamw_init(AdamW *opt, const AdamWConfig *cfg, size_t n) {
+#include "common/memory.h"
+
+int adamw_init(AdamW *opt, const AdamWConfig *cfg, size_t n, char *err, size_t errlen) {
     opt->cfg = *cfg;
     opt->n = n;
+    opt->m = opt->v = NULL;
+    char what[96];
+    snprintf(what, sizeof what, "the AdamW moments of %zu parameters", n);
+    if (mem_check(2 * (n ? n : 1) * sizeof(float), what, err, errlen) != 0) return -1;
     opt->m = calloc(n ? n : 1, sizeof(float));
     opt->v = calloc(n ? n : 1, sizeof(float));
     if (!opt->m || !opt->v) {
         adamw_free(opt);
+        snprintf(err, errlen, "out of memory for %s", what);
         return -1;
     }
     return 0;

@@ -25,8 +25,9 @@ typedef struct {
     float *m, *v;
 } AdamW;
 
-// Allocates zeroed moments for n parameters.
-int adamw_init(AdamW *opt, const AdamWConfig *cfg, size_t n);
+// Allocates zeroed moments for n parameters; refuses (mem_check, with the
+// figure in err) moments larger than the memory this machine has available.
+int adamw_init(AdamW *opt, const AdamWConfig *cfg, size_t n, char *err, size_t errlen);
 void adamw_free(AdamW *opt);
 
 // One update of n consecutive parameters at step t (1-based), decaying them if decay.

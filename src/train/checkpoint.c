@@ -106,11 +106,9 @@ static int parse_rng(const char *s, Rng *rng) {
     return (rng->s[0] | rng->s[1] | rng->s[2] | rng->s[3]) ? 0 : -1;
 }
 
-int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
-                    char *err, size_t errlen) {
-    StFile *f;
-    if (st_open(&f, path, err, errlen)) return -1;
-    int rc = -1;
+// The metadata of an open checkpoint, checked against state (config_hash,
+// world_size) and read into it (step, data_rng, elapsed_s).
+static int read_state(StFile *f, const char *path, TrainState *state, char *err, size_t errlen) {
     const char *marker = st_meta(f, "ropelab_checkpoint");
     const char *hash = st_meta(f, "config_hash"), *elapsed = st_meta(f, "elapsed_s");
     long long step, world = 1;
@@ -119,28 +117,26 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
     double elapsed_s = 0.0;
     Rng rng;
     snprintf(want_hash, sizeof want_hash, "%016" PRIx64, state->config_hash);
-    const ParamEntry *entries;
-    int n = gpt_param_entries(model, &entries);
     if (!marker || strcmp(marker, "1") != 0) {
         snprintf(err, errlen, "%s: not a ropelab training checkpoint (no ropelab_checkpoint = 1 metadata)", path);
-        goto done;
+        return -1;
     }
     if (!hash || strcmp(hash, want_hash) != 0) {
         snprintf(err, errlen, "%s: config_hash %s does not match the run's config.ini (%s): "
                  "the model or data settings were changed", path, hash ? hash : "(none)", want_hash);
-        goto done;
+        return -1;
     }
     // A checkpoint is written after an update, so step >= 1; the largest is the key's range.
     if (parse_long(st_meta(f, "step"), 1, CHECKPOINT_MAX_STEP, &step) != 0) {
         snprintf(err, errlen, "%s: metadata 'step' is missing or not a whole number in 1..%d", path,
                  CHECKPOINT_MAX_STEP);
-        goto done;
+        return -1;
     }
     // The global batch is world_size x batch_size x grad_accum and the ranks
     // share the data stream: another world size would not continue this run.
     if (st_meta(f, "world_size") && parse_long(st_meta(f, "world_size"), 1, 1 << 20, &world) != 0) {
         snprintf(err, errlen, "%s: metadata 'world_size' is not a whole number in 1..%d", path, 1 << 20);
-        goto done;
+        return -1;
     }
     if (world != want_world) {
         char how[64];
@@ -148,16 +144,39 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
         else snprintf(how, sizeof how, "mpirun -np %lld ./train", world);
         snprintf(err, errlen, "%s: written by a run of %lld process%s (world_size), this one has %d; "
                  "resume it with the same number: %s --resume", path, world, world == 1 ? "" : "es", want_world, how);
-        goto done;
+        return -1;
     }
     if (parse_rng(st_meta(f, "data_rng"), &rng) != 0) {
         snprintf(err, errlen, "%s: metadata 'data_rng' is missing or not 4 decimal uint64 (not all zero)", path);
-        goto done;
+        return -1;
     }
     if (elapsed && (!*elapsed || !((elapsed_s = strtod(elapsed, &end)) >= 0.0) || *end || !isfinite(elapsed_s))) {
         snprintf(err, errlen, "%s: metadata 'elapsed_s' is not a non-negative number", path);
-        goto done;
+        return -1;
     }
+    state->step = (int)step;
+    state->data_rng = rng;
+    state->elapsed_s = elapsed_s;
+    return 0;
+}
+
+int checkpoint_check(const char *path, TrainState *state, char *err, size_t errlen) {
+    StFile *f;
+    if (st_open_header(&f, path, err, errlen)) return -1;
+    int rc = read_state(f, path, state, err, errlen);
+    st_close(f);
+    return rc;
+}
+
+int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
+                    char *err, size_t errlen) {
+    StFile *f;
+    if (st_open(&f, path, err, errlen)) return -1;
+    int rc = -1;
+    TrainState read = *state;
+    const ParamEntry *entries;
+    int n = gpt_param_entries(model, &entries);
+    if (read_state(f, path, &read, err, errlen) != 0) goto done;
     if (st_num_tensors(f) != 3 * n) {
         snprintf(err, errlen, "%s: holds %d tensors, expected %d (parameters and two AdamW moments each)",
                  path, st_num_tensors(f), 3 * n);
@@ -177,9 +196,7 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
                 goto done;
             }
     }
-    state->step = (int)step;
-    state->data_rng = rng;
-    state->elapsed_s = elapsed_s;
+    *state = read;
     rc = 0;
 done:
     st_close(f);

@@ -46,6 +46,10 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
 // (v >= 0), and that nothing is missing or extra.
 int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
                     char *err, size_t errlen);
+// The metadata checks of checkpoint_load, from the file's header alone and
+// before any model exists: a config.ini edited to another model is refused
+// before that model is built. Fills state's step, data_rng and elapsed_s.
+int checkpoint_check(const char *path, TrainState *state, char *err, size_t errlen);
 
 // The debug-state file of the contract: parameters, inputs and targets (I32 [B,T]),
 // loss (F32 [1]) and grad.NAME for every parameter, with the contract metadata.

@@ -37,7 +37,7 @@ int fuzz_checkpoint_one(const uint8_t *data, size_t size) {
         fuzz_fail("checkpoint", "cannot build the fixed tiny model");
     AdamW opt;
     AdamWConfig acfg = {.beta1 = 0.9f, .beta2 = 0.95f, .eps = 1e-8f, .weight_decay = 0.1f};
-    if (adamw_init(&opt, &acfg, gpt_num_params(model)) != 0) fuzz_fail("checkpoint", "adamw_init failed");
+    if (adamw_init(&opt, &acfg, gpt_num_params(model), NULL, 0) != 0) fuzz_fail("checkpoint", "adamw_init failed");
     TrainState state = {.config_hash = FUZZ_CKPT_HASH};
     checkpoint_load(path, model, &opt, &state, err, sizeof err);
     adamw_free(&opt);
