@@ -148,7 +148,7 @@ static void test_long_context_quick_study(void **state) {
 }
 
 // ./train --init-from: a differing architecture key is refused naming it
-// (exit 2), learned's block_size cannot change, a bad file leaves an old run
+// (exit 2), a file bad in itself with exit 1, learned's block_size cannot change, a bad file leaves an old run
 // untouched even with --overwrite, and the weights really are the file's
 // (a debug state from them holds them).
 static void test_init_from(void **state) {
@@ -172,6 +172,14 @@ static void test_init_from(void **state) {
     assert_int_equal(sh("./train %s/quick.ini --quiet --pos=learned --block_size=32 --steps=2 --out_dir=%s/if4 "
                         "--init-from=%s/lrn/model.safetensors 2>&1 | grep -q 'one learned row per position'",
                         dir, dir, dir), 0);
+    // a file that is bad in itself (a NaN in wte): exit 1, as ./eval gives for it
+    assert_int_equal(sh("/usr/bin/python3 -c \"import json, struct; b = bytearray(open('%s', 'rb').read()); "
+                        "n = struct.unpack('<Q', b[:8])[0]; o = json.loads(b[8:8 + n])['wte']['data_offsets'][0]; "
+                        "b[8 + n + o:12 + n + o] = struct.pack('<f', float('nan')); open('%s/nan.safetensors', 'wb').write(b)\"",
+                        base, dir), 0);
+    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=rope --steps=2 --init-from=%s/nan.safetensors "
+                        "--out_dir=%s/if5 2>/dev/null", dir, dir, dir), 1);
+    assert_int_equal(sh("./eval --weights %s/nan.safetensors --data %s/data/val.bin 2>/dev/null", dir, dir), 1);
     // --overwrite with a bad file: the old run's checkpoint stays
     assert_int_equal(sh("./train %s/quick.ini --quiet --pos=rope --steps=4 --out_dir=%s/old", dir, dir), 0);
     assert_int_equal(sh("./train %s/quick.ini --quiet --pos=rope --overwrite --init-from=%s/nope.safetensors "

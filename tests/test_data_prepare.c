@@ -42,10 +42,13 @@ static void write_file(const char *path, const void *p, size_t n) {
     fclose(f);
 }
 
+// Shell commands run before ./prepare (a resource limit), "" for none.
+static char shell_prefix[256];
+
 // Runs ./prepare ARGS; returns its exit status, stderr in *errtext.
 static int run_prepare(const char *args, char **errtext) {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "./prepare %s >" DIR "/stdout.txt 2>" DIR "/stderr.txt", args);
+    snprintf(cmd, sizeof cmd, "%s./prepare %s >" DIR "/stdout.txt 2>" DIR "/stderr.txt", shell_prefix, args);
     int status = system(cmd);
     *errtext = read_file(DIR "/stderr.txt", NULL);
     assert_true(WIFEXITED(status));
@@ -240,12 +243,37 @@ static void test_prepare_bad_inputs(void **state) {
     assert_int_not_equal(stat(DIR "/bad", &st), 0);
 }
 
+// A disk that fills while the three files are written (simulated with a
+// file-size limit: writes past it fail with EFBIG, as ENOSPC would): one
+// error line, and no file of the set is left, not even the first written.
+static void test_prepare_full_disk_leaves_no_partial_set(void **state) {
+    char *e;
+    assert_int_equal(run_prepare("--vocab-size 300 --out-dir " DIR "/fullref " DIR "/corpus.txt", &e), 0);
+    free(e);
+    struct stat tok_st, train_st, st;
+    assert_int_equal(stat(DIR "/fullref/tokenizer.bin", &tok_st), 0);
+    assert_int_equal(stat(DIR "/fullref/train.bin", &train_st), 0);
+    // /bin/sh's ulimit -f counts 512-byte blocks: room for tokenizer.bin, not for train.bin.
+    long blocks = (long)(tok_st.st_size + 511) / 512;
+    if ((long long)blocks * 512 >= (long long)train_st.st_size)
+        fail_msg("the test corpus is too small: train.bin (%lld bytes) must exceed %ld blocks",
+                 (long long)train_st.st_size, blocks);
+    snprintf(shell_prefix, sizeof shell_prefix, "trap '' XFSZ; ulimit -f %ld; ", blocks);
+    expect_failure("--vocab-size 300 --out-dir " DIR "/full " DIR "/corpus.txt",
+                   "write failed: File too large (tokenizer.bin, train.bin and val.bin removed");
+    shell_prefix[0] = 0;
+    assert_int_not_equal(stat(DIR "/full/tokenizer.bin", &st), 0);
+    assert_int_not_equal(stat(DIR "/full/train.bin", &st), 0);
+    assert_int_not_equal(stat(DIR "/full/val.bin", &st), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prepare_end_to_end),
         cmocka_unit_test(test_prepare_deterministic_and_reuse),
         cmocka_unit_test(test_prepare_split_docs),
         cmocka_unit_test(test_prepare_bad_inputs),
+        cmocka_unit_test(test_prepare_full_disk_leaves_no_partial_set),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -9,6 +9,8 @@
 //   - a failing write of log.csv (ROPELAB_TEST_LOG_FAIL): no row lost, none
 //     spliced, no checkpoint past the log's last row, an exact resume;
 //   - a run killed before its first checkpoint restarts from step 0;
+//   - a finished run pruned to its model is never started again without
+//     --overwrite, and --resume of a finished run says so;
 //   - bad inputs: directories, devices and named pipes as files, NUL bytes,
 //     NaN weights, control characters in tensor names, oversized batches and
 //     models, a metadata-only weights file (refused before allocating).
@@ -428,6 +430,66 @@ static void test_dead_end_restart(void **state) {
     assert_log_is_reference(d3);
 }
 
+// ---- a finished run whose checkpoint was removed
+
+// A copy of the reference run without checkpoint.safetensors (finished runs
+// pruned to save space) holds trained weights and nothing to resume from:
+// neither --resume nor a new run over it may start again from step 0.
+static void test_finished_model_is_never_replaced(void **state) {
+    char d[512];
+    snprintf(d, sizeof d, "%s/pruned", dir);
+    assert_int_equal(run("rm -rf '%s' && cp -r '%s' '%s' && rm '%s/checkpoint.safetensors'", d, reference_dir(), d, d), 0);
+    assert_int_equal(run("md5sum < '%s/model.safetensors'", d), 0);
+    char model_md5[64];
+    snprintf(model_md5, sizeof model_md5, "%.60s", out);
+    for (int k = 0; k < 3; k++) {
+        int rc = k == 0 ? run("./train --resume %s --steps=5 --quiet", d)
+               : k == 1 ? run("./train --resume %s", d)
+                        : run("./train " RUN_ARGS " --out_dir=%s --quiet", data_args, d);
+        assert_int_equal(rc, 2);
+        expect_one_line("holds a trained model.safetensors but no checkpoint.safetensors");
+        assert_log_is_reference(d);
+        assert_int_equal(run("md5sum < '%s/model.safetensors'", d), 0);
+        assert_int_equal(strncmp(out, model_md5, strlen(model_md5)), 0);
+    }
+    // --overwrite is the way to start over.
+    int rc = run("./train " RUN_ARGS " --out_dir=%s --overwrite --quiet", data_args, d);
+    if (rc != 0) fail_msg("--overwrite: exit %d: %s", rc, out);
+    assert_log_is_reference(d);
+    // A finished run with its checkpoint: --resume says it is finished, exit 0, log untouched.
+    rc = run("./train --resume %s --quiet", d);
+    if (rc != 0) fail_msg("--resume of a finished run: exit %d: %s", rc, out);
+    expect_one_line("the run is finished (step 40 of 40)");
+    assert_log_is_reference(d);
+}
+
+// A log whose rows do not match the checkpoint (a row out of order): one
+// line naming the row found, and the run directory is left as it was.
+static void test_log_out_of_order_row(void **state) {
+    char d[512];
+    snprintf(d, sizeof d, "%s/misordered", dir);
+    assert_int_equal(run("rm -rf '%s' && cp -r '%s' '%s' && sed -i '7s/.*/7,1.0/' '%s/log.csv'", d, reference_dir(),
+                         d, d), 0);
+    int rc = run("./train --resume %s --steps=41 --quiet", d);
+    assert_int_equal(rc, 1);
+    expect_one_line("row for step 5 expected, found '7,1.0' (the log does not match the checkpoint at step 40)");
+}
+
+// A config.ini edited to a much larger model: --resume refuses it on the
+// checkpoint's config_hash before that model is built (under a 2 GB address
+// space limit, so building the 1.6e9-parameter model first would fail
+// another way).
+static void test_resume_edited_config_refused_before_building(void **state) {
+    char d[512];
+    snprintf(d, sizeof d, "%s/edited", dir);
+    assert_int_equal(run("rm -rf '%s' && cp -r '%s' '%s' && sed -i 's/^d_model = .*/d_model = 8192/' '%s/config.ini'",
+                         d, reference_dir(), d, d), 0);
+    int rc = run("%s ./train --resume %s --steps=41 --quiet", UNDER_ASAN ? "" : "ulimit -v 2000000;", d);
+    assert_int_equal(rc, 1);
+    expect_one_line("does not match the run's config.ini");
+    assert_log_is_reference(d);
+}
+
 // ---- bad inputs
 
 static void test_bad_config_files(void **state) {
@@ -595,6 +657,9 @@ int main(void) {
         cmocka_unit_test(test_log_write_failure_between_saves),
         cmocka_unit_test(test_log_write_failure_over_save),
         cmocka_unit_test(test_dead_end_restart),
+        cmocka_unit_test(test_finished_model_is_never_replaced),
+        cmocka_unit_test(test_log_out_of_order_row),
+        cmocka_unit_test(test_resume_edited_config_refused_before_building),
         cmocka_unit_test(test_bad_config_files),
         cmocka_unit_test(test_bad_weights_and_tokenizer_files),
         cmocka_unit_test(test_fifo_inputs_refused),

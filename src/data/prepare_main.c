@@ -359,10 +359,21 @@ int main(int argc, char **argv) {
     }
     // 5. Write, only now that every check has passed. OUT always holds the
     // tokenizer of its token files (a copy when one was given).
-    if (make_dirs(o.out_dir, err, sizeof err) != 0 || bpe_save(&tok, path_tok, err, sizeof err) ||
+    // Each file is written atomically, but the three are one set: when one
+    // fails (a full disk), those already written would pair a new tokenizer
+    // with old or missing token files, so the whole set is removed.
+    if (make_dirs(o.out_dir, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        goto done;
+    }
+    if (bpe_save(&tok, path_tok, err, sizeof err) ||
         tokens_write(path_train, ids, split, tok.vocab_size, err, sizeof err) ||
         tokens_write(path_val, ids + split, n_val, tok.vocab_size, err, sizeof err)) {
-        fprintf(stderr, "%s\n", err);
+        unlink(path_tok);
+        unlink(path_train);
+        unlink(path_val);
+        fprintf(stderr, "%s (tokenizer.bin, train.bin and val.bin removed from %s: they are written as one set)\n",
+                err, o.out_dir);
         goto done;
     }
     size_t text_tokens = n_ids - n_eot;

@@ -94,8 +94,9 @@ static int read_rows(const char *path, int resume_step, char **rows, size_t *len
         char *end;
         long step = strtol(line, &end, 10);
         if (end == line || *end != ',' || step != expect) {
-            snprintf(err, errlen, "%s: row for step %d expected, found '%.40s' (the log does not match the "
-                     "checkpoint at step %d)", path, expect, line, resume_step);
+            int shown = (int)strcspn(line, "\n");   // the message stays one line
+            snprintf(err, errlen, "%s: row for step %d expected, found '%.*s' (the log does not match the "
+                     "checkpoint at step %d)", path, expect, shown < 40 ? shown : 40, line, resume_step);
             goto done;
         }
         if (*len + n > cap) {
