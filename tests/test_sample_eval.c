@@ -8,13 +8,22 @@
 //     gpt_forward over the same fixed windows, read here from the token file
 //     without the loader (an independent path);
 //   - ./eval refuses a learned model at a length beyond block_size, and
-//     runs the other schemes at 2x block_size.
+//     runs the other schemes at 2x block_size;
+//   - weights whose forward pass overflows float32 (finite values of 1e38):
+//     ./eval and ./sample refuse the non-finite loss or logits with one
+//     line and exit 1, and ./sample prints no text from them (also when the
+//     overflow comes only at a later position, in the middle of generating);
+//   - --seed and --threads follow ./train's rules (exit 2, one line);
+//   - a short run writes nothing to stderr; long work (a long prompt, many
+//     tokens, many batches) shows progress on stderr after 2 s, never on
+//     stdout, and none where stderr is stdout.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -193,6 +202,183 @@ static void test_eval_refuses_learned_beyond_block(void **state) {
     assert_non_null(strstr(out, "at most 16 positions"));
 }
 
+// The number of lines in out (a last line without '\n' counts).
+static int count_lines(const char *out) {
+    int n = 0;
+    for (const char *p = out; *p; p++) n += *p == '\n';
+    return n + (out[0] && out[strlen(out) - 1] != '\n');
+}
+
+// The whole of a small file (the test's stdout/stderr captures), "" if absent.
+static void read_text(const char *path, char *out, size_t cap) {
+    out[0] = '\0';
+    FILE *f = fopen(path, "rb");
+    if (!f) return;
+    size_t n = fread(out, 1, cap - 1, f);
+    out[n] = '\0';
+    fclose(f);
+}
+
+// dir/NAME.safetensors: the rope model with every parameter set to value, or
+// (row >= 0, learned model) only wpe's row `row`.
+static void write_overflowing(const char *name, const char *from, int row, float value) {
+    char path[512];
+    GPT *model;
+    snprintf(path, sizeof path, "%s/%s.safetensors", dir, from);
+    assert_int_equal(gpt_load(&model, path, 0, err, sizeof err), 0);
+    float *p = gpt_params(model);
+    if (row < 0) {
+        for (size_t i = 0; i < gpt_num_params(model); i++) p[i] = value;
+    } else {
+        const ParamEntry *wpe = gpt_find_param(model, "wpe");
+        assert_non_null(wpe);
+        int C = wpe->shape[1];
+        for (int c = 0; c < C; c++) p[wpe->offset + (size_t)row * C + c] = value;
+    }
+    snprintf(path, sizeof path, "%s/%s.safetensors", dir, name);
+    assert_int_equal(gpt_save(model, path, err, sizeof err), 0);
+    gpt_free(model);
+}
+
+// Every weight 1e38 (finite: the file loads) overflows in the first forward
+// pass: no loss=nan and no text sampled from NaN logits, one line, exit 1.
+static void test_overflowing_weights_refused(void **state) {
+    static char out[8192];
+    char cmd[1024], want[600];
+    write_overflowing("huge", "rope", -1, 1e38f);
+    snprintf(cmd, sizeof cmd, "./eval --weights %s/huge.safetensors --data %s/val.bin --batches 2 --threads 1 2>&1",
+             dir, dir);
+    assert_int_equal(run(cmd, out, sizeof out), 1);
+    snprintf(want, sizeof want, "eval: %s/huge.safetensors: the loss is ", dir);
+    if (strncmp(out, want, strlen(want)) != 0 || count_lines(out) != 1 || !strstr(out, "no result"))
+        fail_msg("./eval printed: %s", out);
+    // ./sample: the message on stderr, nothing on stdout (not even the prompt).
+    snprintf(cmd, sizeof cmd, "./sample --weights %s/huge.safetensors --tokenizer %s/tok.bin --prompt 'And God' "
+             "--tokens 5 --threads 1 2>%s/err.txt", dir, dir, dir);
+    assert_int_equal(run(cmd, out, sizeof out), 1);
+    assert_string_equal(out, "");
+    snprintf(cmd, sizeof cmd, "%s/err.txt", dir);
+    read_text(cmd, out, sizeof out);
+    snprintf(want, sizeof want, "sample: %s/huge.safetensors: the logits are ", dir);
+    if (strncmp(out, want, strlen(want)) != 0 || count_lines(out) != 1 || !strstr(out, "no text"))
+        fail_msg("./sample printed on stderr: %s", out);
+}
+
+// wpe's row 10 at 1e38: the prompt (positions 0..3) and the first tokens are
+// fine, the step at position 10 overflows (LayerNorm's float sum is inf).
+// The same seed as the learned test above, which generates to position 16
+// without an end of document, so the text before position 10 is the same.
+static void test_overflow_while_generating_stops(void **state) {
+    static char out[8192], good[8192];
+    char cmd[1024], want[600];
+    write_overflowing("learned-row10", "learned", 10, 1e38f);
+    snprintf(cmd, sizeof cmd, "./sample --weights %s/learned-row10.safetensors --tokenizer %s/tok.bin "
+             "--prompt 'And God' --tokens 100 --seed 5 --temperature 1.0 --top-k 0 --threads 1 2>&1", dir, dir);
+    assert_int_equal(run(cmd, out, sizeof out), 1);
+    assert_int_equal(sample("learned", 5, 100, good, sizeof good), 0);
+    // The text up to the overflow is the good model's, then one line.
+    const char *nl = strstr(out, "\nsample: ");
+    assert_non_null(nl);
+    assert_true(nl - out > 7 && strncmp(out, good, (size_t)(nl - out)) == 0);
+    snprintf(want, sizeof want, "sample: %s/learned-row10.safetensors: the logits are ", dir);
+    if (strncmp(nl + 1, want, strlen(want)) != 0 || count_lines(nl + 1) != 1 || !strstr(nl + 1, "generated tokens"))
+        fail_msg("./sample printed: %s", out);
+    assert_null(strstr(out, "stopped at"));
+}
+
+// --seed and --threads are ./train's keys: seed a u64 (no '-', no overflow),
+// threads in [0, 4096]; refused before any file is read, exit 2, one line.
+static void test_shared_options_follow_train(void **state) {
+    static const struct { const char *prog, *args, *want; } cases[] = {
+        {"sample", "--seed -1", "sample: --seed: '-1' is not a non-negative integer"},
+        {"sample", "--seed 18446744073709551616", "sample: --seed: '18446744073709551616' is not a non-negative integer"},
+        {"sample", "--threads 4097", "sample: --threads: 4097 is out of range [0, 4096]"},
+        {"sample", "--threads -1", "sample: --threads: -1 is out of range [0, 4096]"},
+        {"eval", "--threads 4097", "eval: --threads: 4097 is out of range [0, 4096]"},
+        {"eval", "--threads 16777216", "eval: --threads: 16777216 is out of range [0, 4096]"},
+        {"eval", "--threads x", "eval: --threads: 'x' is not an integer"},
+    };
+    static char out[4096];
+    char cmd[1024], want[600];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        if (strcmp(cases[i].prog, "sample") == 0)
+            snprintf(cmd, sizeof cmd, "./sample --weights %s/rope.safetensors --tokenizer %s/tok.bin --tokens 3 %s 2>&1",
+                     dir, dir, cases[i].args);
+        else
+            snprintf(cmd, sizeof cmd, "./eval --weights %s/rope.safetensors --data %s/val.bin --batches 1 %s 2>&1",
+                     dir, dir, cases[i].args);
+        int rc = run(cmd, out, sizeof out);
+        snprintf(want, sizeof want, "%s\n", cases[i].want);
+        if (rc != 2 || strcmp(out, want) != 0) fail_msg("%s %s: exit %d, printed: %s", cases[i].prog, cases[i].args, rc, out);
+    }
+    // The largest seed is a seed.
+    snprintf(cmd, sizeof cmd, "./sample --weights %s/rope.safetensors --tokenizer %s/tok.bin --tokens 3 "
+             "--seed 18446744073709551615 --threads 1 2>&1", dir, dir);
+    assert_int_equal(run(cmd, out, sizeof out), 0);
+}
+
+// A short run: nothing on stderr, and stdout is what it was with 2>&1.
+static void test_short_run_no_progress(void **state) {
+    static char merged[8192], text[8192], errs[8192];
+    char cmd[1024], path[512];
+    snprintf(path, sizeof path, "%s/err.txt", dir);
+    assert_int_equal(sample("rope", 5, 40, merged, sizeof merged), 0);
+    snprintf(cmd, sizeof cmd, "./sample --weights %s/rope.safetensors --tokenizer %s/tok.bin --prompt 'And God' "
+             "--tokens 40 --seed 5 --temperature 1.0 --top-k 0 --threads 1 2>%s", dir, dir, path);
+    assert_int_equal(run(cmd, text, sizeof text), 0);
+    read_text(path, errs, sizeof errs);
+    assert_string_equal(errs, "");
+    assert_string_equal(text, merged);
+    snprintf(cmd, sizeof cmd, "./eval --weights %s/rope.safetensors --data %s/val.bin --batches 3 --batch-size 2 "
+             "--threads 1 2>%s", dir, dir, path);
+    assert_int_equal(run(cmd, text, sizeof text), 0);
+    read_text(path, errs, sizeof errs);
+    assert_string_equal(errs, "");
+    assert_true(strncmp(text, "eval: weights=", 14) == 0 && count_lines(text) == 1);
+}
+
+// Long work, stopped by timeout after 4 s (its first line is due at 2 s),
+// the four runs side by side: a 60,000-token prompt, 100,000 tokens to
+// generate, 2^24 batches to evaluate, and the generation again with stderr
+// where stdout goes (2>&1), which must show no progress.
+static void test_long_work_shows_progress(void **state) {
+    static char out[65536], errs[65536];
+    char base[512], s_prompt[1024], s_gen[1024], s_merged[1024], e_long[1024], cmd[4200], path[512];
+    snprintf(base, sizeof base, "timeout 4 ./sample --weights %s/rope.safetensors --tokenizer %s/tok.bin --threads 1",
+             dir, dir);
+    snprintf(s_prompt, sizeof s_prompt, "%s --tokens 5 --prompt \"$(head -c 60000 /dev/zero | tr '\\0' '\\377')\" "
+             ">%s/p.out 2>%s/p.err", base, dir, dir);
+    snprintf(s_gen, sizeof s_gen, "%s --tokens 100000 >%s/g.out 2>%s/g.err", base, dir, dir);
+    snprintf(s_merged, sizeof s_merged, "%s --tokens 100000 >%s/m.out 2>&1", base, dir);
+    snprintf(e_long, sizeof e_long, "timeout 4 ./eval --weights %s/rope.safetensors --data %s/val.bin --batch-size 1 "
+             "--batches 16777216 --threads 1 >%s/e.out 2>%s/e.err", dir, dir, dir, dir);
+    snprintf(cmd, sizeof cmd, "(%s) & (%s) & (%s) & (%s) & wait", s_prompt, s_gen, s_merged, e_long);
+    assert_int_equal(system(cmd), 0);
+    static const struct { const char *file, *want; } lines[] = {
+        {"p.err", "sample: reading the prompt: "}, {"g.err", "sample: generated "}, {"e.err", "eval: "}};
+    static const char *totals[] = {"/60,001 tokens, ", "/100,000 tokens, ", "/16,777,216 batches, "};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, lines[i].file);
+        read_text(path, errs, sizeof errs);
+        if (strncmp(errs, lines[i].want, strlen(lines[i].want)) != 0 || !strstr(errs, totals[i]) ||
+            !strstr(errs, "/s, ETA ") || errs[strlen(errs) - 1] != '\n')
+            fail_msg("%s: %s", lines[i].file, errs);
+    }
+    // stdout: no progress in it (the prompt run had not started its text).
+    snprintf(path, sizeof path, "%s/p.out", dir);
+    read_text(path, out, sizeof out);
+    assert_string_equal(out, "");
+    snprintf(path, sizeof path, "%s/e.out", dir);
+    read_text(path, out, sizeof out);
+    assert_string_equal(out, "");
+    snprintf(path, sizeof path, "%s/g.out", dir);
+    read_text(path, out, sizeof out);
+    assert_true(strlen(out) > 100 && !strstr(out, "generated"));
+    snprintf(path, sizeof path, "%s/m.out", dir);
+    read_text(path, out, sizeof out);
+    assert_true(strlen(out) > 100 && !strstr(out, "generated"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sample_is_deterministic),
@@ -200,6 +386,11 @@ int main(void) {
         cmocka_unit_test(test_sample_bad_inputs),
         cmocka_unit_test(test_eval_matches_direct_loss),
         cmocka_unit_test(test_eval_refuses_learned_beyond_block),
+        cmocka_unit_test(test_overflowing_weights_refused),
+        cmocka_unit_test(test_overflow_while_generating_stops),
+        cmocka_unit_test(test_shared_options_follow_train),
+        cmocka_unit_test(test_short_run_no_progress),
+        cmocka_unit_test(test_long_work_shows_progress),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

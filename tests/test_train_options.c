@@ -1,7 +1,9 @@
 // test_train_options.c: the configuration of ./train: defaults, INI values,
 // the command line winning, every kind of bad configuration (as a parser
 // error "file:line: message" / "--key: message", and for a few through the
-// ./train binary with exit status 2), --help and config.ini round trips.
+// ./train binary with exit status 2), --help and config.ini round trips;
+// range messages exact; one training key's value parsed alone (for ./sample
+// and ./eval).
 // Run from the repository root with ./train built.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -327,6 +329,74 @@ static void test_binary_help_and_exit_codes(void **state) {
     assert_int_equal(run("./train --lr=abc", out, sizeof out), 2);
 }
 
+// Range messages print values and bounds exactly: a value just outside a
+// bound never reads as the bound itself (%g wrote "1e+06 is out of range
+// [1, 1e+06]" for 1000001), for the model's keys and training's alike.
+static void test_range_messages_exact(void **state) {
+    static const struct { const char *arg, *want; } cases[] = {
+        {"--rope_scaling_factor=1000001", "--rope_scaling_factor: 1000001 is out of range [1, 1000000]"},
+        {"--rope_scaling_factor=1000000.5", "--rope_scaling_factor: 1000000.5 is out of range [1, 1000000]"},
+        {"--rope_base=1", "--rope_base: 1 is out of range (1, 1000000000000]"},
+        {"--beta1=0.9999991", "--beta1: 0.9999991 is out of range [0, 0.999999]"},
+        {"--lr=1e31", "--lr: 1e+31 is out of range [0, 1e+30]"},
+        {"--eps=1e-31", "--eps: 1e-31 is out of range [1e-30, 1]"},
+        {"--threads=4097", "--threads: 4097 is out of range [0, 4096]"},
+        {"--steps=1000000001", "--steps: 1000000001 is out of range [1, 1000000000]"},
+        {"--warmup_steps=99999999999999999999", "--warmup_steps: 99999999999999999999 is out of range [0, 1000000000]"},
+        {"--n_layer=257", "--n_layer: 257 is out of range [1, 256]"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        TrainOptions o;
+        TrainArgs a;
+        char err[512];
+        int rc = parse(&o, &a, err, sizeof err, (char *)cases[i].arg, NULL);
+        if (rc != -1 || strcmp(err, cases[i].want) != 0) fail_msg("%s: rc %d, message '%s'", cases[i].arg, rc, err);
+    }
+    // In a file, with the line; and min_lr against lr, both exact.
+    const char *path = write_file("range.ini", "[positions]\nrope_scaling_factor = 1000000.5\n");
+    TrainOptions o;
+    TrainArgs a;
+    char err[512], want[600];
+    assert_int_equal(parse(&o, &a, err, sizeof err, (char *)path, NULL), -1);
+    snprintf(want, sizeof want, "%s:2: rope_scaling_factor: 1000000.5 is out of range [1, 1000000]", path);
+    assert_string_equal(err, want);
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--lr=0.0002", "--min_lr=0.00020001", NULL), -1);
+    assert_string_equal(err, "--min_lr: min_lr (0.00020001) is larger than lr (0.0002)");
+    // Through the binary: exit 2, the one line.
+    static char out[4096];
+    assert_int_equal(run("./train configs/tiny.ini --rope_scaling_factor=1000001", out, sizeof out), 2);
+    assert_string_equal(out, "--rope_scaling_factor: 1000001 is out of range [1, 1000000]\n");
+}
+
+// options_parse_key_value: one value of a training key by OPTION_TABLE's
+// rules, as ./sample --seed/--threads and ./eval --threads use it.
+static void test_parse_key_value(void **state) {
+    char err[256];
+    uint64_t seed = 7;
+    int threads = 3;
+    assert_int_equal(options_parse_key_value("seed", "18446744073709551615", &seed, err, sizeof err), 0);
+    assert_true(seed == UINT64_MAX);
+    seed = 7;
+    assert_int_equal(options_parse_key_value("seed", "-1", &seed, err, sizeof err), -1);
+    assert_string_equal(err, "'-1' is not a non-negative integer");
+    assert_int_equal(options_parse_key_value("seed", "18446744073709551616", &seed, err, sizeof err), -1);
+    assert_string_equal(err, "'18446744073709551616' is not a non-negative integer");
+    assert_int_equal(options_parse_key_value("seed", "", &seed, err, sizeof err), -1);
+    assert_true(seed == 7);                                   // untouched on failure
+    assert_int_equal(options_parse_key_value("threads", "4096", &threads, err, sizeof err), 0);
+    assert_int_equal(threads, 4096);
+    assert_int_equal(options_parse_key_value("threads", "4097", &threads, err, sizeof err), -1);
+    assert_string_equal(err, "4097 is out of range [0, 4096]");
+    assert_int_equal(options_parse_key_value("threads", "16777216", &threads, err, sizeof err), -1);
+    assert_int_equal(options_parse_key_value("threads", "2x", &threads, err, sizeof err), -1);
+    assert_string_equal(err, "'2x' is not an integer");
+    assert_int_equal(threads, 4096);
+    // Not a training key: a model key, or no key at all.
+    assert_int_equal(options_parse_key_value("n_layer", "2", &threads, err, sizeof err), -1);
+    assert_int_equal(options_parse_key_value("sed", "2", &seed, err, sizeof err), -1);
+    assert_non_null(strstr(err, "'sed' is not a training key"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_defaults),
@@ -337,6 +407,8 @@ int main(void) {
         cmocka_unit_test(test_resume_fixes_model_keys),
         cmocka_unit_test(test_write_ini_round_trip),
         cmocka_unit_test(test_binary_help_and_exit_codes),
+        cmocka_unit_test(test_range_messages_exact),
+        cmocka_unit_test(test_parse_key_value),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

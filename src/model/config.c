@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/numtext.h"
 #include "model/gpt_internal.h"
 
 #define POS_NAME_ENTRY_(E, name) #name,
@@ -101,13 +102,15 @@ static int in_range(const ModelKey *key, double v) {
 }
 
 static void range_text(const ModelKey *key, char *buf, size_t n) {
-    if (key->type == MODEL_KEY_INT) snprintf(buf, n, "[%.0f, %.0f]", key->min, key->max);
-    else snprintf(buf, n, "%s%g, %g]", key->min_open ? "(" : "[", key->min, key->max);
+    char lo[32], hi[32];
+    format_double(lo, sizeof lo, key->min);
+    format_double(hi, sizeof hi, key->max);
+    snprintf(buf, n, "%s%s, %s]", key->min_open ? "(" : "[", lo, hi);
 }
 
 int gpt_config_set(GPTConfig *c, int k, const char *value, char *err, size_t errlen) {
     const ModelKey *key = &MODEL_KEYS[k];
-    char *end, range[64];
+    char *end, range[80], text[32];
     range_text(key, range, sizeof range);
     switch (key->type) {
     case MODEL_KEY_INT: {
@@ -122,7 +125,11 @@ int gpt_config_set(GPTConfig *c, int k, const char *value, char *err, size_t err
         errno = 0;
         double v = strtod(value, &end);
         if (!*value || *end || errno || !isfinite(v)) { snprintf(err, errlen, "'%s' is not a number", value); return -1; }
-        if (!in_range(key, v)) { snprintf(err, errlen, "%g is out of range %s", v, range); return -1; }
+        if (!in_range(key, v)) {
+            format_double(text, sizeof text, v);
+            snprintf(err, errlen, "%s is out of range %s", text, range);
+            return -1;
+        }
         *(float *)key_field(c, k) = (float)v;
         return 0;
     }
@@ -190,7 +197,7 @@ int gpt_config_validate_keys(const GPTConfig *c, char *err, size_t errlen, const
     for (int k = 0; k < N_MODEL_KEYS; k++) {   // each value in its key's range
         const ModelKey *key = &MODEL_KEYS[k];
         const void *p = key_cfield(c, k);
-        char range[64], text[64];
+        char range[80], text[64];
         range_text(key, range, sizeof range);
         gpt_config_get(c, k, text, sizeof text);
         if (key->type == MODEL_KEY_SCHEME && !(c->pos >= 0 && c->pos < POS_COUNT))

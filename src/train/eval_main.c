@@ -9,6 +9,10 @@
 // --seq-len may exceed the training block_size for every scheme but
 // `learned`, whose wpe table has only block_size rows: that is the length
 // extrapolation study of `make compare`.
+//
+// A loss that is not finite (finite weights whose products overflow float32)
+// is refused, not printed. A long evaluation shows the batches done on
+// stderr (common/meter.h); stdout holds only the result line.
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
@@ -21,6 +25,8 @@
 #include "data/loader.h"
 #include "model/gpt.h"
 #include "train/model_overrides.h"
+#include "common/meter.h"
+#include "train/options.h"
 
 typedef struct {
     const char *weights, *data;
@@ -74,9 +80,17 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         }
         if (c == 'h') { usage(stdout); exit(0); }
         if (c == '?') { usage(stderr); exit(2); }
+        if (c == 'j') {   // ./train's key, by its table's rules
+            char msg[256];
+            if (options_parse_key_value("threads", optarg, &a->threads, msg, sizeof msg) != 0) {
+                fprintf(stderr, "eval: --threads: %s\n", msg);
+                exit(2);
+            }
+            continue;
+        }
         char *end;
         long v = strtol(optarg, &end, 10);
-        long lo = (c == 'K' || c == 'j') ? 0 : 1;
+        long lo = c == 'K' ? 0 : 1;
         if (*optarg == '\0' || *end != '\0' || v < lo || v > (1 << 24)) {
             fprintf(stderr, "eval: --%s: expected an integer >= %ld, got '%s'\n", opts[idx].name, lo, optarg);
             exit(2);
@@ -84,7 +98,6 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         if (c == 'T') a->seq_len = (int)v;
         if (c == 'B') a->batch_size = (int)v;
         if (c == 'K') a->batches = (int)v;
-        if (c == 'j') a->threads = (int)v;
     }
     if (optind < argc) { fprintf(stderr, "eval: unexpected argument '%s'\n", argv[optind]); exit(2); }
     if (a->precision == GPT_BF16 && !matmul_given) a->matmul = GPT_MATMUL_ONEDNN;
@@ -104,6 +117,7 @@ int main(int argc, char **argv) {
     GPT *model = NULL;
     DataLoader dl;
     double *pos_sum = NULL;
+    Meter meter = {0};
     int dl_open = 0, rc = 1;
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); goto done; }
     if (gpt_set_matmul(model, a.matmul, a.precision, err, sizeof err) ||
@@ -136,18 +150,32 @@ int main(int argc, char **argv) {
     double sum = 0.0;
     pos_sum = a.per_position ? calloc((size_t)T, sizeof *pos_sum) : NULL;
     if (a.per_position && !pos_sum) { fprintf(stderr, "eval: out of memory\n"); goto done; }
+    // Progress on stderr unless it would land in a file or pipe that also
+    // takes the result line (on a terminal the line is erased before it).
+    meter_start(&meter, "eval");
+    meter_phase(&meter, !meter_stderr_is_stdout() || meter.tty, 0);
     for (size_t k = 0; k < batches; k++) {
         float loss;
         loader_eval_batch(&dl, k);
         if (gpt_forward(model, dl.inputs, dl.targets, a.batch_size, T, &loss, err, sizeof err) != 0) {
+            meter_clear(&meter);
             fprintf(stderr, "eval: %s: %s\n", a.data, err);
+            goto done;
+        }
+        if (!isfinite(loss)) {
+            meter_clear(&meter);
+            fprintf(stderr, "eval: %s: the loss is %s on %s at batch %zu of %zu (the forward pass overflows "
+                    "float32 with these weights); no result\n", a.weights, isnan(loss) ? "nan" : "infinite",
+                    a.data, k + 1, batches);
             goto done;
         }
         sum += loss;
         const float *losses = gpt_losses(model);   // (B,T)
         for (int b = 0; pos_sum && b < a.batch_size; b++)
             for (int t = 0; t < T; t++) pos_sum[t] += losses[(size_t)b * T + t];
+        meter_update(&meter, "", (long long)k + 1, (long long)batches, "batches");
     }
+    meter_clear(&meter);
     if (a.per_position) {
         FILE *f = fopen(a.per_position, "w");
         int ok = f != NULL && fprintf(f, "position,loss\n") > 0;

@@ -13,8 +13,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "common/numtext.h"
 
 typedef enum { T_INT, T_U64, T_FLOAT, T_STR } OptType;
 
@@ -141,43 +143,47 @@ static int report(const TrainOptions *opt, int k, int line, char *err, size_t er
     return -1;
 }
 
-static int set_value(TrainOptions *opt, int k, const char *value, int line, char *err, size_t errlen) {
-    // In a file the message also names the key; on the command line "--key:" does.
-    const char *kn = line > 0 ? key_name(k) : NULL;
-#define BAD(...) do { char m_[640]; snprintf(m_, sizeof m_, __VA_ARGS__); \
-        return kn ? report(opt, k, line, err, errlen, "%s: %s", kn, m_) \
-                  : report(opt, k, line, err, errlen, "%s", m_); } while (0)
-    if (is_model_key(k)) {   // the model's table parses and range-checks its keys
-        char msg[256];
-        if (gpt_config_set(&opt->model, k, value, msg, sizeof msg) != 0) BAD("%s", msg);
-        opt->src_line[k] = line;
-        return 0;
-    }
-    const OptSpec *s = opt_spec(k);
-    char *end;
+// "[min, max]" of a numeric key, each bound exact.
+static void range_text(const OptSpec *s, char *buf, size_t n) {
+    char lo[32], hi[32];
+    format_double(lo, sizeof lo, s->min);
+    format_double(hi, sizeof hi, s->max);
+    snprintf(buf, n, "[%s, %s]", lo, hi);
+}
+
+// Parses value by the key's type and range into dst (the key's type: int,
+// uint64_t, float or char[OPT_STR_MAX]); dst is untouched on failure.
+// 0, or -1 with the bare problem in msg.
+static int parse_spec_value(const OptSpec *s, const char *value, void *dst, char *msg, size_t n) {
+#define BAD(...) do { snprintf(msg, n, __VA_ARGS__); return -1; } while (0)
+    char *end, range[80], text[32];
     switch (s->type) {
     case T_INT: {
         errno = 0;
         long long v = strtoll(value, &end, 10);
-        if (!*value || *end || errno) BAD("'%s' is not an integer", value);
-        if (v < s->min || v > s->max) BAD("%lld is out of range [%.0f, %.0f]", v, s->min, s->max);
-        *(int *)field(opt, k) = (int)v;
-        break;
+        range_text(s, range, sizeof range);
+        if (!*value || *end) BAD("'%s' is not an integer", value);
+        if (errno == ERANGE) BAD("%s is out of range %s", value, range);   // beyond long long
+        if (v < s->min || v > s->max) BAD("%lld is out of range %s", v, range);
+        *(int *)dst = (int)v;
+        return 0;
     }
-    case T_U64: {
+    case T_U64: {   // strtoull reads "-1" as 2^64 - 1 and saturates past 2^64 - 1 (ERANGE): both refused
         errno = 0;
         unsigned long long v = strtoull(value, &end, 10);
         if (!*value || *end || errno || strchr(value, '-')) BAD("'%s' is not a non-negative integer", value);
-        *(uint64_t *)field(opt, k) = (uint64_t)v;
-        break;
+        *(uint64_t *)dst = (uint64_t)v;
+        return 0;
     }
     case T_FLOAT: {
         errno = 0;
         double v = strtod(value, &end);
         if (!*value || *end || errno || !isfinite(v)) BAD("'%s' is not a number", value);
-        if (v < s->min || v > s->max) BAD("%g is out of range [%g, %g]", v, s->min, s->max);
-        *(float *)field(opt, k) = (float)v;
-        break;
+        range_text(s, range, sizeof range);
+        format_double(text, sizeof text, v);
+        if (v < s->min || v > s->max) BAD("%s is out of range %s", text, range);
+        *(float *)dst = (float)v;
+        return 0;
     }
     case T_STR: {
         size_t len = strlen(value);
@@ -188,19 +194,41 @@ static int set_value(TrainOptions *opt, int k, const char *value, int line, char
             const char *c = s->choices;
             int found = 0;
             while (*c && !found) {
-                size_t n = strcspn(c, "|");
-                found = n == len && strncmp(c, value, n) == 0;
-                c += n + (c[n] == '|');
+                size_t m = strcspn(c, "|");
+                found = m == len && strncmp(c, value, m) == 0;
+                c += m + (c[m] == '|');
             }
             if (!found) BAD("'%s' is not one of %s", value, s->choices);
         }
-        memcpy(field(opt, k), value, len + 1);
-        break;
+        memcpy(dst, value, len + 1);
+        return 0;
     }
     }
 #undef BAD
+    snprintf(msg, n, "unknown key type");
+    return -1;
+}
+
+static int set_value(TrainOptions *opt, int k, const char *value, int line, char *err, size_t errlen) {
+    char msg[640];
+    // The model's table parses and range-checks its keys, OPTION_TABLE the rest.
+    if (is_model_key(k) ? gpt_config_set(&opt->model, k, value, msg, sizeof msg)
+                        : parse_spec_value(opt_spec(k), value, field(opt, k), msg, sizeof msg)) {
+        // In a file the message also names the key; on the command line "--key:" does.
+        return line > 0 ? report(opt, k, line, err, errlen, "%s: %s", key_name(k), msg)
+                        : report(opt, k, line, err, errlen, "%s", msg);
+    }
     opt->src_line[k] = line;
     return 0;
+}
+
+int options_parse_key_value(const char *key, const char *text, void *out, char *err, size_t errlen) {
+    int k = find_key(key);
+    if (k < 0 || is_model_key(k)) {
+        snprintf(err, errlen, "'%s' is not a training key", key);
+        return -1;
+    }
+    return parse_spec_value(opt_spec(k), text, out, err, errlen);
 }
 
 void options_defaults(TrainOptions *opt) {
@@ -422,8 +450,12 @@ int options_check(TrainOptions *opt, char *err, size_t errlen) {
     // nothing but its own size (trainer checks again with the real one).
     GPTConfig cfg;
     if (options_model_config(opt, 1, &cfg, err, errlen) != 0) return -1;
-    if (opt->min_lr > opt->lr)
-        return blame(opt, "min_lr", "lr", err, errlen, "min_lr (%g) is larger than lr (%g)", opt->min_lr, opt->lr);
+    if (opt->min_lr > opt->lr) {
+        char min_lr[32], lr[32];
+        format_float(min_lr, sizeof min_lr, opt->min_lr);
+        format_float(lr, sizeof lr, opt->lr);
+        return blame(opt, "min_lr", "lr", err, errlen, "min_lr (%s) is larger than lr (%s)", min_lr, lr);
+    }
     GPTMatmul matmul;
     GPTPrecision precision;
     if (options_matmul(opt, &matmul, &precision, err, errlen) != 0) return -1;
@@ -509,6 +541,12 @@ int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args
                      "(a resumed run reads RUN_DIR/config.ini)");
             return -1;
         }
+        // RUN_DIR becomes out_dir: refused whole here, never read or named cut short.
+        if (strlen(args->resume_dir) >= OPT_STR_MAX) {
+            snprintf(err, errlen, "--resume: the run directory's path is %zu characters long; at most %d are allowed",
+                     strlen(args->resume_dir), OPT_STR_MAX - 1);
+            return -1;
+        }
         snprintf(resume_ini, sizeof resume_ini, "%s/config.ini", args->resume_dir);
         if (options_load_file(opt, resume_ini, err, errlen)) return -1;
         // A run written before a model key existed meant that key's if_absent value, not today's default.
@@ -537,10 +575,6 @@ int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args
         if (options_set(opt, name, eq + 1, -1, err, errlen)) return -1;
     }
     if (args->resume_dir) {
-        if (strlen(args->resume_dir) >= OPT_STR_MAX) {
-            snprintf(err, errlen, "--resume: path too long");
-            return -1;
-        }
         snprintf(opt->out_dir, sizeof opt->out_dir, "%s", args->resume_dir);
     }
     return options_check(opt, err, errlen);

@@ -10,6 +10,9 @@
 //
 // Errors name where the bad value came from: "configs/x.ini:7: message" for
 // a file line, "--key: message" for the command line.
+//
+// ./eval and ./sample use the table's rules for the keys they share with
+// ./train (options_parse_key_value).
 #ifndef ROPELAB_TRAIN_OPTIONS_H
 #define ROPELAB_TRAIN_OPTIONS_H
 
@@ -100,6 +103,15 @@ int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size,
 // openblas for fp32 and onednn for bf16; openblas with bf16 is refused,
 // naming where the keys came from.
 int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, char *err, size_t errlen);
+
+// Parses text as a value of the training key `key` (an OPTION_TABLE key,
+// e.g. "seed", "threads") by that key's own type and range, for the programs
+// that share a key with ./train (./sample --seed, --threads). out points at
+// the key's type: int for an int key, uint64_t for seed, float for a float
+// key, char[OPT_STR_MAX] for a path. 0, or -1 with the bare problem in err
+// ("'-1' is not a non-negative integer", "5000 is out of range [0, 4096]");
+// the caller names the option.
+int options_parse_key_value(const char *key, const char *text, void *out, char *err, size_t errlen);
 
 // Hash of the keys that fix the model and the data (sections model, positions,
 // data, and seed): a checkpoint records it and --resume checks it. A model

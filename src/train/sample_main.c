@@ -12,6 +12,18 @@
 // window would need the whole cache recomputed at new positions). The other
 // schemes can run past block_size (extrapolation; quality may drop).
 // Same weights, prompt, settings and seed: same text.
+//
+// Logits that are not finite (finite weights whose products overflow
+// float32) stop the program with an error, at any step: nothing is sampled
+// from them. The prompt is echoed on stdout once it has been read, so a
+// refusal while reading it leaves stdout empty.
+//
+// Progress on stderr (common/meter.h), for reading the prompt and for
+// generating: every token is one decode step attending to all the positions
+// before it, so a long prompt or a long generation takes time quadratic in
+// its length. stdout carries only the text: where stderr goes to the same
+// place there is no progress while text is being written (on a terminal the
+// prompt's \r line is erased before the text starts).
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,6 +34,8 @@
 #include "data/bpe.h"
 #include "model/gpt.h"
 #include "train/model_overrides.h"
+#include "common/meter.h"
+#include "train/options.h"
 #include "common/blas_cpu.h"
 #include "common/threads.h"
 
@@ -47,7 +61,7 @@ static void usage(FILE *out) {
     model_overrides_usage(out);
 }
 
-// Parses a whole-string integer/float; returns 0 on success.
+// Parses a whole-string integer in [lo, hi]; returns 0 on success.
 static int parse_long(const char *s, long lo, long hi, long *out) {
     char *end;
     long v = strtol(s, &end, 10);
@@ -72,11 +86,14 @@ static int parse_args(int argc, char **argv, SampleArgs *a) {
         case 'p': a->prompt = optarg; break;
         case 'n': if (parse_long(optarg, 0, 1000000, &v)) goto bad; a->n_tokens = (int)v; break;
         case 'K': if (parse_long(optarg, 0, 1 << 30, &v)) goto bad; a->top_k = (int)v; break;
-        case 'j': if (parse_long(optarg, 0, 1024, &v)) goto bad; a->threads = (int)v; break;
-        case 's': {
-            char *end;
-            a->seed = strtoull(optarg, &end, 10);
-            if (*optarg == '\0' || *end != '\0') goto bad;
+        case 'j': case 's': {   // ./train's keys, by its table's rules
+            char msg[256];
+            const char *key = c == 'j' ? "threads" : "seed";
+            void *out = c == 'j' ? (void *)&a->threads : (void *)&a->seed;
+            if (options_parse_key_value(key, optarg, out, msg, sizeof msg) != 0) {
+                fprintf(stderr, "sample: --%s: %s\n", opts[idx].name, msg);
+                exit(2);
+            }
             break;
         }
         case 't': {
@@ -127,6 +144,13 @@ static int sample_token(const float *logits, int V, float temperature, int top_k
     return order[k - 1];
 }
 
+// Whether every logit is finite; otherwise *what is "nan" or "infinite" (the first found).
+static int logits_finite(const float *logits, int V, const char **what) {
+    for (int i = 0; i < V; i++)
+        if (!isfinite(logits[i])) { *what = isnan(logits[i]) ? "nan" : "infinite"; return 0; }
+    return 1;
+}
+
 static void print_token(const Tokenizer *tok, int id) {
     int len;
     const uint8_t *bytes = bpe_token(tok, (uint32_t)id, &len);
@@ -146,6 +170,7 @@ int main(int argc, char **argv) {
     uint32_t *prompt_ids = NULL;
     float *logits = NULL, *probs = NULL;
     int *order = NULL, tok_loaded = 0, rc = 1;
+    Meter meter = {0};
     if (bpe_load(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
     tok_loaded = 1;
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
@@ -181,26 +206,55 @@ int main(int argc, char **argv) {
     if (kv_cache_create(&cache, model, max_len, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
     Rng rng;
     rng_seed(&rng, a.seed);
+    // Tokens that can be generated: a.n_tokens, or up to the last position
+    // plus one (the token sampled from the last position's logits is printed).
+    long long gen_total = (long long)max_len - (long long)n_prompt + 1;
+    if (gen_total > a.n_tokens) gen_total = a.n_tokens;
+    int shares_stdout = meter_stderr_is_stdout();
+    const char *bad;
+    meter_start(&meter, "sample");
 
-    fwrite(a.prompt, 1, plen, stdout);
-    for (size_t i = 0; i < n_prompt; i++)
+    meter_phase(&meter, !shares_stdout || meter.tty, 1);   // no text on stdout yet
+    for (size_t i = 0; i < n_prompt; i++) {
         if (gpt_decode_step(model, cache, (int)prompt_ids[i], logits, err, sizeof err) != 0) {
+            meter_clear(&meter);
             fprintf(stderr, "sample: %s\n", err);
             goto done;
         }
+        if (!logits_finite(logits, V, &bad)) {
+            meter_clear(&meter);
+            fprintf(stderr, "sample: %s: the logits are %s at prompt token %zu of %zu (the forward pass overflows "
+                    "float32 with these weights); no text\n", a.weights, bad, i + 1, n_prompt);
+            goto done;
+        }
+        meter_update(&meter, "reading the prompt:", (long long)i + 1, (long long)n_prompt, "tokens");
+    }
+    meter_phase(&meter, !shares_stdout, 1);
+    fwrite(a.prompt, 1, plen, stdout);
     int generated = 0;
     while (generated < a.n_tokens) {
         int next = sample_token(logits, V, a.temperature, a.top_k, probs, order, &rng);
         if (next == tok.eot_id) break;                  // the model ended the document
         print_token(&tok, next);
         generated++;
+        meter_update(&meter, "generated", generated, gen_total, "tokens");
         if (kv_cache_len(cache) >= max_len) break;
         if (gpt_decode_step(model, cache, next, logits, err, sizeof err) != 0) {
+            meter_clear(&meter);
             printf("\n");
             fprintf(stderr, "sample: %s\n", err);
             goto done;
         }
+        if (!logits_finite(logits, V, &bad)) {
+            meter_clear(&meter);
+            printf("\n");
+            fflush(stdout);
+            fprintf(stderr, "sample: %s: the logits are %s after %d generated tokens (the forward pass overflows "
+                    "float32 with these weights); the text stops here\n", a.weights, bad, generated);
+            goto done;
+        }
     }
+    meter_clear(&meter);
     printf("\n");
     if (generated < a.n_tokens && kv_cache_len(cache) >= gpt_max_positions(model))
         fprintf(stderr, "sample: stopped at %d tokens: pos=%s has no position beyond it\n",
