@@ -221,7 +221,8 @@ if [ "$extrapolate" = 1 ] && { [ ! -f "$extrap" ] || [ "$(wc -l < "$extrap")" -n
 fi
 
 if [ "$setup" = lr ]; then
-  /usr/bin/python3 scripts/report.py --lr "$out" "${vlist[@]}" --name "$setup"
+  # every lr finished in DIR, so a grid extended by --lrs or --variants is reported whole
+  /usr/bin/python3 scripts/report.py --lr "$out" $(ls "$out" | sed -n 's/-s[0-9]*$//p' | sort -u) --name "$setup"
 else
   /usr/bin/python3 scripts/report.py "$out" "${vlist[@]}" --name "$setup"
 fi

@@ -5,13 +5,14 @@
 #          headers), libinih-dev (config files), libcmocka-dev (tests),
 #          openmpi-bin libopenmpi-dev (mpicc and mpirun: data-parallel ./train)
 #   data:  bible-kjv (the default corpus)
-#   tools: python3-torch (cross-check and baseline), python3-matplotlib (plots)
+#   tools: python3-torch (cross-check and baseline), python3-matplotlib (plots),
+#          python3-scipy (the t quantiles of the reports' paired statistics)
 #   make fuzz, make tsan (ROPELAB_CLANG_DEPS=1): clang libclang-rt-14-dev libomp-14-dev
 #          (libFuzzer, the sanitizers' runtimes, LLVM's OpenMP with Archer)
 # As root it runs apt-get; otherwise it prints the one line to run and fails.
 set -euo pipefail
 pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv dict-gcide
-      python3-numpy python3-torch python3-matplotlib)
+      python3-numpy python3-scipy python3-torch python3-matplotlib)
 [ "${ROPELAB_MINIMAL_DEPS:-0}" = 1 ] && pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv)
 [ "${ROPELAB_CLANG_DEPS:-0}" = 1 ] && pkgs+=(clang libclang-rt-14-dev libomp-14-dev)
 missing=()

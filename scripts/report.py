@@ -2,6 +2,7 @@
 """The comparison reports: one per setup, and a summary across setups.
 
     scripts/report.py COMPARE_DIR variant [variant ...] [--name NAME]
+    scripts/report.py --lr COMPARE_DIR scheme-lrX [...] [--name NAME]   (the lr study)
     scripts/report.py --summary OUT.md COMPARE_DIR [COMPARE_DIR ...]
 
 A variant is a scheme (rope, learned, sinusoidal, t5, alibi, none) or a
@@ -13,10 +14,11 @@ writes into COMPARE_DIR:
   val_loss_vs_step.png  validation loss against step: mean over seeds (line)
                         and the min-max band across seeds, one colour per variant
   val_loss_vs_time.png  the same against the run's training seconds
-  report.md             final loss (mean ± sd, min..max), steps to three
-                        targets with the speed-up over learned (mean ± sd over
-                        seeds), the gap to learned against the seed spread,
-                        the wall time, length extrapolation
+  report.md             final loss (mean ± sd, min..max), the paired difference
+                        to learned (and rope against alibi) with its 95%
+                        interval and an equivalence test (scripts/stats.py),
+                        steps to three targets with the speed-up over learned
+                        (mean ± sd over seeds), the wall time, length extrapolation
   summary.json          the same numbers, for the summary across setups
 
 Targets: learned's mean validation loss at 1/4 and 1/2 of the run, and its
@@ -36,9 +38,13 @@ import os
 import statistics
 import sys
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from stats import mean_sd, paired, verdict, fmt_interval   # noqa: E402
+
 COLOURS = {"rope": "tab:red", "learned": "tab:blue", "sinusoidal": "tab:green",
            "t5": "tab:purple", "alibi": "tab:orange", "none": "tab:gray"}
 REF = "learned"
+MARGIN = 0.02   # nats: the equivalence margin of the two one-sided tests
 
 
 def read_log(path):
@@ -49,19 +55,33 @@ def read_log(path):
 
 
 def load_runs(out, variants):
-    """variant -> {seed: {"val": rows with a validation loss, "all": every row}}."""
+    """variant -> {seed: {"val": rows with a validation loss, "all": every row}}, seeds in order.
+    Reads OUT/<variant>-s<seed>/log.csv (a comparison's run directories) or, for a
+    committed setup, OUT/logs/<variant>-s<seed>.csv."""
     runs = {}
+    committed = os.path.isdir(os.path.join(out, "logs"))
     for v in variants:
-        for d in sorted(glob.glob(os.path.join(glob.escape(out), f"{glob.escape(v)}-s*"))):
-            rest = os.path.basename(d)[len(v) + 2:]   # the seed: v-s<digits> exactly (not v-scale1-s1)
-            log = os.path.join(d, "log.csv")
+        pattern = os.path.join(glob.escape(out), *(["logs"] if committed else []), f"{glob.escape(v)}-s*")
+        for d in glob.glob(pattern):
+            name = os.path.basename(d)
+            if committed:
+                if not name.endswith(".csv"):
+                    continue
+                name = name[:-4]
+            rest = name[len(v) + 2:]   # the seed: v-s<digits> exactly (not v-scale1-s1)
+            log = d if committed else os.path.join(d, "log.csv")
             if not rest.isdigit() or not os.path.isfile(log):
                 continue
             seed = rest
             rows = read_log(log)
             runs.setdefault(v, {})[int(seed)] = {
                 "val": [r for r in rows if not math.isnan(r["val_loss"])], "all": rows}
-    return runs
+    return {v: dict(sorted(seeds.items())) for v, seeds in runs.items()}
+
+
+def finals(seed_runs):
+    """{seed: final validation loss} of one variant's runs."""
+    return {s: r["val"][-1]["val_loss"] for s, r in seed_runs.items()}
 
 
 def first_crossing(val_rows, target):
@@ -75,13 +95,6 @@ def first_crossing(val_rows, target):
             return s0 + (l0 - target) / (l0 - l1) * (s1 - s0) if l0 != l1 else s1
         prev = r
     return math.nan
-
-
-def mean_sd(xs):
-    xs = [x for x in xs if not math.isnan(x)]
-    if not xs:
-        return math.nan, math.nan
-    return statistics.mean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
 
 
 def fmt(x, spec=".3f"):
@@ -140,24 +153,25 @@ def wall_time(out, runs):
     return wall, total
 
 
-def analyse(out, variants, name):
+def analyse(out, variants, name, ref=REF):
+    """The runs of variants and the report's numbers, with ref's losses as the targets."""
     runs = load_runs(out, variants)
     missing = [v for v in variants if v not in runs]
     if missing:
         sys.exit(f"report.py: {out}: no finished runs for {', '.join(missing)}")
-    if REF not in runs:
-        sys.exit(f"report.py: {out}: the targets are {REF}'s losses: include {REF}")
+    if ref not in runs:
+        sys.exit(f"report.py: {out}: the targets are {ref}'s losses: include {ref}")
     steps_total = int(max(r["val"][-1]["step"] for s in runs.values() for r in s.values()))
     final = {v: [r["val"][-1]["val_loss"] for r in s.values()] for v, s in runs.items()}
     targets = []
     for frac in (0.25, 0.5):
-        rows = [min(r["val"], key=lambda x: abs(x["step"] - frac * steps_total)) for r in runs[REF].values()]
-        targets.append({"label": f"{REF} at step {int(rows[0]['step'])}",
+        rows = [min(r["val"], key=lambda x: abs(x["step"] - frac * steps_total)) for r in runs[ref].values()]
+        targets.append({"label": f"{ref} at step {int(rows[0]['step'])}",
                         "loss": statistics.mean(x["val_loss"] for x in rows), "capped": False})
-    targets.append({"label": f"{REF}'s final", "loss": statistics.mean(final[REF]), "capped": True})
+    targets.append({"label": f"{ref}'s final", "loss": statistics.mean(final[ref]), "capped": True})
     result = {"name": name, "dir": out, "steps": steps_total, "variants": {}, "targets": targets}
     for v, seeds in runs.items():
-        entry = {"seeds": sorted(seeds), "final": final[v], "tokens_per_s": statistics.median(
+        entry = {"seeds": sorted(seeds), "final": final[v], "final_by_seed": finals(seeds), "tokens_per_s": statistics.median(
             x["tokens_per_s"] for r in seeds.values() for x in r["all"] if x["tokens_per_s"] > 0), "targets": []}
         for t in targets:
             steps, speedups, reached = [], [], 0
@@ -165,19 +179,23 @@ def analyse(out, variants, name):
                 s = first_crossing(r["val"], t["loss"])
                 reached += not math.isnan(s)
                 steps.append(s)
-                ref = runs[REF].get(seed)
-                if ref is not None and not math.isnan(s) and s > 0:
-                    s_ref = first_crossing(ref["val"], t["loss"])
+                rr = runs[ref].get(seed)
+                if rr is not None and not math.isnan(s) and s > 0:
+                    s_ref = first_crossing(rr["val"], t["loss"])
                     if math.isnan(s_ref) and t["capped"]:
-                        s_ref = ref["val"][-1]["step"]   # reached no earlier than the end: a lower bound
+                        s_ref = rr["val"][-1]["step"]   # reached no earlier than the end: a lower bound
                     if not math.isnan(s_ref):
                         speedups.append(s_ref / s)
             entry["targets"].append({"steps": steps, "reached": reached, "speedups": speedups})
-        # Paired by seed: this variant's final loss minus learned's.
-        diffs = [seeds[s]["val"][-1]["val_loss"] - runs[REF][s]["val"][-1]["val_loss"]
-                 for s in seeds if s in runs[REF]]
-        entry["gap_to_ref"] = diffs
+        # Paired by seed: this variant's final loss minus ref's.
+        entry["vs_ref"] = paired(finals(seeds), finals(runs[ref]))
         result["variants"][v] = entry
+    by_scheme = {}
+    for v in runs:
+        by_scheme.setdefault(v.split("-")[0], []).append(v)
+    if len(by_scheme.get("rope", [])) == 1 and len(by_scheme.get("alibi", [])) == 1:
+        result["rope-vs-alibi"] = paired(finals(runs[by_scheme["rope"][0]]), finals(runs[by_scheme["alibi"][0]]))
+    result["ref"] = ref
     result["wall_s"], result["run_s"] = wall_time(out, runs)
     return runs, result
 
@@ -192,6 +210,58 @@ def extrapolation_rows(out, variants):
             table.setdefault((r["pos"], int(r["seq_len"])), []).append(float(r["loss"]))
     lens = sorted({k[1] for k in table})
     return table, lens
+
+
+def final_loss_lines(runs, res):
+    """The final-loss table: each variant against the reference, paired by seed."""
+    ref = res["ref"]
+    lines = ["## Final validation loss\n",
+             f"Paired by seed: d = this variant's final loss minus {ref}'s for the same seed (same batches, same "
+             f"initial values), mean and 95% interval (paired t over the seeds); lower: seeds where this variant "
+             f"ends below {ref}; verdict: lower or higher where the interval excludes 0, 'equivalent' only where a "
+             f"two one-sided test at ±{MARGIN} nats says so (90% interval inside the margin), else undecided "
+             "(scripts/stats.py). tokens/s: one-thread runs sharing the machine with other work; not a speed "
+             "comparison (`make bench` is).\n",
+             f"| variant | final val loss (mean ± sd) | min..max | d vs {ref} [95% interval] | lower | verdict | tokens/s (median) |",
+             "|---|---|---|---|---|---|---|"]
+    for v in runs:
+        e = res["variants"][v]
+        m, sd = mean_sd(e["final"])
+        pr = e["vs_ref"]
+        lines.append(f"| {v} | {m:.4f} ± {sd:.4f} | {min(e['final']):.4f}..{max(e['final']):.4f} | "
+                     f"{'-' if v == ref else fmt_interval(pr)} | {'-' if v == ref else str(pr['wins']) + '/' + str(pr['n'])} | "
+                     f"{'-' if v == ref else verdict(pr, MARGIN, v, ref)} | {fmt(e['tokens_per_s'], '.0f')} |")
+    if "rope-vs-alibi" in res:
+        pr = res["rope-vs-alibi"]
+        lines.append(f"\nrope against alibi, paired: d = rope - alibi = {fmt_interval(pr)} nats "
+                     f"(rope lower in {pr['wins']} of {pr['n']} seeds): {verdict(pr, MARGIN, 'rope', 'alibi')}.")
+    return lines
+
+
+def steps_lines(runs, res):
+    """Steps to the reference's losses at 1/4 and 1/2 of the run and its final loss, with per-seed speed-ups."""
+    ref, steps = res["ref"], res["steps"]
+    lines = ["\n## Steps to reach a target validation loss\n",
+              "Steps read off each seed's curve (interpolated between evaluations), mean ± sd over seeds; "
+              f"speed-up = steps({ref}) / steps(variant) for the same seed, mean ± sd; *not reached*: no seed "
+              f"reached it within {steps} steps; (k/n): the mean is over the k seeds that did; >=: some {ref} "
+              "seeds never reached their own mean final loss and count as the last step.\n",
+              "| variant | " + " | ".join(f"{t['label']} ({t['loss']:.4f})" for t in res["targets"]) + " |",
+              "|---|" + "---|" * len(res["targets"])]
+    for v in runs:
+        cells = []
+        for t, et in zip(res["targets"], res["variants"][v]["targets"]):
+            n = len(et["steps"])
+            if et["reached"] == 0:
+                cells.append("not reached")
+                continue
+            m, sd = mean_sd(et["steps"])
+            su, susd = mean_sd(et["speedups"])
+            note = "" if et["reached"] == n else f" ({et['reached']}/{n})"
+            bound = ">=" if t["capped"] and any(math.isnan(s) for s in res["variants"][ref]["targets"][2]["steps"]) else ""
+            cells.append(f"{m:.0f} ± {sd:.0f}{note}, {bound}{fmt(su, '.2f')}x ± {fmt(susd, '.2f')}")
+        lines.append(f"| {v} | " + " | ".join(cells) + " |")
+    return lines
 
 
 def write_report(out, variants, name):
@@ -214,42 +284,8 @@ def write_report(out, variants, name):
              "![validation loss against step](val_loss_vs_step.png)\n",
              *(["![the schemes alone](val_loss_vs_step_schemes.png)\n"] if len(runs) > len([v for v in runs if v in COLOURS]) else []),
              "![validation loss against time](val_loss_vs_time.png)\n",
-             "## Final validation loss\n",
-             f"Gap to {REF}: this variant's final loss minus {REF}'s for the same seed, mean ± sd over seeds; "
-             "gap / sd: the gap against the larger of the two variants' seed-to-seed standard deviations. "
-             "tokens/s: one-thread runs sharing the machine with other work; not a speed comparison "
-             "(`make bench` is).\n",
-             "| variant | final val loss (mean ± sd) | min..max | gap to learned | gap / sd | tokens/s (median) |",
-             "|---|---|---|---|---|---|"]
-    sd_ref = mean_sd(res["variants"][REF]["final"])[1]
-    for v in runs:
-        e = res["variants"][v]
-        m, sd = mean_sd(e["final"])
-        g, gsd = mean_sd(e["gap_to_ref"])
-        ratio = abs(g) / max(sd, sd_ref) if v != REF and max(sd, sd_ref) > 0 else math.nan
-        lines.append(f"| {v} | {m:.4f} ± {sd:.4f} | {min(e['final']):.4f}..{max(e['final']):.4f} | "
-                     f"{'-' if v == REF else fmt(g, '+.4f') + ' ± ' + fmt(gsd, '.4f')} | {fmt(ratio, '.1f')} | "
-                     f"{fmt(e['tokens_per_s'], '.0f')} |")
-    lines += ["\n## Steps to reach a target validation loss\n",
-              "Steps read off each seed's curve (interpolated between evaluations), mean ± sd over seeds; "
-              f"speed-up = steps({REF}) / steps(variant) for the same seed, mean ± sd; *not reached*: no seed "
-              f"reached it within {steps} steps; (k/n): the mean is over the k seeds that did; >=: some {REF} "
-              "seeds never reached their own mean final loss and count as the last step.\n",
-              "| variant | " + " | ".join(f"{t['label']} ({t['loss']:.4f})" for t in res["targets"]) + " |",
-              "|---|" + "---|" * len(res["targets"])]
-    for v in runs:
-        cells = []
-        for t, et in zip(res["targets"], res["variants"][v]["targets"]):
-            n = len(et["steps"])
-            if et["reached"] == 0:
-                cells.append("not reached")
-                continue
-            m, sd = mean_sd(et["steps"])
-            su, susd = mean_sd(et["speedups"])
-            note = "" if et["reached"] == n else f" ({et['reached']}/{n})"
-            bound = ">=" if t["capped"] and any(math.isnan(s) for s in res["variants"][REF]["targets"][2]["steps"]) else ""
-            cells.append(f"{m:.0f} ± {sd:.0f}{note}, {bound}{fmt(su, '.2f')}x ± {fmt(susd, '.2f')}")
-        lines.append(f"| {v} | " + " | ".join(cells) + " |")
+             *final_loss_lines(runs, res),
+             *steps_lines(runs, res)]
     table, lens = extrapolation_rows(out, variants)
     if table:
         lines += ["\n## Length extrapolation\n",
@@ -271,14 +307,100 @@ def write_report(out, variants, name):
     print(f"report.py: wrote {os.path.join(out, 'report.md')}, summary.json and 2 plots")
 
 
+def split_lr(variant):
+    """'rope-lr0.004' -> ('rope', 0.004); a variant without -lr -> (variant, None)."""
+    if "-lr" not in variant:
+        return variant, None
+    base, lr = variant.rsplit("-lr", 1)
+    return base, float(lr)
+
+
+def write_lr_report(out, variants, name):
+    """The learning-rate study: final loss against lr per scheme, each scheme's best lr
+    (lowest mean final loss over seeds), and the comparison at each scheme's own best lr."""
+    runs = load_runs(out, variants)
+    grid = {}   # scheme -> {lr: {seed: final}}
+    for v, seeds in runs.items():
+        scheme, lr = split_lr(v)
+        grid.setdefault(scheme, {})[lr] = finals(seeds)
+    if REF not in grid:
+        sys.exit(f"report.py: {out}: no finished {REF} runs")
+    best = {sc: min(g, key=lambda lr: mean_sd(list(g[lr].values()))[0]) for sc, g in grid.items()}
+    lrs = sorted({lr for g in grid.values() for lr in g})
+
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for sc, g in grid.items():
+        xs = sorted(g)
+        ms = [mean_sd(list(g[x].values()))[0] for x in xs]
+        lo = [m - min(g[x].values()) for m, x in zip(ms, xs)]
+        hi = [max(g[x].values()) - m for m, x in zip(ms, xs)]
+        ax.errorbar(xs, ms, yerr=[lo, hi], marker="o", capsize=3, color=COLOURS.get(sc), label=sc)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("peak learning rate (min_lr = lr/10)")
+    ax.set_ylabel("final validation loss (nats/token)")
+    ax.set_title(f"{name}: final loss against lr (mean, bars = min..max over seeds)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(os.path.join(out, "final_loss_vs_lr.png"), dpi=110)
+    plt.close(fig)
+
+    lines = [f"# Learning-rate study: {name}\n",
+             "Each scheme at every peak learning rate of the grid (min_lr = lr/10, as in the config; "
+             "everything else as the default setup), the same seeds at every lr. Final validation loss, mean ± sd "
+             "(k seeds); **bold**: the scheme's best lr (lowest mean); *edge*: the best lr is at the end of the "
+             "grid, so a better one may lie beyond it.\n",
+             "![final loss against lr](final_loss_vs_lr.png)\n",
+             "| scheme | " + " | ".join(f"lr {lr:g}" for lr in lrs) + " | best lr |",
+             "|---|" + "---|" * (len(lrs) + 1)]
+    for sc, g in grid.items():
+        cells = []
+        for lr in lrs:
+            if lr not in g:
+                cells.append("-")
+                continue
+            m, sd = mean_sd(list(g[lr].values()))
+            c = f"{m:.4f} ± {sd:.4f} ({len(g[lr])})"
+            cells.append(f"**{c}**" if lr == best[sc] else c)
+        edge = " (edge)" if best[sc] in (min(g), max(g)) else ""
+        lines.append(f"| {sc} | " + " | ".join(cells) + f" | {best[sc]:g}{edge} |")
+    # Each scheme at its best lr against learned at its best lr, paired by seed.
+    at_best = [f"{sc}-lr{lr_text(out, sc, best[sc], variants)}" for sc in grid]
+    ref = f"{REF}-lr{lr_text(out, REF, best[REF], variants)}"
+    bruns, res = analyse(out, at_best, name, ref)
+    lines += ["\n## Each scheme at its own best learning rate\n",
+              f"The targets are {ref}'s losses; the pairs are by seed as in the setup's report.\n",
+              *final_loss_lines(bruns, res), *steps_lines(bruns, res)]
+    with open(os.path.join(out, "report.md"), "w") as f:
+        f.write("\n".join(lines) + "\n")
+    res["best_lr"] = best
+    with open(os.path.join(out, "summary.json"), "w") as f:
+        json.dump(res, f, indent=1, default=lambda x: None)
+    print(f"report.py: wrote {os.path.join(out, 'report.md')}, summary.json and final_loss_vs_lr.png")
+
+
+def lr_text(out, scheme, lr, variants):
+    """The lr as it is written in the variant's name (0.0005, not 5e-04)."""
+    for v in variants:
+        sc, x = split_lr(v)
+        if sc == scheme and x == lr:
+            return v.rsplit("-lr", 1)[1]
+    sys.exit(f"report.py: {out}: no variant {scheme} at lr {lr:g}")
+
+
+
 def write_summary(path, dirs):
     """One table across setups: who reaches each target first, by how much, and whether
     rope's lead over the runner-up exceeds the seed spread."""
     lines = ["# Summary across setups\n",
-             "For each setup and target: steps (mean over seeds) of every scheme, the scheme that gets there "
-             "first, rope's speed-up over learned (mean ± sd of the per-seed ratios), and rope's margin over "
-             "the next scheme. Final loss: rope's gap to learned and to the best other scheme, against the "
-             "larger seed sd.\n"]
+             "For each setup and target: steps (mean over seeds; (k/n): over the k of n seeds that reached it, "
+             "'not reached': none did) of every scheme, the scheme that gets there first (among those every "
+             "seed of which reached it), rope's speed-up over learned (mean ± sd of the per-seed ratios), and "
+             "rope's margin over the next scheme. Final loss: rope's paired difference to learned and to the "
+             "best other scheme, mean [95% interval] over the seeds (scripts/stats.py).\n"]
     results = []
     for d in dirs:
         with open(os.path.join(d, "summary.json")) as f:
@@ -291,34 +413,37 @@ def write_summary(path, dirs):
     for res in results:
         schemes = [v for v in res["variants"] if "-" not in v]
         for i, t in enumerate(res["targets"]):
-            means = {}
+            means, partial = {}, {}
             for v in schemes:
-                st = [x for x in res["variants"][v]["targets"][i]["steps"] if x is not None]
-                means[v] = statistics.mean(st) if len(st) == len(res["variants"][v]["seeds"]) else math.nan
-            reached = {v: m for v, m in means.items() if not math.isnan(m)}
+                st = [x for x in res["variants"][v]["targets"][i]["steps"] if x is not None and not math.isnan(x)]
+                n = len(res["variants"][v]["seeds"])
+                means[v] = statistics.mean(st) if st else math.nan
+                partial[v] = "" if len(st) == n else f" ({len(st)}/{n})"
+            # "first": among the schemes every seed of which reached the target
+            reached = {v: m for v, m in means.items() if not math.isnan(m) and not partial[v]}
             first = min(reached, key=reached.get) if reached else "none"
             su = [x for x in res["variants"].get("rope", {}).get("targets", [{}] * 3)[i].get("speedups", [])]
             others = [m for v, m in reached.items() if v != "rope"]
             margin = min(others) / reached["rope"] if "rope" in reached and others else math.nan
-            cells = ["-" if v not in means else fmt(means[v], ".0f") if not math.isnan(means[v]) else "not reached"
-                     for v in columns]
+            cells = ["-" if v not in means else fmt(means[v], ".0f") + partial[v] if not math.isnan(means[v])
+                     else "not reached" for v in columns]
             su_m, su_sd = mean_sd(su)
             lines.append(f"| {res['name']} | {t['label']} ({t['loss']:.3f}) | " + " | ".join(cells) +
                          f" | {first} | {fmt(su_m, '.2f')}x ± {fmt(su_sd, '.2f')} | {fmt(margin, '.2f')}x |")
-    lines += ["\n| setup | rope final loss | learned | best other (scheme) | rope - learned | / sd | "
-              "rope - best other | / sd | time |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += ["\n| setup | seeds | rope final loss | learned | best other (scheme) | rope - learned [95%] | "
+              "rope - best other [95%] | time |", "|---|---|---|---|---|---|---|---|"]
     for res in results:
         fin = {v: mean_sd(e["final"]) for v, e in res["variants"].items() if "-" not in v}
         if "rope" not in fin:
             continue
+        by_seed = {v: {int(k): x for k, x in e["final_by_seed"].items()} for v, e in res["variants"].items()}
         best = min((v for v in fin if v not in ("rope",)), key=lambda v: fin[v][0])
-        sd_l = max(fin["rope"][1], fin[REF][1])
-        sd_b = max(fin["rope"][1], fin[best][1])
+        vs_ref = paired(by_seed["rope"], by_seed[REF])
+        vs_best = paired(by_seed["rope"], by_seed[best])
         wall = res.get("wall_s")
         time = f"{res['run_s'] / 3600:.1f} h of runs" + (f", {wall / 3600:.1f} h wall" if wall else "")
-        lines.append(f"| {res['name']} | {fin['rope'][0]:.4f} | {fin[REF][0]:.4f} | {fin[best][0]:.4f} ({best}) | "
-                     f"{fin['rope'][0] - fin[REF][0]:+.4f} | {abs(fin['rope'][0] - fin[REF][0]) / sd_l:.1f} | "
-                     f"{fin['rope'][0] - fin[best][0]:+.4f} | {abs(fin['rope'][0] - fin[best][0]) / sd_b:.1f} | {time} |")
+        lines.append(f"| {res['name']} | {vs_ref['n']} | {fin['rope'][0]:.4f} | {fin[REF][0]:.4f} | "
+                     f"{fin[best][0]:.4f} ({best}) | {fmt_interval(vs_ref)} | {fmt_interval(vs_best)} | {time} |")
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
     print(f"report.py: wrote {path}")
@@ -329,15 +454,18 @@ def main():
     if len(args) >= 3 and args[0] == "--summary":
         write_summary(args[1], args[2:])
         return
+    lr_study = "--lr" in args
+    if lr_study:
+        args.remove("--lr")
     name = None
     if "--name" in args:
         i = args.index("--name")
         name = args[i + 1]
         del args[i:i + 2]
     if len(args) < 2:
-        sys.exit("usage: report.py COMPARE_DIR variant [variant ...] [--name NAME]\n"
+        sys.exit("usage: report.py [--lr] COMPARE_DIR variant [variant ...] [--name NAME]\n"
                  "       report.py --summary OUT.md COMPARE_DIR [COMPARE_DIR ...]")
-    write_report(args[0], args[1:], name or os.path.basename(os.path.normpath(args[0])))
+    (write_lr_report if lr_study else write_report)(args[0], args[1:], name or os.path.basename(os.path.normpath(args[0])))
 
 
 if __name__ == "__main__":

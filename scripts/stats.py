@@ -1,0 +1,75 @@
+"""The statistics of the comparison reports, in one place.
+
+Runs of one setup are paired by seed: the same seed gives every variant the
+same batches in the same order and the same initial values in every tensor
+the variants share. So a difference between two variants is read per seed,
+d_s = loss(a, s) - loss(b, s), and the seed-to-seed noise that both runs
+share cancels in d_s. With n seeds, mean d and standard deviation s_d:
+
+  95% confidence interval of the mean difference (paired t):
+      d +- t(0.975, n-1) s_d / sqrt(n)
+  Equivalence within a margin m (two one-sided tests, TOST, at 5% each):
+      both |d|-bounds of the 90% interval, d +- t(0.95, n-1) s_d / sqrt(n),
+      lie inside (-m, +m). Only then are a and b called "equivalent".
+
+The t quantiles come from scipy (Debian's python3-scipy).
+"""
+import math
+import statistics
+
+
+def mean_sd(xs):
+    """Mean and sample standard deviation of the finite values (NaN, NaN if none; sd 0 for one)."""
+    xs = [x for x in xs if x is not None and not math.isnan(x)]
+    if not xs:
+        return math.nan, math.nan
+    return statistics.mean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
+
+
+def t_quantile(p, df):
+    from scipy.stats import t
+    return float(t.ppf(p, df))
+
+
+def paired(a, b):
+    """a, b: {seed: value}. The seeds both have, their differences a - b, and
+    {n, mean, sd, lo95, hi95, lo90, hi90, wins} (wins: seeds where a < b);
+    intervals are NaN for fewer than 2 seeds."""
+    seeds = sorted(s for s in a if s in b and not math.isnan(a[s]) and not math.isnan(b[s]))
+    d = [a[s] - b[s] for s in seeds]
+    n = len(d)
+    m, sd = mean_sd(d)
+    r = {"n": n, "mean": m, "sd": sd, "wins": sum(x < 0 for x in d),
+         "lo95": math.nan, "hi95": math.nan, "lo90": math.nan, "hi90": math.nan}
+    if n >= 2:
+        se = sd / math.sqrt(n)
+        h95, h90 = t_quantile(0.975, n - 1) * se, t_quantile(0.95, n - 1) * se
+        r.update(lo95=m - h95, hi95=m + h95, lo90=m - h90, hi90=m + h90)
+    return r
+
+
+def equivalent(r, margin):
+    """TOST at 5%: the 90% interval of the paired difference inside (-margin, +margin)."""
+    return r["n"] >= 2 and -margin < r["lo90"] and r["hi90"] < margin
+
+
+def verdict(r, margin, a="a", b="b"):
+    """One phrase for a paired difference a - b: which is lower, or equivalent, or undecided."""
+    if r["n"] < 2 or math.isnan(r["lo95"]):
+        return "too few seeds"
+    if r["hi95"] < 0:
+        return f"{a} lower"
+    if r["lo95"] > 0:
+        return f"{b} lower"
+    if equivalent(r, margin):
+        return f"equivalent within {margin:g}"
+    return "undecided"
+
+
+def fmt_interval(r, spec="+.4f"):
+    """'+0.0123 [+0.0050, +0.0196]' (mean and 95% interval)."""
+    if r["n"] == 0 or math.isnan(r["mean"]):
+        return "n/a"
+    if math.isnan(r["lo95"]):
+        return format(r["mean"], spec)
+    return f"{format(r['mean'], spec)} [{format(r['lo95'], spec)}, {format(r['hi95'], spec)}]"
