@@ -84,14 +84,15 @@ def finals(seed_runs):
     return {s: r["val"][-1]["val_loss"] for s, r in seed_runs.items()}
 
 
-def first_crossing(val_rows, target):
-    """Step at which the validation curve first reaches <= target (interpolated); NaN if never."""
+def first_crossing(val_rows, target, key="step"):
+    """The step (or, with key="elapsed_s", the run's own training seconds) at which the
+    validation curve first reaches <= target, interpolated between evaluations; NaN if never."""
     prev = None
     for r in val_rows:
         if r["val_loss"] <= target:
             if prev is None:
-                return r["step"]
-            s0, l0, s1, l1 = prev["step"], prev["val_loss"], r["step"], r["val_loss"]
+                return r[key]
+            s0, l0, s1, l1 = prev[key], prev["val_loss"], r[key], r["val_loss"]
             return s0 + (l0 - target) / (l0 - l1) * (s1 - s0) if l0 != l1 else s1
         prev = r
     return math.nan
@@ -174,19 +175,25 @@ def analyse(out, variants, name, ref=REF):
         entry = {"seeds": sorted(seeds), "final": final[v], "final_by_seed": finals(seeds), "tokens_per_s": statistics.median(
             x["tokens_per_s"] for r in seeds.values() for x in r["all"] if x["tokens_per_s"] > 0), "targets": []}
         for t in targets:
-            steps, speedups, reached = [], [], 0
+            steps, speedups, seconds, time_speedups, reached = [], [], [], [], 0
             for seed, r in seeds.items():
                 s = first_crossing(r["val"], t["loss"])
+                sec = first_crossing(r["val"], t["loss"], "elapsed_s")
                 reached += not math.isnan(s)
                 steps.append(s)
+                seconds.append(sec)
                 rr = runs[ref].get(seed)
                 if rr is not None and not math.isnan(s) and s > 0:
                     s_ref = first_crossing(rr["val"], t["loss"])
+                    sec_ref = first_crossing(rr["val"], t["loss"], "elapsed_s")
                     if math.isnan(s_ref) and t["capped"]:
-                        s_ref = rr["val"][-1]["step"]   # reached no earlier than the end: a lower bound
+                        # reached no earlier than the end: lower bounds
+                        s_ref, sec_ref = rr["val"][-1]["step"], rr["val"][-1]["elapsed_s"]
                     if not math.isnan(s_ref):
                         speedups.append(s_ref / s)
-            entry["targets"].append({"steps": steps, "reached": reached, "speedups": speedups})
+                        time_speedups.append(sec_ref / sec)
+            entry["targets"].append({"steps": steps, "reached": reached, "speedups": speedups,
+                                     "seconds": seconds, "time_speedups": time_speedups})
         # Paired by seed: this variant's final loss minus ref's.
         entry["vs_ref"] = paired(finals(seeds), finals(runs[ref]))
         result["variants"][v] = entry
@@ -197,7 +204,17 @@ def analyse(out, variants, name, ref=REF):
         result["rope-vs-alibi"] = paired(finals(runs[by_scheme["rope"][0]]), finals(runs[by_scheme["alibi"][0]]))
     result["ref"] = ref
     result["wall_s"], result["run_s"] = wall_time(out, runs)
+    result["step_costs"] = read_step_costs(out)
     return runs, result
+
+
+def read_step_costs(out):
+    """{variant: ms per step} from OUT/step_costs.csv (scripts/step_costs.sh), or None."""
+    path = os.path.join(out, "step_costs.csv")
+    if not os.path.isfile(path):
+        return None
+    with open(path) as f:
+        return {r["variant"]: float(r["ms_per_step"]) for r in csv.DictReader(f)}
 
 
 def extrapolation_rows(out, variants):
@@ -245,7 +262,10 @@ def steps_lines(runs, res):
               "Steps read off each seed's curve (interpolated between evaluations), mean ± sd over seeds; "
               f"speed-up = steps({ref}) / steps(variant) for the same seed, mean ± sd; *not reached*: no seed "
               f"reached it within {steps} steps; (k/n): the mean is over the k seeds that did; >=: some {ref} "
-              "seeds never reached their own mean final loss and count as the last step.\n",
+              "seeds never reached their own mean final loss and count as the last step."
+              + (" time: the speed-up in training time, the step speed-up times the two variants' ratio of "
+                 "step costs measured side by side on a quiet machine (step_costs.csv beside this report, "
+                 "from scripts/step_costs.sh)." if res.get("step_costs") else "") + "\n",
               "| variant | " + " | ".join(f"{t['label']} ({t['loss']:.4f})" for t in res["targets"]) + " |",
               "|---|" + "---|" * len(res["targets"])]
     for v in runs:
@@ -257,9 +277,15 @@ def steps_lines(runs, res):
                 continue
             m, sd = mean_sd(et["steps"])
             su, susd = mean_sd(et["speedups"])
+            # In time: the step speed-up times the ratio of the two schemes' step
+            # costs, measured side by side (step_costs.csv), not the runs' own
+            # speeds, which depend on what shared the machine with each run.
+            costs = res.get("step_costs") or {}
+            cost = costs.get(ref, math.nan) / costs.get(v, math.nan) if costs else math.nan
             note = "" if et["reached"] == n else f" ({et['reached']}/{n})"
             bound = ">=" if t["capped"] and any(math.isnan(s) for s in res["variants"][ref]["targets"][2]["steps"]) else ""
-            cells.append(f"{m:.0f} ± {sd:.0f}{note}, {bound}{fmt(su, '.2f')}x ± {fmt(susd, '.2f')}")
+            cells.append(f"{m:.0f} ± {sd:.0f}{note}, {bound}{fmt(su, '.2f')}x ± {fmt(susd, '.2f')}"
+                         + (f"; time {bound}{fmt(su * cost, '.2f')}x" if costs else ""))
         lines.append(f"| {v} | " + " | ".join(cells) + " |")
     return lines
 
