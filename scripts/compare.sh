@@ -40,7 +40,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 setup=default; seeds=3; jobs=$(nproc); config=""; out=""; variants=""; train_flags=""
-lrs="0.0005 0.001 0.002 0.004 0.008"; extrapolate=1; reuse=""
+lrs="0.0005 0.001 0.002 0.004 0.008"; extrapolate=1; reuse=""; committed=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --setup) setup=$2; shift ;;
@@ -83,10 +83,10 @@ case "$setup" in
            v="rope learned sinusoidal t5 alibi" ;;
   medium)  config=configs/compare-medium.ini; out=${out:-runs/compare-medium}
            v="rope learned sinusoidal t5 alibi" ;;
-  paired)  config=configs/compare.ini; out=${out:-runs/compare-paired}
+  paired)  config=configs/compare.ini; out=${out:-runs/compare-paired}; committed=docs/results/paired/logs
            [ "$seeds" = 3 ] && seeds=10
            v="rope learned sinusoidal t5 alibi none" ;;
-  lr)      config=configs/compare.ini; out=${out:-runs/compare-lr}; extrapolate=0
+  lr)      config=configs/compare.ini; out=${out:-runs/compare-lr}; extrapolate=0; committed=docs/results/lr/logs
            reuse=runs/compare-paired
            v=$(for s in rope learned sinusoidal t5 alibi none; do for l in $lrs; do printf '%s-lr%s ' "$s" "$l"; done; done) ;;
   quick)   config=configs/compare-quick.ini; out=${out:-runs/compare-quick}
@@ -159,11 +159,22 @@ link_reused() {
   return 0
 }
 
+# A run whose log was committed (COMMITTED/VARIANT-sSEED.csv, a long study
+# carried over from another machine) counts as finished: its log is what the
+# report reads; only the extrapolation, which needs its model, skips it.
+adopt_committed() {
+  local variant=$1 seed=$2 log
+  log="$committed/$variant-s$seed.csv"
+  [ -n "$committed" ] && [ -f "$log" ] && [ ! -e "$out/$variant-s$seed" ] || return 0
+  mkdir -p "$out/$variant-s$seed" && cp "$log" "$out/$variant-s$seed/log.csv" && touch "$out/$variant-s$seed/done"
+}
+
 n=0; finished=0; reused=0; running=0; failed=0
 for seed in $(seq 1 "$seeds"); do
   for variant in "${vlist[@]}"; do
     n=$((n+1))
     link_reused "$variant" "$seed"
+    adopt_committed "$variant" "$seed"
     if [ -f "$out/$variant-s$seed/done" ]; then
       echo "[compare $n/$total] $variant seed $seed: finished earlier, reused"
       finished=$((finished+1)); reused=$((reused+1)); continue
@@ -206,7 +217,7 @@ if [ "$extrapolate" = 1 ] && { [ ! -f "$extrap" ] || [ "$(wc -l < "$extrap")" -n
     for variant in "${vlist[@]}"; do
       for mult in 1 2 4; do
         len=$((T * mult))
-        if [ "$variant" = learned ] && [ $mult -gt 1 ]; then
+        if { [ "$variant" = learned ] && [ $mult -gt 1 ]; } || [ ! -f "$out/$variant-s$seed/model.safetensors" ]; then
           echo "$variant,$seed,$len,nan" >> "$extrap.tmp"; continue
         fi
         # The same tokens at every length: 2T and 4T windows cover 4T-token spans.
