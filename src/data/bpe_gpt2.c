@@ -1,0 +1,122 @@
+// bpe_gpt2.c: ropelab's byte tokens in GPT-2's byte alphabet (see bpe_gpt2.h).
+#include "data/bpe_gpt2.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/hashmap.h"
+
+static int stands_for_itself(uint8_t b) {
+    return (b >= '!' && b <= '~') || (b >= 0xA1 && b <= 0xAC) || b >= 0xAE;
+}
+
+uint32_t bpe_gpt2_codepoint(uint8_t b) {
+    if (stands_for_itself(b)) return b;
+    uint32_t k = 0;   // the bytes before b that do not stand for themselves
+    for (int c = 0; c < b; c++) k += !stands_for_itself((uint8_t)c);
+    return 256 + k;
+}
+
+size_t bpe_gpt2_text(const uint8_t *bytes, size_t n, char *out) {
+    size_t len = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t cp = bpe_gpt2_codepoint(bytes[i]);
+        if (cp < 0x80) out[len++] = (char)cp;
+        else {   // two UTF-8 bytes: 110xxxxx 10xxxxxx (cp < 0x800)
+            out[len++] = (char)(0xC0 | (cp >> 6));
+            out[len++] = (char)(0x80 | (cp & 0x3F));
+        }
+    }
+    out[len] = 0;
+    return len;
+}
+
+// GGUF's token types (llama.h's llama_token_type).
+enum { TOKEN_TYPE_NORMAL = 1, TOKEN_TYPE_CONTROL = 3 };
+static const char EOT_TEXT[] = "<|endoftext|>";
+
+int bpe_gguf(const Tokenizer *tok, BpeGguf *g, char *err, size_t errlen) {
+    memset(g, 0, sizeof *g);
+    int V = tok->vocab_size, M = tok->n_merges;
+    size_t bytes = sizeof EOT_TEXT;
+    for (int id = 0; id < V; id++) bytes += 2 * (size_t)tok->token_len[id] + 1;
+    for (int i = 0; i < M; i++)
+        bytes += 2 * ((size_t)tok->token_len[tok->merges[i][0]] + tok->token_len[tok->merges[i][1]]) + 2;
+    g->tokens = malloc((size_t)V * sizeof *g->tokens);
+    g->merges = malloc((size_t)(M ? M : 1) * sizeof *g->merges);
+    g->types = malloc((size_t)V * sizeof *g->types);
+    g->arena = malloc(bytes);
+    if (!g->tokens || !g->merges || !g->types || !g->arena) {
+        snprintf(err, errlen, "out of memory for a vocabulary of %d tokens", V);
+        bpe_gguf_free(g);
+        return -1;
+    }
+    char *p = g->arena;
+    for (int id = 0; id < V; id++) {
+        g->tokens[id] = p;
+        g->types[id] = id == tok->eot_id ? TOKEN_TYPE_CONTROL : TOKEN_TYPE_NORMAL;
+        if (id == tok->eot_id) p += sprintf(p, "%s", EOT_TEXT) + 1;
+        else p += bpe_gpt2_text(tok->token_bytes[id], (size_t)tok->token_len[id], p) + 1;
+    }
+    for (int i = 0; i < M; i++) {
+        uint32_t l = tok->merges[i][0], r = tok->merges[i][1];
+        g->merges[i] = p;
+        p += bpe_gpt2_text(tok->token_bytes[l], (size_t)tok->token_len[l], p);
+        *p++ = ' ';
+        p += bpe_gpt2_text(tok->token_bytes[r], (size_t)tok->token_len[r], p) + 1;
+    }
+    // Tokens with the same bytes (BPE can reach one text by two merges): counted for a warning.
+    U64Map seen;
+    if (u64map_init(&seen, (size_t)V) != 0) {
+        snprintf(err, errlen, "out of memory for a vocabulary of %d tokens", V);
+        bpe_gguf_free(g);
+        return -1;
+    }
+    for (int id = 0; id < V - 1; id++) {
+        int inserted;
+        const uint8_t *b = tok->token_bytes[id];
+        size_t n = (size_t)tok->token_len[id];
+        uint32_t *first = u64map_put(&seen, hash_bytes(b, n), (uint32_t)id, &inserted);
+        if (!first) {
+            snprintf(err, errlen, "out of memory for a vocabulary of %d tokens", V);
+            u64map_free(&seen);
+            bpe_gguf_free(g);
+            return -1;
+        }
+        g->n_duplicates += !inserted && (size_t)tok->token_len[*first] == n &&
+                           memcmp(tok->token_bytes[*first], b, n) == 0;
+    }
+    u64map_free(&seen);
+    static const struct { const char *key; GgufKvKind kind; } KEYS[BPE_GGUF_KV] = {
+        {"tokenizer.ggml.model", GGUF_KV_STRING}, {"tokenizer.ggml.pre", GGUF_KV_STRING},
+        {"tokenizer.ggml.tokens", GGUF_KV_STRINGS}, {"tokenizer.ggml.token_type", GGUF_KV_I32S},
+        {"tokenizer.ggml.merges", GGUF_KV_STRINGS}, {"tokenizer.ggml.bos_token_id", GGUF_KV_U32},
+        {"tokenizer.ggml.eos_token_id", GGUF_KV_U32}, {"tokenizer.ggml.add_bos_token", GGUF_KV_BOOL},
+        {"tokenizer.ggml.add_eos_token", GGUF_KV_BOOL},
+    };
+    for (int k = 0; k < BPE_GGUF_KV; k++) {
+        g->kv[k].key = KEYS[k].key;
+        g->kv[k].kind = KEYS[k].kind;
+    }
+    g->kv[0].str = "gpt2";
+    g->kv[1].str = "gpt-2";
+    g->kv[2].strs = (const char *const *)g->tokens;
+    g->kv[2].n = (size_t)V;
+    g->kv[3].i32s = g->types;
+    g->kv[3].n = (size_t)V;
+    g->kv[4].strs = (const char *const *)g->merges;
+    g->kv[4].n = (size_t)M;
+    g->kv[5].u32 = g->kv[6].u32 = (uint32_t)tok->eot_id;
+    g->kv[7].boolean = 1;
+    g->kv[8].boolean = 0;
+    return 0;
+}
+
+void bpe_gguf_free(BpeGguf *g) {
+    free(g->tokens);
+    free(g->merges);
+    free(g->types);
+    free(g->arena);
+    memset(g, 0, sizeof *g);
+}

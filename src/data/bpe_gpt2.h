@@ -1,0 +1,47 @@
+// bpe_gpt2.h: ropelab's byte-level BPE vocabulary written as GPT-2's, for
+// the programs that run it elsewhere (./export: GGUF's "gpt2" tokenizer
+// model, as llama.cpp and Hugging Face's byte-level BPE read it).
+//
+// GPT-2's vocabulary names every byte by one printable code point
+// (bytes_to_unicode of OpenAI's encoder.py): the bytes '!'..'~', 0xA1..0xAC
+// and 0xAE..0xFF stand for themselves, and the 68 others (0x00..0x20,
+// 0x7F..0xA0, 0xAD), in increasing order, for U+0100..U+0143 ("Ġ" = U+0120
+// is the space). A token is the concatenation of its bytes' code points, as
+// UTF-8; a merge is "LEFT RIGHT", which is unambiguous because no code point
+// of the alphabet is a space. ropelab's ids keep their values: 0..255 are
+// the bytes themselves, 256 + i merge i.
+#ifndef ROPELAB_BPE_GPT2_H
+#define ROPELAB_BPE_GPT2_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/gguf.h"
+#include "data/bpe.h"
+
+// The code point that names byte b.
+uint32_t bpe_gpt2_codepoint(uint8_t b);
+// The UTF-8 text of n bytes in GPT-2's alphabet into out (at most 2 n bytes
+// and a NUL: every code point is below U+0800); returns its length.
+size_t bpe_gpt2_text(const uint8_t *bytes, size_t n, char *out);
+
+// The tokenizer as GGUF's keys (tokenizer.ggml.*): model "gpt2" (byte-level
+// BPE), pre-tokenizer "gpt-2" (GPT-2's regex, the one of llama.cpp's nearest
+// to bpe_piece_end; docs/FORMAT.md has where the two split differently),
+// tokens in the alphabet above, the merges in order (rank = merge index),
+// and the end-of-text id as "<|endoftext|>", a control token that is both
+// bos (added in front of a text, as ./sample starts every sample) and eos.
+#define BPE_GGUF_KV 9
+typedef struct {
+    GgufKv kv[BPE_GGUF_KV];
+    char **tokens, **merges;     // pointers into arena
+    int32_t *types;
+    char *arena;
+    int n_duplicates;            // tokens whose bytes another token has too (llama.cpp maps a
+                                 // text to one id: the last of them)
+} BpeGguf;
+// 0, or -1 with a message when out of memory.
+int bpe_gguf(const Tokenizer *tok, BpeGguf *out, char *err, size_t errlen);
+void bpe_gguf_free(BpeGguf *g);
+
+#endif

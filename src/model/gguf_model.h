@@ -1,0 +1,59 @@
+// gguf_model.h: a trained model as llama.cpp's GGUF tensors and keys, for
+// ./export (the tokenizer's half is data/bpe_gpt2.h). llama.cpp has no
+// architecture of its own for ropelab, so each scheme goes to the one of
+// its architectures that computes exactly our block (pre-LN LayerNorm with
+// bias, fused qkv with bias, GELU tanh MLP with biases, tied head) plus the
+// scheme's positions; docs/FORMAT.md has the table:
+//
+//   learned, sinusoidal, none  gpt2     position_embd = wpe, the sinusoidal table
+//                                       (times sinusoidal_scale), or zeros
+//   rope                       gptneox  use_parallel_residual = false, rope.dimension_count = R,
+//                                       the q and k rows of each head permuted from our
+//                                       interleaved pairs to NEOX's rotate-half pairs,
+//                                       output = wte (gptneox has no tied head)
+//   alibi                      mpt      attention.max_alibi_bias = 8: ggml's slopes
+//                                       2^(-8(h+1)/P), then 2^(-4(2k+1)/P), are ours
+//   t5                         refused: llama.cpp's t5 is the encoder-decoder model;
+//                              no decoder of it has a relative-position bias table
+//
+// RoPE scalings: linear and yarn as llama.cpp's own (rope.scaling.*), ntk as
+// the scaled rope.freq_base; yarn_paper, dynamic, and yarn with betas other
+// than 32 and 1 (llama.cpp reads no beta from the file) are refused.
+#ifndef ROPELAB_GGUF_MODEL_H
+#define ROPELAB_GGUF_MODEL_H
+
+#include "common/gguf.h"
+#include "model/gpt.h"
+
+#define GGUF_MODEL_MAX_KV 24
+
+typedef struct {
+    const char *arch;                         // llama.cpp's architecture name
+    GgufKv kv[GGUF_MODEL_MAX_KV];             // general.* and ARCH.* keys
+    int n_kv;
+    char keys[GGUF_MODEL_MAX_KV][64];         // storage of the ARCH.* key names
+    char name[96];                            // general.name
+    GgufTensor *tensors;
+    int n_tensors;
+    float *owned;                             // data made here: permuted c_attn, position table
+} GgufModel;
+
+// Why cfg cannot be exported (one line, no file name), or NULL if it can.
+const char *gguf_model_refusal(const GPTConfig *cfg);
+
+// Fills out from model. context_length: llama.cpp's context_length (the rows
+// of the position table for sinusoidal and none); 0 = block_size; learned
+// must use block_size (wpe's rows). The tensors point into the model's
+// parameters (and out->owned): keep the model until written. 0; -1 with a
+// message for a model gguf_model_refusal refuses or a bad context_length;
+// -2 when out of memory.
+int gguf_model_describe(GPT *model, int context_length, GgufModel *out, char *err, size_t errlen);
+void gguf_model_free(GgufModel *m);
+
+// The c_attn row llama.cpp's gptneox must find at row r: within each head's
+// first R rows of q and of k, NEOX pairs row i with row i + R/2 where ours
+// pairs 2i with 2i + 1, so row i < R/2 takes our row 2i and row R/2 + i our
+// row 2i + 1; every other row (v, dims >= R) stays. C = d_model, D = head_dim.
+int gguf_neox_source_row(int r, int C, int D, int R);
+
+#endif

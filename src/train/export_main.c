@@ -1,0 +1,123 @@
+// export_main.c: ./export, a trained model and its tokenizer as one GGUF
+// file that llama.cpp runs (docs/FORMAT.md, "Running a model in llama.cpp").
+//
+//   ./export --weights RUN/model.safetensors --tokenizer data/kjv/tokenizer.bin --out model.gguf
+//
+// The architecture llama.cpp runs it as follows from pos (model/gguf_model.h);
+// a scheme or rope scaling with no exact home there is refused in one line
+// (exit 2) and nothing is written. The length keys of ./eval and ./sample
+// (--rope_scaling=yarn --rope_scaling_factor=4 ...) apply before exporting, so a
+// rope model can be written with llama.cpp's own YaRN or linear scaling. The
+// file is written atomically: a failure leaves --out as it was.
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/gguf.h"
+#include "data/bpe.h"
+#include "data/bpe_gpt2.h"
+#include "model/gguf_model.h"
+#include "train/model_overrides.h"
+
+typedef struct {
+    ModelOverrides overrides;
+    const char *weights, *tokenizer, *out;
+    int context_length;
+} ExportArgs;
+
+static void usage(FILE *out) {
+    fprintf(out,
+        "usage: ./export --weights FILE --tokenizer FILE --out FILE.gguf [options]\n"
+        "  --weights FILE         safetensors weights (RUN_DIR/model.safetensors)\n"
+        "  --tokenizer FILE       the model's tokenizer, written by ./prepare\n"
+        "  --out FILE             the GGUF file to write (llama.cpp's format)\n"
+        "  --context-length N     llama.cpp's context_length, and the rows of the position table of\n"
+        "                         sinusoidal and none (default: block_size; learned: block_size only)\n"
+        "pos=learned, sinusoidal, none run as llama.cpp's gpt2, rope as gptneox, alibi as mpt;\n"
+        "t5 has no home there and is refused.\n");
+    model_overrides_usage(out);
+}
+
+static void parse_args(int argc, char **argv, ExportArgs *a) {
+    *a = (ExportArgs){0};
+    model_overrides_take_or_exit("export", &argc, argv, &a->overrides);
+    static const struct option opts[] = {
+        {"weights", 1, 0, 'w'}, {"tokenizer", 1, 0, 'k'}, {"out", 1, 0, 'o'},
+        {"context-length", 1, 0, 'c'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    int c, idx = 0;
+    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
+        switch (c) {
+        case 'w': a->weights = optarg; break;
+        case 'k': a->tokenizer = optarg; break;
+        case 'o': a->out = optarg; break;
+        case 'c': {
+            char *end;
+            long v = strtol(optarg, &end, 10);
+            if (!*optarg || *end || v < 1 || v > (1 << 24)) {
+                fprintf(stderr, "export: --context-length: '%s' is not an integer in [1, %d]\n", optarg, 1 << 24);
+                exit(2);
+            }
+            a->context_length = (int)v;
+            break;
+        }
+        case 'h': usage(stdout); exit(0);
+        default: usage(stderr); exit(2);
+        }
+    }
+    if (optind < argc) { fprintf(stderr, "export: unexpected argument '%s'\n", argv[optind]); exit(2); }
+    if (!a->weights || !a->tokenizer || !a->out) {
+        fprintf(stderr, "export: --weights, --tokenizer and --out are required (see --help)\n");
+        exit(2);
+    }
+}
+
+int main(int argc, char **argv) {
+    ExportArgs a;
+    parse_args(argc, argv, &a);
+    char err[1024];
+    Tokenizer tok;
+    GPT *model = NULL;
+    GgufModel gm = {0};
+    BpeGguf vocab = {0};
+    int tok_loaded = 0, rc = 1;
+    if (bpe_load(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "export: %s\n", err); goto done; }
+    tok_loaded = 1;
+    if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "export: %s\n", err); goto done; }
+    if (model_overrides_apply(model, &a.overrides, err, sizeof err)) {
+        fprintf(stderr, "export: %s: %s\n", a.weights, err);
+        rc = 2;
+        goto done;
+    }
+    if (gpt_config(model)->vocab_size != tok.vocab_size) {
+        fprintf(stderr, "export: %s: vocabulary size %d does not match the tokenizer %s (%d)\n",
+                a.weights, gpt_config(model)->vocab_size, a.tokenizer, tok.vocab_size);
+        goto done;
+    }
+    int described = gguf_model_describe(model, a.context_length, &gm, err, sizeof err);
+    if (described != 0) {
+        fprintf(stderr, "export: %s: %s; nothing written\n", a.weights, err);
+        rc = described == -1 ? 2 : 1;
+        goto done;
+    }
+    if (bpe_gguf(&tok, &vocab, err, sizeof err)) { fprintf(stderr, "export: %s\n", err); goto done; }
+    if (vocab.n_duplicates > 0)
+        fprintf(stderr, "export: note: %s has %d tokens whose bytes another token has too; llama.cpp encodes "
+                "such a text as the last of them (generation is unaffected)\n", a.tokenizer, vocab.n_duplicates);
+    GgufKv kv[GGUF_MODEL_MAX_KV + BPE_GGUF_KV];
+    memcpy(kv, gm.kv, (size_t)gm.n_kv * sizeof *kv);
+    memcpy(kv + gm.n_kv, vocab.kv, sizeof vocab.kv);
+    if (gguf_write(a.out, kv, gm.n_kv + BPE_GGUF_KV, gm.tensors, gm.n_tensors, err, sizeof err)) {
+        fprintf(stderr, "export: %s\n", err);
+        goto done;
+    }
+    fprintf(stderr, "export: %s (pos=%s) -> %s: llama.cpp architecture %s, %d tensors, %d tokens\n", a.weights,
+            pos_kind_name(gpt_config(model)->pos), a.out, gm.arch, gm.n_tensors, tok.vocab_size);
+    rc = 0;
+done:
+    bpe_gguf_free(&vocab);
+    gguf_model_free(&gm);
+    gpt_free(model);
+    if (tok_loaded) bpe_free(&tok);
+    return rc;
+}

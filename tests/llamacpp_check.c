@@ -1,0 +1,647 @@
+// llamacpp_check.c: ropelab's exported models run in llama.cpp itself, through
+// node-llama-cpp (tests/llamacpp/: package.json, the committed lock file,
+// check.mjs). Run by `make test-llamacpp` (which installs the npm packages
+// with `npm ci` and makes the default corpus and the `make run` model first),
+// from the repository root.
+//
+// For every scheme that exports (rope, learned, sinusoidal, none, alibi), a
+// model trained here on the default corpus, and the `make run` model:
+//   - llama.cpp's tokenisation of the prompt and of a test text is ours;
+//   - llama.cpp's greedy continuation of the prompt is ours for 64 tokens, and
+//     ./sample --temperature 0 prints the same text;
+//   - at each of those 64 steps, and at every position of the test text (real
+//     text: small models' greedy text loops), llama.cpp's log-probabilities of
+//     every token likelier than e^-20 are ours, to the tolerance below.
+// And: llama.cpp's own YaRN at 4T (factor 4) on validation windows against
+// ropelab's rope_scaling=yarn on the same tokens; the whole corpus tokenised
+// by both, every difference counted and explained.
+//
+// The tolerance. llama.cpp computes in float32 like ropelab, but for one
+// step: ggml's GELU reads a float16 table (GGML_GELU_FP16: y = f16(gelu(f16(x))),
+// relative error up to 2^-11 per rounding). So the model is also computed in
+// double twice (llamacpp_ref.h): A with the exact GELU, B with ggml's. B - A is
+// what float16 GELU moves each log-probability by, with the float16 roundings
+// taken at our inputs x. llama.cpp's x differs from ours by float32 rounding,
+// which moves an x across a float16 rounding boundary for a fraction of about
+// 2^-13 per float32 ulp of difference: those elements round the other way,
+// a small share of the same size as B - A again, so llama.cpp's float16
+// effect is at most 2 (B - A). Then float32 rounding, ropelab's (|ours - A|,
+// measured per step) and llama.cpp's, taken as no larger: the same products
+// summed in other orders, with expf and tanhf where ropelab approximates them
+// to ~2e-7 (fastmath.h). Comparing logits up to a constant (each
+// log-probability minus that of our greedy token, which also cancels
+// llama.cpp's float softmax normaliser), per step, over the tokens above e^-20:
+//     |llama - ours| <= tol = 2 max |B - A| + 2 max |ours - A|
+// and a prompt is used only if at every step our greedy token leads the next by
+// more than tol: then llama.cpp's greedy choice must be ours, and a different
+// one is an error, never a near-tie. (Measured: llama - ours - (B - A), the
+// part B does not predict, is reported; about a tenth of B - A.)
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "data/bpe.h"
+#include "data/tokens.h"
+#include "util_run.h"
+#include "llamacpp_ref.h"
+
+#define DATA "data/kjv"
+#define N_GEN 64
+#define MAKE_RUN_MODEL "runs/small-rope/model.safetensors"
+#define LOGP_FLOOR -20.0   // tokens compared: our log-probability above this
+
+static Tokenizer tok;
+
+// Prompts tried in order; the first whose greedy continuation has no near-tie is used.
+static const char *const PROMPTS[] = {
+    "And God said", "In the beginning", "And the LORD spake unto Moses, saying,", "Blessed are the",
+    "And it came to pass", "Then said Jesus unto them,", "The LORD is my shepherd;", "And he said unto them,",
+};
+// A test text whose pieces the two pre-tokenizers cut alike (docs/FORMAT.md lists where they differ).
+static const char TEST_TEXT[] = "\n  1 In the beginning God created the heaven and the earth.\n"
+    "  2 And the earth was without form, and void; and darkness was upon the face of the deep. "
+    "And the Spirit of God moved upon the face of the waters (Genesis 1:2).\n";
+
+// ---------------------------------------------------------------- files, JSON, llama.cpp
+
+static char *read_file(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s: cannot open", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    buf[n] = 0;
+    if (len) *len = (size_t)n;
+    return buf;
+}
+
+static cJSON *int_array(const int *v, int n) {
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < n; i++) cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+// cJSON's arrays are lists: long ones are walked in order (cJSON_GetArrayItem is O(i)).
+static int *ints_of(const cJSON *a, int *n) {
+    *n = cJSON_GetArraySize(a);
+    int *v = malloc((size_t)(*n ? *n : 1) * sizeof *v), i = 0;
+    assert_non_null(v);
+    const cJSON *x;
+    cJSON_ArrayForEach(x, a) v[i++] = x->valueint;
+    return v;
+}
+
+static void doubles_of(const cJSON *a, double *v, int n) {
+    assert_int_equal(cJSON_GetArraySize(a), n);
+    int i = 0;
+    const cJSON *x;
+    cJSON_ArrayForEach(x, a) v[i++] = x->valuedouble;
+}
+
+// Runs check.mjs on the request (which this frees); returns the parsed response.
+static cJSON *llama(cJSON *request, const char *name) {
+    char req[512], resp[512];
+    snprintf(req, sizeof req, "%s/%s.request.json", dir, name);
+    snprintf(resp, sizeof resp, "%s/%s.response.json", dir, name);
+    char *text = cJSON_PrintUnformatted(request);
+    FILE *f = fopen(req, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+    free(text);
+    cJSON_Delete(request);
+    if (run("node tests/llamacpp/check.mjs %s > %s", req, resp) != 0) fail_msg("llama.cpp (check.mjs) failed:\n%s", out);
+    char *body = read_file(resp, NULL);
+    cJSON *r = cJSON_Parse(body);
+    free(body);
+    if (!r) fail_msg("%s: not JSON", resp);
+    return r;
+}
+
+static cJSON *new_request(const char *gguf, int context, int V) {
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddStringToObject(r, "model", gguf);
+    cJSON_AddNumberToObject(r, "context", context);
+    cJSON_AddNumberToObject(r, "n_vocab", V);
+    return r;
+}
+
+static int *encode(const char *text, int *n) {
+    size_t len = strlen(text);
+    uint32_t *ids = malloc((len + 1) * sizeof *ids);
+    int *v = malloc((len + 1) * sizeof *v);
+    assert_non_null(ids);
+    assert_non_null(v);
+    *n = (int)bpe_encode(&tok, (const uint8_t *)text, len, ids);
+    for (int i = 0; i < *n; i++) v[i] = (int)ids[i];
+    free(ids);
+    return v;
+}
+
+// ---------------------------------------------------------------- ropelab's side
+
+// The greedy continuation as ./sample computes it (eot, the prompt, then argmax
+// of each step's logits; KV cache), into seq (n_prompt + N_GEN ids) and each
+// generating position's log-probabilities (N_GEN x V, from our float logits).
+// Returns the number of ids in seq (fewer if eot was chosen).
+static int our_greedy(GPT *m, const int *prompt, int n_prompt, int *seq, double *logp) {
+    const GPTConfig *cfg = gpt_config(m);
+    int V = cfg->vocab_size, n = 0;
+    char err[256];
+    KVCache *kv;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    assert_non_null(logits);
+    assert_int_equal(kv_cache_create(&kv, m, n_prompt + N_GEN + 1, err, sizeof err), 0);
+    seq[n++] = tok.eot_id;
+    for (int i = 0; i < n_prompt; i++) seq[n++] = prompt[i];
+    for (int i = 0; i < n; i++) assert_int_equal(gpt_decode_step(m, kv, seq[i], logits, err, sizeof err), 0);
+    for (int g = 0; g < N_GEN; g++) {
+        int best = 0;
+        double mx = -INFINITY, sum = 0;
+        for (int v = 1; v < V; v++) if (logits[v] > logits[best]) best = v;
+        for (int v = 0; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
+        for (int v = 0; v < V; v++) sum += exp(logits[v] - mx);
+        for (int v = 0; v < V; v++) logp[(size_t)g * V + v] = logits[v] - mx - log(sum);
+        seq[n++] = best;
+        if (best == tok.eot_id) break;
+        assert_int_equal(gpt_decode_step(m, kv, best, logits, err, sizeof err), 0);
+    }
+    kv_cache_free(kv);
+    free(logits);
+    return n;
+}
+
+// Our log-probabilities at every position of seq[0..n-1] (n x V), one token at a time
+// through the KV cache as ./sample reads a prompt.
+static void our_logprobs(GPT *m, const int *seq, int n, double *logp) {
+    int V = gpt_config(m)->vocab_size;
+    char err[256];
+    KVCache *kv;
+    float *logits = malloc((size_t)V * sizeof *logits);
+    assert_non_null(logits);
+    assert_int_equal(kv_cache_create(&kv, m, n, err, sizeof err), 0);
+    for (int i = 0; i < n; i++) {
+        assert_int_equal(gpt_decode_step(m, kv, seq[i], logits, err, sizeof err), 0);
+        double mx = -INFINITY, sum = 0;
+        for (int v = 0; v < V; v++) mx = logits[v] > mx ? logits[v] : mx;
+        for (int v = 0; v < V; v++) sum += exp(logits[v] - mx);
+        for (int v = 0; v < V; v++) logp[(size_t)i * V + v] = logits[v] - mx - log(sum);
+    }
+    kv_cache_free(kv);
+    free(logits);
+}
+
+static int argmax(const double *x, int n) {
+    int best = 0;
+    for (int i = 1; i < n; i++) if (x[i] > x[best]) best = i;
+    return best;
+}
+
+// Step g's numbers, every token v of our log-probability > LOGP_FLOOR, relative
+// to our greedy token a: x_v - x_a for x = ours (O), double A, double B, llama (Lc).
+typedef struct { double gelu, f32, margin, mismatch, llama_vs_ours; } StepErr;
+
+static StepErr step_errors(const double *O, const double *A, const double *B, const double *Lc, int a, int V) {
+    StepErr e = {0, 0, INFINITY, 0, 0};
+    for (int v = 0; v < V; v++) {
+        if (O[v] <= LOGP_FLOOR || v == a) continue;
+        double o = O[v] - O[a], ra = A[v] - A[a], rb = B[v] - B[a];
+        e.gelu = fmax(e.gelu, fabs(rb - ra));
+        e.f32 = fmax(e.f32, fabs(o - ra));
+        e.margin = fmin(e.margin, -o);
+        if (Lc) {
+            double l = Lc[v] - Lc[a];
+            e.mismatch = fmax(e.mismatch, fabs((l - o) - (rb - ra)));
+            e.llama_vs_ours = fmax(e.llama_vs_ours, fabs(l - o));
+        }
+    }
+    return e;
+}
+
+// ---------------------------------------------------------------- the checks of one model
+
+static void expect_same_ids(const char *what, const int *want, int n_want, const int *got, int n_got) {
+    int n = n_want < n_got ? n_want : n_got;
+    for (int i = 0; i < n; i++)
+        if (want[i] != got[i]) fail_msg("%s: id %d is %d in llama.cpp, %d in ropelab", what, i, got[i], want[i]);
+    if (n_want != n_got) fail_msg("%s: %d ids in llama.cpp, %d in ropelab", what, n_got, n_want);
+}
+
+// weights -> GGUF, then tokenisation, greedy text (llama.cpp and ./sample) and
+// log-probabilities against ropelab.
+static void check_model(const char *label, const char *weights) {
+    char gguf[512], sample_out[512], err[256];
+    snprintf(gguf, sizeof gguf, "%s/%s.gguf", dir, label);
+    if (run("./export --weights %s --tokenizer %s/tokenizer.bin --out %s", weights, DATA, gguf) != 0)
+        fail_msg("./export failed: %s", out);
+    GPT *m;
+    if (gpt_load(&m, weights, 0, err, sizeof err)) fail_msg("%s", err);
+    int V = gpt_config(m)->vocab_size, T = gpt_config(m)->block_size;
+    int *seq = malloc((size_t)(T + N_GEN + 2) * sizeof *seq);
+    double *O = malloc((size_t)N_GEN * V * sizeof *O);
+    assert_non_null(seq);
+    assert_non_null(O);
+
+    // The first prompt whose 64 greedy steps all lead by more than the tolerance.
+    const char *prompt = NULL;
+    int *pids = NULL, n_prompt = 0, n_seq = 0;
+    double *A = NULL, *B = NULL, worst = 0;
+    for (size_t p = 0; p < sizeof PROMPTS / sizeof PROMPTS[0] && !prompt; p++) {
+        free(pids);
+        pids = encode(PROMPTS[p], &n_prompt);
+        n_seq = our_greedy(m, pids, n_prompt, seq, O);
+        if (n_seq < 1 + n_prompt + N_GEN) continue;   // eot before 64 tokens
+        free(A); free(B);
+        A = malloc((size_t)n_seq * V * sizeof *A);
+        B = malloc((size_t)n_seq * V * sizeof *B);
+        assert_non_null(A); assert_non_null(B);
+        ref_logprobs(m, seq, n_seq, 0, A);
+        ref_logprobs(m, seq, n_seq, 1, B);
+        int tie = -1;
+        StepErr e = {0};
+        worst = INFINITY;
+        for (int g = 0; g < N_GEN && tie < 0; g++) {
+            size_t row = (size_t)(n_prompt + g) * V;   // position n_prompt + g predicts generated token g
+            e = step_errors(O + (size_t)g * V, A + row, B + row, NULL, seq[1 + n_prompt + g], V);
+            if (e.margin <= 2 * e.gelu + 2 * e.f32) tie = g;
+            worst = fmin(worst, e.margin / (2 * e.gelu + 2 * e.f32));
+        }
+        if (tie < 0) prompt = PROMPTS[p];
+        else print_message("%s: prompt \"%s\": at step %d our greedy token leads the next by %.3g, within the "
+                           "tolerance %.3g (a near-tie); next prompt\n", label, PROMPTS[p], tie, e.margin,
+                           2 * e.gelu + 2 * e.f32);
+    }
+    if (!prompt) fail_msg("%s: every prompt has a near-tie within 64 greedy steps", label);
+
+    // llama.cpp: the prompt and the test text tokenised, the greedy continuation, and
+    // the log-probabilities along our sequence.
+    cJSON *req = new_request(gguf, 256, V);
+    cJSON *texts = cJSON_AddArrayToObject(req, "tokenize");
+    cJSON_AddItemToArray(texts, cJSON_CreateString(prompt));
+    cJSON_AddItemToArray(texts, cJSON_CreateString(TEST_TEXT));
+    cJSON *gen = cJSON_AddArrayToObject(req, "generate"), *g0 = cJSON_CreateObject();
+    cJSON_AddItemToObject(g0, "tokens", int_array(seq, 1 + n_prompt));
+    cJSON_AddNumberToObject(g0, "n", N_GEN);
+    cJSON_AddItemToArray(gen, g0);
+    cJSON *score = cJSON_AddArrayToObject(req, "score"), *s0 = cJSON_CreateObject();
+    cJSON_AddItemToObject(s0, "tokens", int_array(seq, n_seq - 1));
+    cJSON_AddNumberToObject(s0, "from", n_prompt);
+    cJSON_AddItemToArray(score, s0);
+    // and along the test text (eot first): real text, where greedy text loops
+    int n_text, *text_ids = encode(TEST_TEXT, &n_text), *tseq = malloc((size_t)(n_text + 1) * sizeof *tseq);
+    assert_non_null(tseq);
+    tseq[0] = tok.eot_id;
+    memcpy(tseq + 1, text_ids, (size_t)n_text * sizeof *tseq);
+    cJSON *s1 = cJSON_CreateObject();
+    cJSON_AddItemToObject(s1, "tokens", int_array(tseq, n_text + 1));
+    cJSON_AddNumberToObject(s1, "from", 0);
+    cJSON_AddItemToArray(score, s1);
+    cJSON *resp = llama(req, label);
+
+    int n, *got = ints_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "tokenize"), 0), &n);
+    expect_same_ids("the prompt tokenised", pids, n_prompt, got, n);
+    free(got);
+    got = ints_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "tokenize"), 1), &n);
+    expect_same_ids("the test text tokenised", text_ids, n_text, got, n);
+    free(got);
+    free(text_ids);
+    got = ints_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "generate"), 0), &n);
+    expect_same_ids("the greedy continuation", seq + 1 + n_prompt, N_GEN, got, n);
+    free(got);
+
+    cJSON *rows = cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "score"), 0), *row = rows ? rows->child : NULL;
+    assert_int_equal(cJSON_GetArraySize(rows), N_GEN);
+    double *Lc = malloc((size_t)V * sizeof *Lc), max_gelu = 0, max_f32 = 0, max_mismatch = 0, max_diff = 0;
+    assert_non_null(Lc);
+    for (int g = 0; g < N_GEN; g++, row = row->next) {
+        doubles_of(row, Lc, V);
+        size_t r = (size_t)(n_prompt + g) * V;
+        StepErr e = step_errors(O + (size_t)g * V, A + r, B + r, Lc, seq[1 + n_prompt + g], V);
+        if (e.llama_vs_ours > 2 * e.gelu + 2 * e.f32)
+            fail_msg("%s, step %d: llama.cpp's log-probabilities differ from ropelab's by %.3g; allowed 2 x the float16 "
+                     "GELU's %.3g + 2 x float32's %.3g", label, g, e.llama_vs_ours, e.gelu, e.f32);
+        max_gelu = fmax(max_gelu, e.gelu);
+        max_f32 = fmax(max_f32, e.f32);
+        max_mismatch = fmax(max_mismatch, e.mismatch);
+        max_diff = fmax(max_diff, e.llama_vs_ours);
+    }
+    // along the test text, relative to our likeliest token at each position
+    double *TO = malloc((size_t)(n_text + 1) * V * sizeof *TO), *TA = malloc((size_t)(n_text + 1) * V * sizeof *TA);
+    double *TB = malloc((size_t)(n_text + 1) * V * sizeof *TB), text_diff = 0;
+    assert_non_null(TO); assert_non_null(TA); assert_non_null(TB);
+    our_logprobs(m, tseq, n_text + 1, TO);
+    ref_logprobs(m, tseq, n_text + 1, 0, TA);
+    ref_logprobs(m, tseq, n_text + 1, 1, TB);
+    rows = cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "score"), 1);
+    assert_int_equal(cJSON_GetArraySize(rows), n_text + 1);
+    row = rows->child;
+    for (int t = 0; t <= n_text; t++, row = row->next) {
+        doubles_of(row, Lc, V);
+        size_t r = (size_t)t * V;
+        StepErr e = step_errors(TO + r, TA + r, TB + r, Lc, argmax(TO + r, V), V);
+        if (e.llama_vs_ours > 2 * e.gelu + 2 * e.f32)
+            fail_msg("%s, test text position %d: llama.cpp's log-probabilities differ from ropelab's by %.3g; "
+                     "allowed 2 x the float16 GELU's %.3g + 2 x float32's %.3g", label, t, e.llama_vs_ours, e.gelu, e.f32);
+        text_diff = fmax(text_diff, e.llama_vs_ours);
+    }
+    free(TO); free(TA); free(TB); free(tseq);
+    cJSON_Delete(resp);
+
+    // ./sample --temperature 0 prints the prompt and the same 64 tokens.
+    snprintf(sample_out, sizeof sample_out, "%s/%s.sample.txt", dir, label);
+    if (run("./sample --weights %s --tokenizer %s/tokenizer.bin --prompt '%s' --temperature 0 --tokens %d "
+            "--threads 1 > %s", weights, DATA, prompt, N_GEN, sample_out) != 0)
+        fail_msg("./sample failed: %s", out);
+    size_t len;
+    char *text = read_file(sample_out, &len);
+    uint8_t want[8192];
+    size_t at = (size_t)snprintf((char *)want, sizeof want, "%s", prompt);
+    for (int g = 0; g < N_GEN; g++) {
+        int tl;
+        const uint8_t *b = bpe_token(&tok, (uint32_t)seq[1 + n_prompt + g], &tl);
+        assert_true(at + (size_t)tl + 1 < sizeof want);
+        memcpy(want + at, b, (size_t)tl);
+        at += (size_t)tl;
+    }
+    want[at++] = '\n';
+    if (len != at || memcmp(text, want, at) != 0)
+        fail_msg("%s: ./sample printed\n%s\nbut the greedy ids are\n%.*s", label, text, (int)at, (const char *)want);
+    print_message("%s: prompt \"%s\": llama.cpp's 64 greedy tokens are ropelab's and ./sample's:\n  %s"
+                  "  log-probabilities (relative to the greedy token, tokens above e^%g): llama.cpp - ropelab at most "
+                  "%.2e; float16 GELU's share (double B - A) at most %.2e, what B does not predict %.2e; ropelab's "
+                  "float32 error at most %.2e; smallest lead of a greedy token over its tolerance: %.1fx; along "
+                  "the %d tokens of the test text, llama.cpp - ropelab at most %.2e\n",
+                  label, prompt, text, LOGP_FLOOR, max_diff, max_gelu, max_mismatch, max_f32, worst, n_text + 1, text_diff);
+    free(text);
+    free(Lc); free(A); free(B); free(O); free(seq); free(pids);
+    gpt_free(m);
+}
+
+// ---------------------------------------------------------------- tests
+
+static int setup(void **state) {
+    (void)state;
+    char err[512];
+    struct stat st;
+    if (stat(DATA "/val.bin", &st) != 0 || stat("data/kjv.txt", &st) != 0) {
+        fprintf(stderr, "llamacpp_check: %s is missing: make test-llamacpp makes it (as make run does)\n", DATA);
+        return -1;
+    }
+    if (stat("tests/llamacpp/node_modules/node-llama-cpp", &st) != 0) {
+        fprintf(stderr, "llamacpp_check: tests/llamacpp/node_modules is missing: make test-llamacpp runs npm ci\n");
+        return -1;
+    }
+    if (bpe_load(&tok, DATA "/tokenizer.bin", err, sizeof err)) { fprintf(stderr, "%s\n", err); return -1; }
+    return make_data_dir("llamacpp");   // dir: this run's files (its small corpus goes unused)
+}
+
+static int teardown(void **state) {
+    bpe_free(&tok);
+    return remove_data_dir(state);
+}
+
+// A small model of the scheme, trained here on the default corpus (2 layers of
+// width 64, T = 128, 150 steps: seconds, and text that is not one repeated word).
+static void train_and_check(const char *pos, const char *flags) {
+    char run_dir[512], weights[600];
+    snprintf(run_dir, sizeof run_dir, "%s/%s", dir, pos);
+    snprintf(weights, sizeof weights, "%s/model.safetensors", run_dir);
+    if (run("./train configs/small.ini --pos=%s --n_layer=2 --d_model=64 --n_head=4 --steps=150 --batch_size=8 "
+            "--eval_every=0 --save_every=0 --quiet --out_dir=%s %s", pos, run_dir, flags) != 0)
+        fail_msg("./train failed: %s", out);
+    check_model(pos, weights);
+}
+
+// rope with partial rotary (8 of 16 dims: NEOX's rotation of the first
+// rope.dimension_count dims, the rest passed through), alibi with 6 heads (the
+// slopes of 4 heads, then every other slope of 8)
+static void test_rope(void **s)       { (void)s; train_and_check("rope", "--rope_dims=8"); }
+static void test_learned(void **s)    { (void)s; train_and_check("learned", ""); }
+static void test_sinusoidal(void **s) { (void)s; train_and_check("sinusoidal", ""); }
+static void test_none(void **s)       { (void)s; train_and_check("none", ""); }
+static void test_alibi(void **s)      { (void)s; train_and_check("alibi", "--n_head=6 --d_model=48"); }
+
+// The model `make run` trains (configs/small.ini, rope).
+static void test_make_run_model(void **s) {
+    (void)s;
+    struct stat st;
+    if (stat(MAKE_RUN_MODEL, &st) != 0) fail_msg("%s is missing: make test-llamacpp runs make run first", MAKE_RUN_MODEL);
+    check_model("make-run", MAKE_RUN_MODEL);
+}
+
+// llama.cpp's own YaRN (the GGUF's rope.scaling keys: type yarn, factor 4, original
+// context T) on the make run model at 4T, against ropelab's rope_scaling=yarn on the
+// same validation windows (./eval's first K windows of 4T tokens): the mean loss and
+// every next token's log-probability, to the tolerance of the greedy checks, with
+// B - A taken as its largest over the position's tokens above e^-20 (a single
+// token's can be near 0 by chance) and float32's as its largest over the window.
+static void test_yarn_4T(void **s) {
+    (void)s;
+    enum { K = 2, FACTOR = 4 };
+    char err[256], gguf[512];
+    GPT *m;
+    if (gpt_load(&m, MAKE_RUN_MODEL, 0, err, sizeof err)) fail_msg("%s (make test-llamacpp runs make run first)", err);
+    GPTConfig cfg = *gpt_config(m);
+    int T = cfg.block_size, n = FACTOR * T, V = cfg.vocab_size;
+    cfg.rope_scaling = ROPE_SCALING_YARN;
+    cfg.rope_scaling_factor = FACTOR;
+    assert_int_equal(gpt_reconfigure(m, &cfg, err, sizeof err), 0);
+    assert_int_equal(gpt_alloc_activations(m, 1, n, err, sizeof err), 0);
+    snprintf(gguf, sizeof gguf, "%s/yarn.gguf", dir);
+    if (run("./export --weights %s --tokenizer %s/tokenizer.bin --out %s --rope_scaling=yarn --rope_scaling_factor=%d",
+            MAKE_RUN_MODEL, DATA, gguf, FACTOR) != 0)
+        fail_msg("./export failed: %s", out);
+
+    TokenFile val;
+    assert_int_equal(tokens_open(&val, DATA "/val.bin", V, err, sizeof err), 0);
+    assert_true(val.n_tokens >= (size_t)K * n + 1);
+    int *win = malloc((size_t)K * (n + 1) * sizeof *win);
+    double *A = malloc((size_t)n * V * sizeof *A), *B = malloc((size_t)n * V * sizeof *B);
+    double *ours = malloc((size_t)K * n * sizeof *ours), *gelu = malloc((size_t)K * n * sizeof *gelu);
+    double *f32 = malloc((size_t)K * sizeof *f32);
+    assert_non_null(win); assert_non_null(A); assert_non_null(B); assert_non_null(ours);
+    assert_non_null(gelu); assert_non_null(f32);
+    // a context one longer than the window: node-llama-cpp shifts a full context before its last token
+    cJSON *req = new_request(gguf, n + 1, V), *score = cJSON_AddArrayToObject(req, "score");
+    double sum_ours = 0, pred = 0;   // pred: the float16 GELU's share of the summed log-probabilities
+    for (int w = 0; w < K; w++) {   // window w: tokens w n .. w n + n (inputs and targets), as loader_eval_batch
+        int *x = win + (size_t)w * (n + 1);
+        for (int i = 0; i <= n; i++) x[i] = (int)tokens_get(&val, (size_t)w * n + i);
+        float loss;
+        assert_int_equal(gpt_forward(m, x, x + 1, 1, n, &loss, err, sizeof err), 0);
+        const float *losses = gpt_losses(m);
+        ref_logprobs(m, x, n, 0, A);
+        ref_logprobs(m, x, n, 1, B);
+        f32[w] = 0;
+        for (int t = 0; t < n; t++) {
+            size_t k = (size_t)w * n + t, r = (size_t)t * V;
+            ours[k] = -losses[t];
+            gelu[k] = 0;
+            for (int v = 0; v < V; v++)
+                if (A[r + v] > LOGP_FLOOR) gelu[k] = fmax(gelu[k], fabs(B[r + v] - A[r + v]));
+            f32[w] = fmax(f32[w], fabs(ours[k] - A[r + x[t + 1]]));
+            pred += B[r + x[t + 1]] - A[r + x[t + 1]];
+            sum_ours += losses[t];
+        }
+        cJSON *sc = cJSON_CreateObject();
+        cJSON_AddItemToObject(sc, "tokens", int_array(x, n + 1));
+        cJSON_AddNumberToObject(sc, "from", 0);
+        cJSON_AddBoolToObject(sc, "targets", 1);
+        cJSON_AddItemToArray(score, sc);
+    }
+    cJSON *resp = llama(req, "yarn");
+    double sum_llama = 0, tol = 0;
+    double *l_win = malloc((size_t)n * sizeof *l_win);
+    assert_non_null(l_win);
+    for (int w = 0; w < K; w++) {
+        doubles_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "score"), w), l_win, n);
+        for (int t = 0; t < n; t++) {
+            size_t k = (size_t)w * n + t;
+            double l = l_win[t], allowed = 2 * gelu[k] + 2 * f32[w];
+            if (fabs(l - ours[k]) > allowed)
+                fail_msg("yarn at %d: window %d, position %d: llama.cpp's log-probability of the next token %.6f, "
+                         "ropelab's %.6f; allowed %.3g", n, w, t, l, ours[k], allowed);
+            sum_llama -= l;
+            tol += allowed;
+        }
+    }
+    cJSON_Delete(resp);
+    free(l_win);
+    double loss_ours = sum_ours / (K * n), loss_llama = sum_llama / (K * n);
+    // ./eval on the same windows prints ropelab's mean; and the paper's ramp for comparison
+    double loss_eval, loss_paper;
+    char *at;
+    if (run("./eval --weights %s --data %s/val.bin --seq-len %d --batch-size 1 --batches %d --threads 1 "
+            "--rope_scaling=yarn --rope_scaling_factor=%d", MAKE_RUN_MODEL, DATA, n, K, FACTOR) != 0 ||
+        !(at = strstr(out, "loss=")))
+        fail_msg("./eval failed: %s", out);
+    loss_eval = atof(at + 5);
+    if (run("./eval --weights %s --data %s/val.bin --seq-len %d --batch-size 1 --batches %d --threads 1 "
+            "--rope_scaling=yarn_paper --rope_scaling_factor=%d", MAKE_RUN_MODEL, DATA, n, K, FACTOR) != 0 ||
+        !(at = strstr(out, "loss=")))
+        fail_msg("./eval failed: %s", out);
+    loss_paper = atof(at + 5);
+    assert_true(fabs(loss_eval - loss_ours) < 1e-5);   // printed with 6 decimals
+    print_message("yarn at 4T = %d (factor %d, L = %d), %d windows of val.bin: llama.cpp %.6f, ./eval "
+                  "--rope_scaling=yarn %.6f (in-process %.6f; the float16 GELU predicts %+.2e, what is left %+.2e, "
+                  "allowed %.2e per token on average); --rope_scaling=yarn_paper %.6f\n", n, FACTOR, T, K,
+                  loss_llama, loss_eval, loss_ours, -pred / (K * n), loss_llama - loss_ours + pred / (K * n),
+                  tol / (K * n), loss_paper);
+    tokens_close(&val);
+    free(win); free(A); free(B); free(ours); free(gelu); free(f32);
+    gpt_free(m);
+}
+
+// Where llama.cpp's pre-tokenizer ("gpt-2": GPT-2's regex) cuts a text other than
+// bpe_piece_end, the two encode it differently. The whole corpus (data/kjv.txt),
+// and each of its lines, encoded by both: every span where the two differ is
+// counted and must be one of the differences docs/FORMAT.md names:
+//   contraction  GPT-2 cuts 's 't 're 've 'm 'll 'd off as a piece; ours cuts "'" from the letters
+//   newlines     a whitespace run that ends in a newline before a word is one piece here, while
+//                GPT-2 gives its last character a piece of its own ("\n\n" + "Exodus": "\n", "\n")
+//   non-ASCII    every byte >= 0x80 is a letter here; GPT-2 goes by Unicode's categories
+static int span_kind(const uint8_t *b, size_t n) {
+    for (size_t i = 0; i + 1 < n; i++)
+        if (b[i] == '\'' && strchr("stmdrvl", b[i + 1])) return 0;
+    for (size_t i = 0; i + 1 < n; i++)
+        if ((b[i] == '\n' || b[i] == '\r' || b[i] == '\t' || b[i] == ' ') && (b[i + 1] == '\n' || b[i + 1] == '\r'))
+            return 1;
+    for (size_t i = 0; i < n; i++)
+        if (b[i] >= 0x80) return 2;
+    return 3;
+}
+
+// Compares two encodings of text: spans between the byte offsets where both have a
+// token boundary, in which the ids differ; counts them by kind and their bytes.
+static void diff_encodings(const uint8_t *text, const int *a, int na, const int *b, int nb, long kinds[4], long *bytes) {
+    size_t pa = 0, pb = 0, start = 0;
+    int ia = 0, ib = 0, sa = 0, sb = 0;
+    while (ia < na || ib < nb) {
+        int len;
+        if (pa <= pb && ia < na) { bpe_token(&tok, (uint32_t)a[ia++], &len); pa += (size_t)len; }
+        else { bpe_token(&tok, (uint32_t)b[ib++], &len); pb += (size_t)len; }
+        if (pa == pb) {   // a common boundary: the span since the last one
+            int same = ia - sa == ib - sb && memcmp(a + sa, b + sb, (size_t)(ia - sa) * sizeof *a) == 0;
+            if (!same) { kinds[span_kind(text + start, pa - start)]++; *bytes += (long)(pa - start); }
+            start = pa;
+            sa = ia;
+            sb = ib;
+        }
+    }
+}
+
+static void test_corpus_tokenisation(void **s) {
+    (void)s;
+    char gguf[512];
+    snprintf(gguf, sizeof gguf, "%s/tokenizer.gguf", dir);
+    if (run("./export --weights %s --tokenizer %s/tokenizer.bin --out %s", MAKE_RUN_MODEL, DATA, gguf) != 0)
+        fail_msg("./export failed: %s", out);
+    size_t len;
+    char *text = read_file("data/kjv.txt", &len);
+    assert_int_equal(strlen(text), len);   // text: no NUL byte
+    cJSON *req = new_request(gguf, 256, tok.vocab_size), *texts = cJSON_AddArrayToObject(req, "tokenize");
+    cJSON_AddItemToArray(texts, cJSON_CreateString(text));
+    int n_lines = 0;
+    for (char *line = text; *line; n_lines++) {   // each line, without its newline
+        size_t n = strcspn(line, "\n");
+        char save = line[n];
+        line[n] = 0;
+        cJSON_AddItemToArray(texts, cJSON_CreateString(line));
+        line[n] = save;
+        line += n + (save == '\n');
+    }
+    cJSON *resp = llama(req, "corpus"), *ids = cJSON_GetObjectItem(resp, "tokenize");
+    long whole_kinds[4] = {0}, whole_bytes = 0, line_kinds[4] = {0}, line_bytes = 0, lines_differ = 0;
+    int n_ours, n_theirs, *ours = encode(text, &n_ours), *theirs = ints_of(cJSON_GetArrayItem(ids, 0), &n_theirs);
+    diff_encodings((const uint8_t *)text, ours, n_ours, theirs, n_theirs, whole_kinds, &whole_bytes);
+    free(ours); free(theirs);
+    char *line = text;
+    const cJSON *line_ids = cJSON_GetArrayItem(ids, 1);
+    for (int i = 0; i < n_lines; i++, line_ids = line_ids->next) {
+        size_t n = strcspn(line, "\n");
+        char save = line[n];
+        line[n] = 0;
+        ours = encode(line, &n_ours);
+        theirs = ints_of(line_ids, &n_theirs);
+        long before = line_kinds[0] + line_kinds[1] + line_kinds[2] + line_kinds[3];
+        diff_encodings((const uint8_t *)line, ours, n_ours, theirs, n_theirs, line_kinds, &line_bytes);
+        lines_differ += line_kinds[0] + line_kinds[1] + line_kinds[2] + line_kinds[3] > before;
+        free(ours); free(theirs);
+        line[n] = save;
+        line += n + (save == '\n');
+    }
+    cJSON_Delete(resp);
+    print_message("data/kjv.txt (%zu bytes, %d lines) encoded by llama.cpp and by ropelab: as one text, %ld spans "
+                  "differ (%ld bytes: %ld contractions, %ld newline runs, %ld non-ASCII, %ld other); line by line, "
+                  "%ld of %d lines differ (%ld bytes: %ld contractions, %ld newline runs, %ld non-ASCII, %ld other)\n",
+                  len, n_lines, whole_kinds[0] + whole_kinds[1] + whole_kinds[2] + whole_kinds[3], whole_bytes,
+                  whole_kinds[0], whole_kinds[1], whole_kinds[2], whole_kinds[3], lines_differ, n_lines, line_bytes,
+                  line_kinds[0], line_kinds[1], line_kinds[2], line_kinds[3]);
+    assert_int_equal(whole_kinds[3], 0);   // every difference is one docs/FORMAT.md names
+    assert_int_equal(line_kinds[3], 0);
+    free(text);
+}
+
+// LLAMACPP_CHECK=PATTERN runs only the tests whose names match (cmocka's filter:
+// * and ? wildcards), e.g. LLAMACPP_CHECK='test_yarn*'.
+int main(void) {
+    if (getenv("LLAMACPP_CHECK")) cmocka_set_test_filter(getenv("LLAMACPP_CHECK"));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_make_run_model), cmocka_unit_test(test_rope), cmocka_unit_test(test_learned),
+        cmocka_unit_test(test_sinusoidal), cmocka_unit_test(test_none), cmocka_unit_test(test_alibi),
+        cmocka_unit_test(test_yarn_4T), cmocka_unit_test(test_corpus_tokenisation),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,498 @@
+// test_export.c: ./export and its parts, without llama.cpp (tests/llamacpp_check.c
+// runs the files in llama.cpp itself): the GGUF container read back by a reader
+// written here from the specification, GPT-2's byte alphabet, the NEOX row
+// permutation against our rotation, every scheme's file (architecture, keys,
+// tensors), and every refusal (one line, exit 2; a bad file exit 1; nothing written).
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "common/gguf.h"
+#include "data/bpe_gpt2.h"
+#include "model/gguf_model.h"
+#include "model/pos.h"
+#include "util_gradcheck.h"
+#include "util_run.h"
+
+// ---------------------------------------------------------------- a GGUF reader (the spec, again)
+
+typedef struct {
+    uint8_t *buf;
+    size_t size, data_start;
+    uint64_t n_tensors, n_kv;
+    struct { char key[96]; uint32_t type; size_t at; } kv[64];   // at: offset of the value
+    struct { char name[64]; uint32_t n_dims, type; uint64_t ne[4], offset; } t[256];
+} Gguf;
+
+static uint64_t rd64(const Gguf *g, size_t *p) { uint64_t v; memcpy(&v, g->buf + *p, 8); *p += 8; return v; }
+static uint32_t rd32(const Gguf *g, size_t *p) { uint32_t v; memcpy(&v, g->buf + *p, 4); *p += 4; return v; }
+static void rdstr(const Gguf *g, size_t *p, char *out, size_t cap) {
+    uint64_t n = rd64(g, p);
+    if (n >= cap || *p + n > g->size) { fail_msg("a string of %llu bytes at %zu", (unsigned long long)n, *p); return; }
+    memcpy(out, g->buf + *p, n);
+    out[n] = 0;
+    *p += n;
+}
+// Skips a value of type `type` (arrays of strings and of 4-byte numbers, the types written).
+static void skip_value(const Gguf *g, size_t *p, uint32_t type) {
+    char s[4096];
+    if (type == 8) { uint64_t n; memcpy(&n, g->buf + *p, 8); *p += 8 + n; return; }   // string
+    if (type == 7) { *p += 1; return; }                                                  // bool
+    if (type == 9) {                                                                     // array
+        uint32_t et = rd32(g, p);
+        uint64_t n = rd64(g, p);
+        for (uint64_t i = 0; i < n; i++) {
+            if (et == 8) rdstr(g, p, s, sizeof s);
+            else { assert_true(et == 4 || et == 5 || et == 6); *p += 4; }
+        }
+        return;
+    }
+    assert_true(type == 4 || type == 5 || type == 6);   // uint32, int32, float32
+    *p += 4;
+}
+
+static void gguf_read(Gguf *g, const char *path) {
+    memset(g, 0, sizeof *g);
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s: cannot open", path);
+    fseek(f, 0, SEEK_END);
+    g->size = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    g->buf = malloc(g->size);
+    assert_non_null(g->buf);
+    assert_int_equal(fread(g->buf, 1, g->size, f), g->size);
+    fclose(f);
+    size_t p = 0;
+    assert_memory_equal(g->buf, "GGUF", 4);
+    p = 4;
+    assert_int_equal(rd32(g, &p), 3);
+    g->n_tensors = rd64(g, &p);
+    g->n_kv = rd64(g, &p);
+    assert_true(g->n_kv <= 64 && g->n_tensors <= 256);
+    for (uint64_t i = 0; i < g->n_kv; i++) {
+        rdstr(g, &p, g->kv[i].key, sizeof g->kv[i].key);
+        g->kv[i].type = rd32(g, &p);
+        g->kv[i].at = p;
+        skip_value(g, &p, g->kv[i].type);
+    }
+    for (uint64_t i = 0; i < g->n_tensors; i++) {
+        rdstr(g, &p, g->t[i].name, sizeof g->t[i].name);
+        g->t[i].n_dims = rd32(g, &p);
+        for (uint32_t d = 0; d < g->t[i].n_dims; d++) g->t[i].ne[d] = rd64(g, &p);
+        g->t[i].type = rd32(g, &p);
+        g->t[i].offset = rd64(g, &p);
+        assert_int_equal(g->t[i].type, 0);              // F32
+        assert_int_equal(g->t[i].offset % 32, 0);        // aligned
+    }
+    g->data_start = (p + 31) / 32 * 32;
+    for (size_t i = p; i < g->data_start; i++) assert_int_equal(g->buf[i], 0);   // zero padding
+    for (uint64_t i = 0; i < g->n_tensors; i++) {   // inside the file
+        uint64_t n = 4;
+        for (uint32_t d = 0; d < g->t[i].n_dims; d++) n *= g->t[i].ne[d];
+        assert_true(g->data_start + g->t[i].offset + n <= g->size);
+    }
+}
+
+static int kv_find(const Gguf *g, const char *key) {
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        if (strcmp(g->kv[i].key, key) == 0) return (int)i;
+    fail_msg("key %s missing", key);
+    return -1;
+}
+static uint32_t kv_u32(const Gguf *g, const char *key) {
+    int i = kv_find(g, key);
+    assert_int_equal(g->kv[i].type, 4);
+    uint32_t v;
+    memcpy(&v, g->buf + g->kv[i].at, 4);
+    return v;
+}
+static float kv_f32(const Gguf *g, const char *key) {
+    int i = kv_find(g, key);
+    assert_int_equal(g->kv[i].type, 6);
+    float v;
+    memcpy(&v, g->buf + g->kv[i].at, 4);
+    return v;
+}
+static int kv_bool(const Gguf *g, const char *key) {
+    int i = kv_find(g, key);
+    assert_int_equal(g->kv[i].type, 7);
+    return g->buf[g->kv[i].at];
+}
+static void kv_str(const Gguf *g, const char *key, char *out, size_t cap) {
+    int i = kv_find(g, key);
+    assert_int_equal(g->kv[i].type, 8);
+    size_t p = g->kv[i].at;
+    rdstr(g, &p, out, cap);
+}
+// Element count of an array key, and the i-th string of a string array.
+static uint64_t kv_array_n(const Gguf *g, const char *key) {
+    int i = kv_find(g, key);
+    assert_int_equal(g->kv[i].type, 9);
+    uint64_t n;
+    memcpy(&n, g->buf + g->kv[i].at + 4, 8);
+    return n;
+}
+static void kv_array_str(const Gguf *g, const char *key, uint64_t k, char *out, size_t cap) {
+    int i = kv_find(g, key);
+    size_t p = g->kv[i].at;
+    assert_int_equal(rd32(g, &p), 8);
+    uint64_t n = rd64(g, &p);
+    assert_true(k < n);
+    for (uint64_t j = 0; j <= k; j++) rdstr(g, &p, out, cap);
+}
+static const float *tensor(const Gguf *g, const char *name, uint64_t ne0, uint64_t ne1) {
+    for (uint64_t i = 0; i < g->n_tensors; i++)
+        if (strcmp(g->t[i].name, name) == 0) {
+            assert_int_equal(g->t[i].ne[0], ne0);
+            assert_int_equal(g->t[i].n_dims, ne1 ? 2 : 1);
+            if (ne1) assert_int_equal(g->t[i].ne[1], ne1);
+            return (const float *)(g->buf + g->data_start + g->t[i].offset);
+        }
+    fail_msg("tensor %s missing", name);
+    return NULL;
+}
+static int has_tensor(const Gguf *g, const char *name) {
+    for (uint64_t i = 0; i < g->n_tensors; i++) if (strcmp(g->t[i].name, name) == 0) return 1;
+    return 0;
+}
+
+// ---------------------------------------------------------------- the container, the alphabet, the permutation
+
+static void test_gguf_layout(void **state) {
+    (void)state;
+    char path[512], err[512], s[64];
+    snprintf(path, sizeof path, "%s/t.gguf", dir);
+    static const char *const strs[] = {"a", "Ġb c"};
+    static const int32_t ints[] = {1, -3, 7};
+    GgufKv kv[] = {
+        {.key = "general.architecture", .kind = GGUF_KV_STRING, .str = "gpt2"},
+        {.key = "x.u", .kind = GGUF_KV_U32, .u32 = 4000000000u},
+        {.key = "x.f", .kind = GGUF_KV_F32, .f32 = 1e-5f},
+        {.key = "x.b", .kind = GGUF_KV_BOOL, .boolean = 1},
+        {.key = "x.ss", .kind = GGUF_KV_STRINGS, .strs = strs, .n = 2},
+        {.key = "x.is", .kind = GGUF_KV_I32S, .i32s = ints, .n = 3},
+    };
+    float a[3] = {1, 2, 3}, b[6] = {4, 5, 6, 7, 8, 9};
+    GgufTensor t[2] = {{.name = "one", .n_dims = 1, .ne = {3}, .data = a},
+                       {.name = "two", .n_dims = 2, .ne = {3, 2}, .data = b}};
+    assert_int_equal(gguf_write(path, kv, 6, t, 2, err, sizeof err), 0);
+    Gguf g;
+    gguf_read(&g, path);
+    assert_int_equal(g.n_kv, 6);
+    assert_int_equal(g.n_tensors, 2);
+    kv_str(&g, "general.architecture", s, sizeof s);
+    assert_string_equal(s, "gpt2");
+    assert_int_equal(kv_u32(&g, "x.u"), 4000000000u);
+    assert_true(kv_f32(&g, "x.f") == 1e-5f);
+    assert_int_equal(kv_bool(&g, "x.b"), 1);
+    assert_int_equal(kv_array_n(&g, "x.ss"), 2);
+    kv_array_str(&g, "x.ss", 1, s, sizeof s);
+    assert_string_equal(s, "Ġb c");
+    assert_int_equal(kv_array_n(&g, "x.is"), 3);
+    assert_memory_equal(tensor(&g, "one", 3, 0), a, sizeof a);
+    assert_memory_equal(tensor(&g, "two", 3, 2), b, sizeof b);
+    assert_int_equal(g.t[1].offset, 32);   // 12 bytes, padded to 32
+    assert_int_equal(g.size, g.data_start + 32 + 32);
+    free(g.buf);
+    // a failed write names the file and leaves what was there
+    snprintf(path, sizeof path, "%s/no/such/dir/t.gguf", dir);
+    assert_int_equal(gguf_write(path, kv, 6, t, 2, err, sizeof err), -1);
+    assert_non_null(strstr(err, path));
+    t[0].n_dims = 5;
+    snprintf(path, sizeof path, "%s/t.gguf", dir);
+    assert_int_equal(gguf_write(path, kv, 6, t, 2, err, sizeof err), -1);
+    gguf_read(&g, path);   // the earlier file, whole
+    assert_int_equal(g.n_tensors, 2);
+    free(g.buf);
+}
+
+// GPT-2's bytes_to_unicode: printable bytes stand for themselves, the 68 others
+// (0x00-0x20, 0x7F-0xA0, 0xAD) for U+0100.. in order: ' ' is U+0120 "Ġ", '\n' U+010A "Ċ".
+static void test_gpt2_alphabet(void **state) {
+    (void)state;
+    int seen[0x200] = {0};
+    for (int b = 0; b < 256; b++) {
+        uint32_t cp = bpe_gpt2_codepoint((uint8_t)b);
+        assert_true(cp > 0x20 && cp < 0x200 && cp != 0x7F);
+        assert_int_equal(seen[cp]++, 0);
+    }
+    assert_int_equal(bpe_gpt2_codepoint(' '), 0x120);
+    assert_int_equal(bpe_gpt2_codepoint('\n'), 0x10A);
+    assert_int_equal(bpe_gpt2_codepoint(0), 0x100);
+    assert_int_equal(bpe_gpt2_codepoint(0x7F), 0x121);
+    assert_int_equal(bpe_gpt2_codepoint(0xA0), 0x142);
+    assert_int_equal(bpe_gpt2_codepoint(0xAD), 0x143);
+    assert_int_equal(bpe_gpt2_codepoint('A'), 'A');
+    assert_int_equal(bpe_gpt2_codepoint(0xE9), 0xE9);
+    char out[32];
+    assert_int_equal(bpe_gpt2_text((const uint8_t *)"Hi \n", 4, out), 6);
+    assert_string_equal(out, "Hi\xC4\xA0\xC4\x8A");   // "HiĠĊ"
+}
+
+// Rotating a head's permuted rows NEOX's way (pair i with i + R/2) gives our
+// rotation's q.k (pairs 2i, 2i+1), for every R and positions; v and dims >= R stay.
+static void test_neox_permutation(void **state) {
+    (void)state;
+    enum { H = 2, D = 8, C = H * D, NPOS = 16 };
+    for (int R = 2; R <= D; R += 2) {
+        int hit[3 * C] = {0};
+        for (int r = 0; r < 3 * C; r++) {
+            int src = gguf_neox_source_row(r, C, D, R);
+            assert_true(src >= 0 && src < 3 * C && src / D == r / D);   // within its head (and q, k or v)
+            hit[src]++;
+            if (r >= 2 * C || r % D >= R) assert_int_equal(src, r);
+        }
+        for (int r = 0; r < 3 * C; r++) assert_int_equal(hit[r], 1);   // a permutation
+        GPTConfig cfg = {.n_layer = 1, .n_head = H, .d_model = C, .vocab_size = 4, .block_size = NPOS, .pos = POS_ROPE};
+        gpt_config_defaults(&cfg);
+        cfg.rope_dims = R;
+        float cs[NPOS * D / 2], sn[NPOS * D / 2], q[D], k[D], qn[D], kn[D];
+        rope_build_tables(cs, sn, NPOS, &cfg);
+        gc_fill_normal(q, D, 0, 1, 3 + R);
+        gc_fill_normal(k, D, 0, 1, 4 + R);
+        for (int d = 0; d < D; d++) { qn[d] = q[gguf_neox_source_row(d, C, D, R)]; kn[d] = k[gguf_neox_source_row(C + d, C, D, R) - C]; }
+        int m = 11, n = 4;
+        rope_rotate(q, cs + m * (R / 2), sn + m * (R / 2), R);
+        rope_rotate(k, cs + n * (R / 2), sn + n * (R / 2), R);
+        for (int i = 0; i < R / 2; i++) {   // NEOX: (x_i, x_{i+R/2}) by the same angle
+            float c = cs[m * (R / 2) + i], s = sn[m * (R / 2) + i], a = qn[i], b = qn[i + R / 2];
+            qn[i] = a * c - b * s;
+            qn[i + R / 2] = a * s + b * c;
+            c = cs[n * (R / 2) + i], s = sn[n * (R / 2) + i], a = kn[i], b = kn[i + R / 2];
+            kn[i] = a * c - b * s;
+            kn[i + R / 2] = a * s + b * c;
+        }
+        double ours = 0, neox = 0;
+        for (int d = 0; d < D; d++) { ours += (double)q[d] * k[d]; neox += (double)qn[d] * kn[d]; }
+        assert_true(fabs(ours - neox) < 1e-5);
+        if (R >= 4) {   // and without the permutation the products differ (the test can fail)
+            float q0[D], k0[D];
+            gc_fill_normal(q0, D, 0, 1, 3 + R);
+            gc_fill_normal(k0, D, 0, 1, 4 + R);
+            for (int i = 0; i < R / 2; i++) {
+                float c = cs[m * (R / 2) + i], s = sn[m * (R / 2) + i], a = q0[i], b = q0[i + R / 2];
+                q0[i] = a * c - b * s;
+                q0[i + R / 2] = a * s + b * c;
+                c = cs[n * (R / 2) + i], s = sn[n * (R / 2) + i], a = k0[i], b = k0[i + R / 2];
+                k0[i] = a * c - b * s;
+                k0[i + R / 2] = a * s + b * c;
+            }
+            double wrong = 0;
+            for (int d = 0; d < D; d++) wrong += (double)q0[d] * k0[d];
+            assert_true(fabs(ours - wrong) > 1e-3);
+        }
+    }
+}
+
+// ---------------------------------------------------------------- ./export end to end
+
+static const char *const SCHEMES[] = {"rope", "learned", "sinusoidal", "t5", "alibi", "none"};
+
+static void weights_of(const char *pos, char *path, size_t n) { snprintf(path, n, "%s/%s/model.safetensors", dir, pos); }
+
+static int group_setup(void **state) {
+    (void)state;
+    if (make_data_dir("export") != 0) return -1;
+    for (int i = 0; i < 6; i++)   // each scheme, two steps: weights that are not the initial ones
+        if (run("./train configs/tiny.ini %s --pos=%s --rope_dims=4 --steps=2 --eval_every=0 --quiet --threads=1 "
+                "--out_dir=%s/%s", data_args, SCHEMES[i], dir, SCHEMES[i]) != 0) {
+            fprintf(stderr, "./train failed: %s\n", out);
+            return -1;
+        }
+    return 0;
+}
+
+static void export_ok(const char *pos, const char *extra, char *gguf, size_t n) {
+    char w[512];
+    weights_of(pos, w, sizeof w);
+    snprintf(gguf, n, "%s/%s.gguf", dir, pos);
+    if (run("./export --weights %s --tokenizer %s/data/tokenizer.bin --out %s %s", w, dir, gguf, extra) != 0)
+        fail_msg("./export %s: %s", pos, out);
+}
+
+// Every exportable scheme: its architecture, keys, tokenizer and tensors.
+static void test_export_schemes(void **state) {
+    (void)state;
+    static const char *const ARCH[] = {"gptneox", "gpt2", "gpt2", NULL, "mpt", "gpt2"};
+    char gguf[600], key[128], s[256], err[256];
+    for (int i = 0; i < 6; i++) {
+        if (!ARCH[i]) continue;
+        export_ok(SCHEMES[i], "", gguf, sizeof gguf);
+        char w[512];
+        weights_of(SCHEMES[i], w, sizeof w);
+        GPT *m;
+        assert_int_equal(gpt_load(&m, w, 0, err, sizeof err), 0);
+        const GPTConfig *cfg = gpt_config(m);
+        int C = cfg->d_model, V = cfg->vocab_size, T = cfg->block_size, D = C / cfg->n_head, R = cfg->rope_dims;
+        const float *params = gpt_params(m);
+        Gguf g;
+        gguf_read(&g, gguf);
+        kv_str(&g, "general.architecture", s, sizeof s);
+        assert_string_equal(s, ARCH[i]);
+#define ARCH_KEY(k) (snprintf(key, sizeof key, "%s.%s", ARCH[i], k), key)
+        assert_int_equal(kv_u32(&g, ARCH_KEY("context_length")), T);
+        assert_int_equal(kv_u32(&g, ARCH_KEY("embedding_length")), C);
+        assert_int_equal(kv_u32(&g, ARCH_KEY("block_count")), cfg->n_layer);
+        assert_int_equal(kv_u32(&g, ARCH_KEY("feed_forward_length")), 4 * C);
+        assert_int_equal(kv_u32(&g, ARCH_KEY("attention.head_count")), cfg->n_head);
+        assert_true(kv_f32(&g, ARCH_KEY("attention.layer_norm_epsilon")) == 1e-5f);
+        // the tokenizer: V tokens in GPT-2's alphabet, the merges in order, eot a control token
+        kv_str(&g, "tokenizer.ggml.model", s, sizeof s);
+        assert_string_equal(s, "gpt2");
+        kv_str(&g, "tokenizer.ggml.pre", s, sizeof s);
+        assert_string_equal(s, "gpt-2");
+        assert_int_equal(kv_array_n(&g, "tokenizer.ggml.tokens"), V);
+        assert_int_equal(kv_array_n(&g, "tokenizer.ggml.token_type"), V);
+        assert_int_equal(kv_array_n(&g, "tokenizer.ggml.merges"), V - 257);
+        assert_int_equal(kv_u32(&g, "tokenizer.ggml.eos_token_id"), V - 1);
+        assert_int_equal(kv_u32(&g, "tokenizer.ggml.bos_token_id"), V - 1);
+        assert_int_equal(kv_bool(&g, "tokenizer.ggml.add_bos_token"), 1);
+        kv_array_str(&g, "tokenizer.ggml.tokens", ' ', s, sizeof s);
+        assert_string_equal(s, "\xC4\xA0");   // the space byte is "Ġ"
+        kv_array_str(&g, "tokenizer.ggml.tokens", (uint64_t)V - 1, s, sizeof s);
+        assert_string_equal(s, "<|endoftext|>");
+        // the tensors: ours, under llama.cpp's names, ne = {in, out}
+        const ParamEntry *wte = gpt_find_param(m, "wte"), *fc = gpt_find_param(m, "h.1.mlp.c_proj.weight");
+        assert_memory_equal(tensor(&g, "token_embd.weight", C, V), params + wte->offset, (size_t)V * C * 4);
+        assert_memory_equal(tensor(&g, "blk.1.ffn_down.weight", 4 * C, C), params + fc->offset, (size_t)4 * C * C * 4);
+        const ParamEntry *attn = gpt_find_param(m, "h.0.attn.c_attn.weight");
+        const float *qkv = tensor(&g, "blk.0.attn_qkv.weight", C, 3 * C);
+        for (int r = 0; r < 3 * C; r++) {
+            int src = cfg->pos == POS_ROPE ? gguf_neox_source_row(r, C, D, R) : r;
+            assert_memory_equal(qkv + (size_t)r * C, params + attn->offset + (size_t)src * C, (size_t)C * 4);
+        }
+        if (cfg->pos == POS_ROPE) {
+            assert_int_equal(kv_u32(&g, "gptneox.rope.dimension_count"), R);
+            assert_int_equal(kv_bool(&g, "gptneox.use_parallel_residual"), 0);
+            assert_true(kv_f32(&g, "gptneox.rope.freq_base") == cfg->rope_base);
+            assert_memory_equal(tensor(&g, "output.weight", C, V), params + wte->offset, (size_t)V * C * 4);
+        } else {
+            assert_false(has_tensor(&g, "output.weight"));   // gpt2 and mpt tie the head themselves
+        }
+        if (cfg->pos == POS_ALIBI) {
+            assert_true(kv_f32(&g, "mpt.attention.max_alibi_bias") == 8.0f);
+            assert_false(has_tensor(&g, "position_embd.weight"));
+        }
+        if (!strcmp(ARCH[i], "gpt2")) {   // the position table: wpe, sinusoidal's PE, or zeros
+            const float *pe = tensor(&g, "position_embd.weight", C, T);
+            float *want = calloc((size_t)T * C, sizeof *want);
+            assert_non_null(want);
+            if (cfg->pos == POS_LEARNED) memcpy(want, params + gpt_find_param(m, "wpe")->offset, (size_t)T * C * 4);
+            if (cfg->pos == POS_SINUSOIDAL) sinusoidal_build_table(want, T, C, cfg->sinusoidal_scale);
+            assert_memory_equal(pe, want, (size_t)T * C * 4);
+            free(want);
+        }
+#undef ARCH_KEY
+        free(g.buf);
+        gpt_free(m);
+    }
+    // sinusoidal and none may have a longer table: llama.cpp runs as many positions
+    export_ok("none", "--context-length 100", gguf, sizeof gguf);
+    Gguf g;
+    gguf_read(&g, gguf);
+    assert_int_equal(kv_u32(&g, "gpt2.context_length"), 100);
+    tensor(&g, "position_embd.weight", 32, 100);
+    free(g.buf);
+}
+
+// A rope model with llama.cpp's own scalings: yarn and linear as rope.scaling.*,
+// ntk as the scaled base.
+static void test_export_rope_scalings(void **state) {
+    (void)state;
+    char gguf[600], s[64];
+    Gguf g;
+    export_ok("rope", "--rope_scaling=yarn --rope_scaling_factor=4", gguf, sizeof gguf);
+    gguf_read(&g, gguf);
+    kv_str(&g, "gptneox.rope.scaling.type", s, sizeof s);
+    assert_string_equal(s, "yarn");
+    assert_true(kv_f32(&g, "gptneox.rope.scaling.factor") == 4.0f);
+    assert_int_equal(kv_u32(&g, "gptneox.rope.scaling.original_context_length"), 32);   // tiny.ini's block_size
+    free(g.buf);
+    export_ok("rope", "--rope_scaling=yarn --rope_scaling_factor=4 --rope_original_length=16", gguf, sizeof gguf);
+    gguf_read(&g, gguf);
+    assert_int_equal(kv_u32(&g, "gptneox.rope.scaling.original_context_length"), 16);
+    free(g.buf);
+    export_ok("rope", "--rope_scaling=linear --rope_scaling_factor=2", gguf, sizeof gguf);
+    gguf_read(&g, gguf);
+    kv_str(&g, "gptneox.rope.scaling.type", s, sizeof s);
+    assert_string_equal(s, "linear");
+    free(g.buf);
+    export_ok("rope", "--rope_scaling=ntk --rope_scaling_factor=4", gguf, sizeof gguf);
+    gguf_read(&g, gguf);
+    kv_str(&g, "gptneox.rope.scaling.type", s, sizeof s);
+    assert_string_equal(s, "none");
+    assert_true(fabsf(kv_f32(&g, "gptneox.rope.freq_base") - (float)(10000.0 * pow(4.0, 4.0 / 2.0))) < 1.0f);   // R = 4
+    free(g.buf);
+}
+
+// Refused in one line naming the weights file (exit 2), bad files exit 1, and
+// --out is left as it was.
+static void test_export_refusals(void **state) {
+    (void)state;
+    char keep[512], w_rope[512], w_t5[512], w_alibi[512], w_learned[512], tk[512];
+    snprintf(keep, sizeof keep, "%s/keep.gguf", dir);
+    snprintf(tk, sizeof tk, "%s/data/tokenizer.bin", dir);
+    weights_of("rope", w_rope, sizeof w_rope);
+    weights_of("t5", w_t5, sizeof w_t5);
+    weights_of("alibi", w_alibi, sizeof w_alibi);
+    weights_of("learned", w_learned, sizeof w_learned);
+    FILE *f = fopen(keep, "w");
+    assert_non_null(f);
+    fputs("old", f);
+    fclose(f);
+    static const struct { const char *weights_kind, *flags, *msg; int code; } CASES[] = {
+        {"t5", "", "pos=t5 has no home in llama.cpp", 2},
+        {"rope", "--rope_scaling=yarn_paper --rope_scaling_factor=4", "rope_scaling=yarn_paper has no home", 2},
+        {"rope", "--rope_scaling=dynamic --rope_scaling_factor=2", "rope_scaling=dynamic has no home", 2},
+        {"rope", "--rope_scaling=yarn --rope_scaling_factor=4 --rope_yarn_beta_fast=16", "llama.cpp reads no beta", 2},
+        {"alibi", "--rope_scaling=yarn", "rope_scaling=yarn applies to pos=rope only, not pos=alibi", 2},
+        {"learned", "--context-length 64", "pos=learned has block_size = 32 rows of wpe", 2},
+        {"rope", "--context-length 0", "--context-length: '0' is not an integer", 2},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        const char *w = !strcmp(CASES[i].weights_kind, "t5") ? w_t5 : !strcmp(CASES[i].weights_kind, "rope") ? w_rope
+                      : !strcmp(CASES[i].weights_kind, "alibi") ? w_alibi : w_learned;
+        int rc = run("./export --weights %s --tokenizer %s --out %s %s", w, tk, keep, CASES[i].flags);
+        if (rc != CASES[i].code || !strstr(out, CASES[i].msg) || strchr(out, '\n') != out + strlen(out) - 1)
+            fail_msg("./export %s: exit %d, want %d and one line with '%s':\n%s", CASES[i].flags, rc, CASES[i].code,
+                     CASES[i].msg, out);
+    }
+    // bad or missing files: exit 1
+    assert_int_equal(run("./export --weights %s/none.safetensors --tokenizer %s --out %s", dir, tk, keep), 1);
+    assert_non_null(strstr(out, "none.safetensors"));
+    assert_int_equal(run("./export --weights %s --tokenizer %s/corpus.txt --out %s", w_rope, dir, keep), 1);
+    assert_int_equal(run("./prepare --vocab-size 300 --out-dir %s/data300 %s/corpus.txt", dir, dir), 0);
+    assert_int_equal(run("./export --weights %s --tokenizer %s/data300/tokenizer.bin --out %s", w_rope, dir, keep), 1);
+    assert_non_null(strstr(out, "does not match the tokenizer"));
+    assert_int_equal(run("./export --weights %s --tokenizer %s --out %s/no/dir/x.gguf", w_rope, tk, dir), 1);
+    // the command line: exit 2
+    assert_int_equal(run("./export --weights %s --tokenizer %s", w_rope, tk), 2);
+    assert_int_equal(run("./export --weights %s --tokenizer %s --out %s --bogus", w_rope, tk, keep), 2);
+    assert_int_equal(run("./export --weights %s --tokenizer %s --out %s --rope_scaling=nope", w_rope, tk, keep), 2);
+    size_t len;
+    f = fopen(keep, "r");
+    char buf[8] = {0};
+    len = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    assert_int_equal(len, 3);
+    assert_string_equal(buf, "old");   // every refusal left --out alone
+    assert_int_equal(run("ls %s | grep -c tmp", dir), 1);   // and no temporary behind
+    assert_string_equal(out, "0\n");
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gguf_layout), cmocka_unit_test(test_gpt2_alphabet),
+        cmocka_unit_test(test_neox_permutation), cmocka_unit_test(test_export_schemes),
+        cmocka_unit_test(test_export_rope_scalings), cmocka_unit_test(test_export_refusals),
+    };
+    return cmocka_run_group_tests(tests, group_setup, remove_data_dir);
+}
