@@ -41,18 +41,39 @@ LIB_OBJ   := $(patsubst %.c,build/%.o,$(LIB_SRC))
 TUTIL_OBJ := $(patsubst %.c,build/%.o,$(TUTIL_SRC))
 LIB       := build/libropelab.a
 
-.PHONY: all test bench bench-data bench-mpi run compare clean
+# The test build of ./train, build/test-programs/train: ./train with the fault
+# injection of src/train/fault_inject.h (a crash in a save, log writes that
+# fail, SIGINT at a step, a perturbed weight; ROPELAB_TEST_* variables), which
+# the shipped ./train does not contain. The sources that include that header
+# (found by grep: no list to keep) are compiled again with
+# -DROPELAB_FAULT_INJECTION into build/test-programs/obj/; every other object
+# is ./train's own. The tests run it as TRAIN_WITH_FAULTS (tests/util_run.h);
+# the test binaries that do are built after it, `make test` builds it too.
+FAULT_DIR       := build/test-programs
+TRAIN_SRC       := $(LIB_SRC) $(filter %/train_main.c,$(MAIN_SRC))
+FAULT_SRC       := $(shell grep -l '^\#include "train/fault_inject.h"' $(TRAIN_SRC))
+# $(call fault_train_objs,OBJ_DIR,FAULT_OBJ_DIR): its objects (also for the
+# sanitizer builds, tests/sanitize.mk).
+fault_train_objs = $(patsubst %.c,$(2)/%.o,$(FAULT_SRC)) $(patsubst %.c,$(1)/%.o,$(filter-out $(FAULT_SRC),$(TRAIN_SRC)))
+FAULT_TRAIN_OBJ := $(call fault_train_objs,build,$(FAULT_DIR)/obj)
+FAULT_TESTS     := $(patsubst tests/%.c,%,$(shell grep -l TRAIN_WITH_FAULTS $(TEST_SRC)))
+
+.PHONY: all test test-llamacpp bench bench-data bench-mpi run compare clean
 all: $(PROGRAMS)
 
 build/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+$(FAULT_DIR)/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -DROPELAB_FAULT_INJECTION -c $< -o $@
+
 build/src/train/dist.o: src/train/dist.c
 	@command -v mpicc >/dev/null || { printf '%b\n' "$(MPI_MISSING)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -c $< -o $@
-train: LDLIBS += $(MPI_LIBS)
+train $(FAULT_DIR)/train: LDLIBS += $(MPI_LIBS)
 # The fuzz and sanitizer builds compile every library file again
 # (tests/fuzz/fuzz.mk, tests/sanitize.mk).
 build/fuzz/obj/src/train/dist.o: FUZZ_CFLAGS += $(MPI_CFLAGS)
@@ -70,6 +91,10 @@ $(1): build/$(2:.c=.o) $(LIB)
 endef
 $(foreach m,$(MAIN_SRC),$(eval $(call program_rule,$(patsubst %_main.c,%,$(notdir $(m))),$(m))))
 
+$(FAULT_DIR)/train: $(FAULT_TRAIN_OBJ)
+	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+$(addprefix build/tests/,$(FAULT_TESTS)): | $(FAULT_DIR)/train
+
 build/tests/%: build/tests/%.o $(TUTIL_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LDLIBS)
 
@@ -81,8 +106,13 @@ build/bench_%: build/tests/bench_%.o $(TUTIL_OBJ) $(LIB)
 # it prints the one apt line and fails), so no test is skipped for a missing package.
 test:
 	@bash scripts/install_deps.sh
-	@$(MAKE) -s --no-print-directory $(PROGRAMS) $(TESTS)
+	@$(MAKE) -s --no-print-directory $(PROGRAMS) $(FAULT_DIR)/train $(TESTS)
 	@bash scripts/run_tests.sh $(TESTS)
+
+# The exported models run in llama.cpp (tests/llamacpp_check.c); it runs make run first
+# and installs node-llama-cpp from tests/llamacpp/package-lock.json (tests/llamacpp/run.sh).
+test-llamacpp:
+	@bash tests/llamacpp/run.sh
 
 bench-data: $(PROGRAMS) $(BENCHES)
 	@bash scripts/bench_data.sh

@@ -10,10 +10,8 @@
 # The global batch is the config's B on every row: 2 processes run B/2 each.
 # ropelab: tokens/s is the median of log.csv's tokens_per_s over the timed
 # steps (training step only); the all-reduce time per step and its share of
-# the step are ./train's own measurement under mpirun (time inside the
-# all-reduce calls: the exposed communication), for both ways of reducing
-# (ROPELAB_MPI_ALLREDUCE=blocking: one MPI_Allreduce after backward;
-# overlap: one MPI_Iallreduce per layer during backward). PyTorch: DDP's
+# the step are ./train's own measurement under mpirun (time inside its one
+# MPI_Allreduce after backward: the exposed communication). PyTorch: DDP's
 # all-reduce overlaps backward; its exposed cost is the step time minus that
 # of steps under no_sync() (scripts/torch_ddp.py).
 #
@@ -22,8 +20,8 @@
 # core (--bind-to core); one-process rows are not bound.
 #
 # Noise: each measurement is repeated ROUNDS times, the rows of one round
-# one after the other (ropelab 1x2, ropelab 2x1 blocking, ropelab 2x1
-# overlap, PyTorch 1x2, PyTorch 2x1, then again), and each row's fastest
+# one after the other (ropelab 1x2, ropelab 2x1, PyTorch 1x2, PyTorch 2x1,
+# then again), and each row's fastest
 # round (by tokens/s) is reported.
 #
 # Environment: STEPS (timed steps, default 20), WARMUP (untimed steps first,
@@ -64,9 +62,9 @@ kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }   # kv LINE KEY -> value
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# ropelab NPROC THREADS CONFIG [MODE]: one line "tokens_per_s=... ms_per_step=... allreduce_ms=... allreduce_share=..."
+# ropelab NPROC THREADS CONFIG: one line "tokens_per_s=... ms_per_step=... allreduce_ms=... allreduce_share=..."
 ropelab() {
-    local np=$1 threads=$2 cfg=$3 mode=${4:-blocking} d=build/bench_mpi/v${VOCAB[$3]}
+    local np=$1 threads=$2 cfg=$3 d=build/bench_mpi/v${VOCAB[$3]}
     local b=$((BATCH[$cfg] / np)) out=$work/run
     local args=(configs/small.ini ${KEYS[$cfg]} --batch_size=$b --threads=$threads --grad_accum=1
                 --tokenizer=$d/tokenizer.bin --train_file=$d/train.bin --val_file=$d/val.bin
@@ -76,7 +74,7 @@ ropelab() {
     if [ "$np" -eq 1 ]; then
         ./train "${args[@]}" 2>"$err" || { cat "$err" >&2; return 1; }
     else
-        ROPELAB_MPI_ALLREDUCE=$mode "${MPIRUN[@]}" ./train "${args[@]}" 2>"$err" || { cat "$err" >&2; return 1; }
+        "${MPIRUN[@]}" ./train "${args[@]}" 2>"$err" || { cat "$err" >&2; return 1; }
     fi
     # median tokens/s of the timed steps (rows WARMUP+1 .. WARMUP+STEPS)
     local tok
@@ -85,7 +83,7 @@ ropelab() {
     local line ar="0" share="0"
     line=$(grep '^mpi: .*all-reduce' "$err" || true)
     if [ -n "$line" ]; then
-        ar=$(sed -n 's/.*) \([0-9.]*\) ms per step.*/\1/p' <<<"$line")
+        ar=$(sed -n 's/.*all-reduce \([0-9.]*\) ms per step.*/\1/p' <<<"$line")
         share=$(sed -n 's/.* = \([0-9.]*\)% of the step.*/\1/p' <<<"$line")
     fi
     local ms
@@ -117,12 +115,11 @@ echo "$(mpirun --version | head -1); $STEPS timed steps after $WARMUP warm-up st
 echo
 
 declare -A BEST
-rows=(r12 r21b r21o t12 t21)
+rows=(r12 r21 t12 t21)
 for cfg in $CONFIGS; do
     for round in $(seq "$ROUNDS"); do
         l=$(ropelab 1 2 "$cfg");            echo "$cfg ropelab 1x2: $l";            BEST[$cfg.r12]=$(better "${BEST[$cfg.r12]:-}" "$l")
-        l=$(ropelab 2 1 "$cfg" blocking);   echo "$cfg ropelab 2x1 blocking: $l";   BEST[$cfg.r21b]=$(better "${BEST[$cfg.r21b]:-}" "$l")
-        l=$(ropelab 2 1 "$cfg" overlap);    echo "$cfg ropelab 2x1 overlap: $l";    BEST[$cfg.r21o]=$(better "${BEST[$cfg.r21o]:-}" "$l")
+        l=$(ropelab 2 1 "$cfg");            echo "$cfg ropelab 2x1: $l";            BEST[$cfg.r21]=$(better "${BEST[$cfg.r21]:-}" "$l")
         if [ $have_torch = 1 ]; then
             l=$(torch_run 1 2 "$cfg");      echo "$cfg torch 1x2: $l";              [ -n "$l" ] && BEST[$cfg.t12]=$(better "${BEST[$cfg.t12]:-}" "$l")
             l=$(torch_run 2 1 "$cfg");      echo "$cfg torch DDP 2x1: $l";          [ -n "$l" ] && BEST[$cfg.t21]=$(better "${BEST[$cfg.t21]:-}" "$l")
@@ -140,8 +137,7 @@ for cfg in $CONFIGS; do
         [ -n "$line" ] || continue
         case $r in
             r12)  name="ropelab"; px="1 x 2"; b=${BATCH[$cfg]} ;;
-            r21b) name="ropelab (blocking all-reduce)"; px="2 x 1"; b=$((BATCH[$cfg] / 2)) ;;
-            r21o) name="ropelab (overlapped all-reduce)"; px="2 x 1"; b=$((BATCH[$cfg] / 2)) ;;
+            r21)  name="ropelab"; px="2 x 1"; b=$((BATCH[$cfg] / 2)) ;;
             t12)  name="PyTorch"; px="1 x 2"; b=${BATCH[$cfg]} ;;
             t21)  name="PyTorch DDP (gloo)"; px="2 x 1"; b=$((BATCH[$cfg] / 2)) ;;
         esac

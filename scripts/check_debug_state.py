@@ -259,6 +259,14 @@ def rope_yarn_no_temperature(T, R, base, scaling="none", factor=1.0, *rest):
     return cos / t, sin / t
 
 
+def rope_yarn_paper_ramp(T, R, base, scaling="none", factor=1.0, *rest):
+    return _rope_cos_sin(T, R, base, "yarn_paper" if scaling == "yarn" else scaling, factor, *rest)
+
+
+def rope_dynamic_unscaled(T, R, base, scaling="none", factor=1.0, *rest):
+    return _rope_cos_sin(T, R, base, "none" if scaling == "dynamic" else scaling, factor, *rest)
+
+
 def rope_ntk_as_linear(T, R, base, scaling="none", factor=1.0, *rest):
     return _rope_cos_sin(T, R, base, "linear" if scaling == "ntk" else scaling, factor, *rest)
 
@@ -313,6 +321,7 @@ def self_test(tmpdir):
         ("rope-yarn", dict(pos="rope", rope_scaling="yarn", rope_scaling_factor=4.0, rope_original_length=8,
                            rope_yarn_beta_fast=4.0, rope_yarn_beta_slow=0.1), T),
         ("rope-ntk", dict(pos="rope", rope_scaling="ntk", rope_scaling_factor=4.0), T),
+        ("rope-dynamic", dict(pos="rope", rope_scaling="dynamic", rope_scaling_factor=2.0, rope_original_length=8), T),
     ]
     mutants = [  # (case label, description, context manager or None, mutate fn or None)
         ("rope", "rotate-half pairing (GPT-NeoX)", lambda: patched("apply_rope", rope_rotate_half), None),
@@ -321,7 +330,9 @@ def self_test(tmpdir):
         ("sinusoidal", "sin and cos swapped", lambda: patched("sinusoidal_table", sinusoidal_swapped), None),
         ("sinusoidal-scaled", "sinusoidal_scale ignored", lambda: patched("sinusoidal_table", sinusoidal_unscaled), None),
         ("rope-yarn", "yarn without its attention temperature", lambda: patched("rope_cos_sin", rope_yarn_no_temperature), None),
+        ("rope-yarn", "yarn's ramp in turns (yarn_paper)", lambda: patched("rope_cos_sin", rope_yarn_paper_ramp), None),
         ("rope-ntk", "ntk as linear interpolation", lambda: patched("rope_cos_sin", rope_ntk_as_linear), None),
+        ("rope-dynamic", "dynamic's base not grown beyond L", lambda: patched("rope_cos_sin", rope_dynamic_unscaled), None),
         ("t5", "round instead of floor in bucket", lambda: patched("t5_bucket", t5_bucket_round), None),
         ("t5", "bias added before 1/sqrt(D)", None, mutant_t5_bias_before_scale),
         ("alibi-H6", "power-of-two slope formula for H=6", lambda: patched("alibi_slopes", alibi_naive), None),

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The long-context study: how each scheme's final models of a comparison do
 # beyond their training length T, and what RoPE's context-extension methods
-# (position interpolation, NTK-aware, YaRN) change, with and without a short
-# fine-tune at 4T.
+# (position interpolation, NTK-aware, YaRN as the ecosystem computes it and as
+# the paper states it, dynamic NTK) change, with and without a short fine-tune at 4T.
 #
 #   scripts/long_context.sh [--compare DIR] [--out DIR] [--mults "1 2 4 8 16"]
 #                           [--finetune-steps N] [--finetune-mult M] [--seeds N] [--quick]
@@ -16,13 +16,15 @@
 #   --finetune-mult M    the fine-tune's length as a multiple of T (default 4)
 #   --quick              for tests: --mults "1 2 4", --finetune-steps 4, 1 seed
 #
-# Variants: rope (no scaling), rope-linear, rope-ntk, rope-yarn (each scaled
-# by factor = length / T at every length), alibi, t5, sinusoidal, none, and
-# learned at T only. Every length scores the same validation tokens: every
+# Variants: rope (no scaling), rope-linear, rope-ntk, rope-yarn (Hugging Face's
+# and llama.cpp's YaRN), rope-yarn_paper (the paper's ramp) (each scaled by
+# factor = length / T at every length), rope-dynamic (Hugging Face's dynamic
+# NTK at factor 2, its documented example, at every length: its base grows with
+# the length by itself), alibi, t5, sinusoidal, none, and learned at T only. Every length scores the same validation tokens: every
 # whole window of 16T tokens of the split, each cut into windows of the length. Then each rope
 # variant is fine-tuned from each seed's final weights at M*T with factor M
-# (./train --init-from, same schedule shape, lr/10) and evaluated at M*T and
-# 16T (factor length/T as before).
+# (dynamic: 2) (./train --init-from, which keeps T as rope_original_length; same
+# schedule shape, lr/10) and evaluated at M*T and 16T (factor length/T as before).
 # Output: results.csv (variant, finetuned, seed, mult, seq_len, loss),
 # positions.csv (loss at each position of a 16T window, mean over the split's windows), report.md,
 # loss_vs_length.png, loss_vs_position.png.
@@ -39,7 +41,7 @@ while [ $# -gt 0 ]; do
     --finetune-mult) ft_mult=$2; shift ;;
     --seeds) seeds=$2; shift ;;
     --quick) mults="1 2 4"; ft_steps=4; seeds=1 ;;
-    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) echo "long_context.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -58,13 +60,15 @@ span=$(( (n_val - 1) / (T * max_mult) * T * max_mult ))
 mkdir -p "$out"
 start=$(date +%s)
 
-rope_variants=(rope rope-linear rope-ntk rope-yarn)
+rope_variants=(rope rope-linear rope-ntk rope-yarn rope-yarn_paper rope-dynamic)
+dynamic_factor=2
 others=(alibi t5 sinusoidal none learned)
 
 # The flags of a rope variant evaluated at mult x its trained length.
 scaling_flags() {   # variant mult
   case "$1" in
     rope) echo "" ;;
+    rope-dynamic) echo "--rope_scaling=dynamic --rope_scaling_factor=$dynamic_factor" ;;
     rope-*) echo "--rope_scaling=${1#rope-} --rope_scaling_factor=$2" ;;
   esac
 }
@@ -106,7 +110,7 @@ for seed in $(seq 1 "$seeds"); do
       # shellcheck disable=SC2046
       ./train "$config" --pos=rope --seed="$seed" --out_dir="$dir" --overwrite --quiet --threads=0 \
               --init-from="$compare/rope-s$seed/model.safetensors" --block_size="$ft_len" \
-              $( [ "$v" = rope ] || echo "--rope_scaling=${v#rope-} --rope_scaling_factor=$ft_mult --rope_original_length=$T" ) \
+              $(scaling_flags "$v" "$ft_mult") \
               --steps="$ft_steps" --warmup_steps=$(( ft_steps / 10 + 1 )) --lr="$lr" --min_lr="$min_lr" \
               --batch_size=$(( $(key batch_size) * T / ft_len > 0 ? $(key batch_size) * T / ft_len : 1 )) \
               --eval_every=0 --eval_batches=2 --save_every=0
@@ -117,9 +121,8 @@ for seed in $(seq 1 "$seeds"); do
       len=$(( T * m ))
       # The fine-tuned model was trained at ft_len with factor ft_mult; at len it
       # is scaled by len/T overall, as the untuned variants are.
-      flags=()
-      [ "$v" = rope ] || flags=(--rope_scaling="${v#rope-}" --rope_scaling_factor="$m")
-      loss=$(eval_loss "$dir/model.safetensors" "$len" "${flags[@]}")
+      # shellcheck disable=SC2046
+      loss=$(eval_loss "$dir/model.safetensors" "$len" $(scaling_flags "$v" "$m"))
       echo "$v,1,$seed,$m,$len,$loss" >> "$results.tmp"
     done
   done

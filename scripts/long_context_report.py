@@ -16,8 +16,10 @@ import os
 import statistics
 import sys
 
-ORDER = ["rope", "rope-linear", "rope-ntk", "rope-yarn", "alibi", "t5", "sinusoidal", "none", "learned"]
+ORDER = ["rope", "rope-linear", "rope-ntk", "rope-yarn", "rope-yarn_paper", "rope-dynamic", "alibi", "t5", "sinusoidal",
+         "none", "learned"]
 COLOURS = {"rope": "tab:red", "rope-linear": "tab:pink", "rope-ntk": "tab:olive", "rope-yarn": "tab:brown",
+           "rope-yarn_paper": "tab:cyan", "rope-dynamic": "black",
            "alibi": "tab:orange", "t5": "tab:purple", "sinusoidal": "tab:green", "none": "tab:gray",
            "learned": "tab:blue"}
 
@@ -54,9 +56,10 @@ def main():
              f"Each final model of the comparison (trained at T = {T}) scored on the same validation tokens "
              f"(every whole window of {max(mults) * T} tokens of the split) with windows of "
              f"{', '.join(str(m * T) for m in mults)} tokens; mean ± sd over {seeds} seed(s). "
-             "rope-linear (position interpolation), rope-ntk (NTK-aware base) and rope-yarn (YaRN) rescale the "
-             "trained rope model's angles by factor = length / T, without training. `learned` has no "
-             "position beyond T.\n",
+             "rope-linear (position interpolation), rope-ntk (NTK-aware base), rope-yarn (YaRN as Hugging Face "
+             "and llama.cpp compute it) and rope-yarn_paper (YaRN's ramp as the paper states it) rescale the "
+             "trained rope model's angles by factor = length / T, without training; rope-dynamic (Hugging Face's "
+             "dynamic NTK, factor 2) grows its base with the length. `learned` has no position beyond T.\n",
              "![loss against evaluation length](loss_vs_length.png)\n",
              "| variant | " + " | ".join(f"{m}T = {m * T}" for m in mults) + " |",
              "|---|" + "---|" * len(mults)]
@@ -71,7 +74,7 @@ def main():
         lines += [f"\n## After a short fine-tune at {ft_mult}T\n",
                   f"Each rope variant fine-tuned from each seed's final weights for {ft_steps} steps at "
                   f"{ft_mult}T = {ft_mult * T} tokens (the same tokens per step as the original run, lr / 10), "
-                  f"with its scaling at factor {ft_mult}; then scored as above (factor = length / T). "
+                  f"with its scaling at factor {ft_mult} (dynamic: 2); then scored as above (factor = length / T). "
                   + (f"The {len([k for k in table if k[1] == 1 and k[2] == ft_mult]) * seeds} fine-tunes took "
                      f"{int(wall['finetune_s']) / 60:.1f} min in all." if "finetune_s" in wall else "") + "\n",
                   "| variant | " + " | ".join(f"{m}T untuned" + f" | {m}T tuned" for m in tuned) + " |",

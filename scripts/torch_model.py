@@ -38,7 +38,7 @@ POS_KINDS = ("rope", "learned", "sinusoidal", "t5", "alibi", "none")
 # What a file written before a key existed means by its absence (the C table's if_absent).
 IF_ABSENT = {"sinusoidal_scale": 1.0, "rope_scaling": "none", "rope_scaling_factor": 1.0,
              "rope_original_length": 0, "rope_yarn_beta_fast": 32.0, "rope_yarn_beta_slow": 1.0}
-ROPE_SCALINGS = ("none", "linear", "ntk", "yarn")
+ROPE_SCALINGS = ("none", "linear", "ntk", "yarn", "yarn_paper", "dynamic")
 
 
 @dataclass
@@ -57,9 +57,9 @@ class GPTConfig:
     t5_num_buckets: int = 32
     t5_max_distance: int = 128
     sinusoidal_scale: float = 0.02  # PE is multiplied by it (files without the key: 1)
-    rope_scaling: str = "none"      # none | linear | ntk | yarn (beyond the training length)
+    rope_scaling: str = "none"      # one of ROPE_SCALINGS (beyond the training length)
     rope_scaling_factor: float = 1.0
-    rope_original_length: int = 0   # yarn: the trained length L (0: block_size)
+    rope_original_length: int = 0   # yarn, yarn_paper, dynamic: the trained length L (0: block_size)
     rope_yarn_beta_fast: float = 32.0
     rope_yarn_beta_slow: float = 1.0
 
@@ -95,9 +95,10 @@ class GPTConfig:
                              + (" (head_dim is odd: set rope_dims)" if self.head_dim % 2 else ""))
         if self.pos == "rope" and self.rope_scaling not in ROPE_SCALINGS:
             raise ValueError(f"rope_scaling '{self.rope_scaling}' is not one of {', '.join(ROPE_SCALINGS)}")
-        if self.pos == "rope" and self.rope_scaling == "ntk" and self.rope_dims <= 2:
-            raise ValueError("rope_scaling=ntk needs rope_dims > 2 (base' = base s^(R/(R-2)))")
-        if self.pos == "rope" and self.rope_scaling == "yarn" and not self.rope_yarn_beta_fast > self.rope_yarn_beta_slow:
+        if self.pos == "rope" and self.rope_scaling in ("ntk", "dynamic") and self.rope_dims <= 2:
+            raise ValueError(f"rope_scaling={self.rope_scaling} needs rope_dims > 2 (its base is raised to R/(R-2))")
+        if (self.pos == "rope" and self.rope_scaling in ("yarn", "yarn_paper")
+                and not self.rope_yarn_beta_fast > self.rope_yarn_beta_slow):
             raise ValueError(f"rope_yarn_beta_fast ({self.rope_yarn_beta_fast}) must be larger than "
                              f"rope_yarn_beta_slow ({self.rope_yarn_beta_slow})")
         if self.pos == "t5" and (self.t5_num_buckets < 2 or self.t5_max_distance <= self.t5_num_buckets // 2):
@@ -143,21 +144,39 @@ def rope_cos_sin(T, R, rope_base, scaling="none", factor=1.0, original_length=0,
     theta_i = rope_base^(-2i/R), then, beyond the training length (factor s):
       linear: theta_i / s  (position interpolation: m reads as m/s)
       ntk:    rope_base * s^(R/(R-2)) as the base (NTK-aware)
-      yarn:   r_i = L theta_i / (2 pi) turns over the trained length L
-              (original_length), ramp g_i = clamp((r_i - beta_slow) /
-              (beta_fast - beta_slow), 0, 1), theta_i' = (1 - g_i) theta_i / s
+      yarn:   as Hugging Face's _compute_yarn_parameters: the pair index that turns
+              beta times over the trained length L (original_length) is
+              d(beta) = R ln(L / (2 pi beta)) / (2 ln rope_base); low = max(floor(d(beta_fast)), 0),
+              high = min(ceil(d(beta_slow)), R - 1), kept share g_i = 1 - clamp((i - low) /
+              (high - low), 0, 1) (high - low at least 0.001), theta_i' = (1 - g_i) theta_i / s
               + g_i theta_i, and cos, sin times 0.1 ln s + 1 (YaRN's sqrt(1/t)).
+      yarn_paper: the paper's ramp, in turns r_i = L theta_i / (2 pi):
+              g_i = clamp((r_i - beta_slow) / (beta_fast - beta_slow), 0, 1), the same theta_i'
+              and temperature.
+      dynamic: Hugging Face's dynamic NTK for a pass over T positions: when T > L,
+              rope_base (s T / L - (s - 1))^(R/(R-2)) as the base.
     """
     i = torch.arange(R // 2, dtype=torch.float64)
-    base = rope_base * factor ** (R / (R - 2)) if scaling == "ntk" else rope_base
+    L = original_length
+    base = rope_base
+    if scaling == "ntk":
+        base = rope_base * factor ** (R / (R - 2))
+    if scaling == "dynamic" and T > L:
+        base = rope_base * (factor * T / L - (factor - 1)) ** (R / (R - 2))
     theta = base ** (-2.0 * i / R)
     scale = 1.0
     if scaling == "linear":
         theta = theta / factor
-    elif scaling == "yarn":
-        turns = original_length * theta / (2 * math.pi)
-        ramp = ((turns - beta_slow) / (beta_fast - beta_slow)).clamp(0.0, 1.0)
-        theta = (1 - ramp) * theta / factor + ramp * theta
+    elif scaling in ("yarn", "yarn_paper"):
+        if scaling == "yarn":
+            def dim(turns):
+                return R * math.log(L / (turns * 2 * math.pi)) / (2 * math.log(rope_base))
+            low, high = max(math.floor(dim(beta_fast)), 0), min(math.ceil(dim(beta_slow)), R - 1)
+            keep = 1 - ((i - low) / max(high - low, 0.001)).clamp(0.0, 1.0)
+        else:
+            turns = L * theta / (2 * math.pi)
+            keep = ((turns - beta_slow) / (beta_fast - beta_slow)).clamp(0.0, 1.0)
+        theta = (1 - keep) * theta / factor + keep * theta
         if factor > 1:
             scale = 0.1 * math.log(factor) + 1.0
     m = torch.arange(T, dtype=torch.float64)
@@ -228,7 +247,7 @@ def bf16_round(x):
 
 
 class Bf16Linear(torch.autograd.Function):
-    """The C program's products with precision=bf16 (src/model/linear.c): the
+    """The C program's products with precision=bf16 (src/model/engine_onednn.c): the
     inputs of each product rounded to bf16, the sums exact (here float64):
       forward   y = bf16(x) bf16(W)^T + b
       backward  dx = bf16(dy) bf16(W),  dW = bf16(dy)^T bf16(x),  db = sum dy
@@ -268,7 +287,7 @@ def linear(module_or_weight, x, bf16, bias=None):
 
 class Bf16Attention(torch.autograd.Function):
     """Causal attention as the C program computes it with precision=bf16
-    (src/model/attention_onednn.c): the inputs of its five products rounded
+    (src/model/onednn_attention.c): the inputs of its five products rounded
     to bf16, the sums exact (here float64), scores, softmax and dS unrounded:
       forward   s = scale bf16(q) bf16(k)^T + bias, masked;  p = softmax(s);
                 y = bf16(p) bf16(v)

@@ -2,16 +2,16 @@
 // from bf16? One causal attention forward + backward at the model shapes of
 // configs S and M, three ways, alternating in each round:
 //
-//   fp32-openblas   attention.c (cblas_sgemm): the model with the OpenBLAS engine
-//   fp32-onednn     attention_onednn.c in fp32: the model with --matmul=onednn
-//   bf16-onednn     attention_onednn.c in bf16: the model with --precision=bf16
+//   fp32-openblas   engine_openblas.c (cblas_sgemm): the model with the OpenBLAS engine
+//   fp32-onednn     onednn_attention.c in fp32: the model with --matmul=onednn
+//   bf16-onednn     onednn_attention.c in bf16: the model with --precision=bf16
 //
 //   build/bench_attention [--config S|M|both] [--rounds 9] [--threads N (default: all cores)]
 //
 // Configs S and M (util_bench.h, as bench_model.c): head dim D = 32 in both;
 // no bias table (rope, learned, sinusoidal).
 // Data: qkv and dout N(0,1) (scores of sd 1: a softmax neither flat nor
-// one-hot). Correctness is tested in tests/test_model_attention_onednn.c;
+// one-hot). Correctness is tested in tests/test_model_attention.c;
 // here the largest difference from fp32-openblas, relative to its largest
 // value, is printed beside the times as a sanity figure.
 //
@@ -38,8 +38,7 @@
 #include "common/blas_cpu.h"
 #include "common/rng.h"
 #include "common/threads.h"
-#include "model/attention_onednn.h"
-#include "model/layers.h"
+#include "model/engine.h"
 #include "util_bench.h"
 
 enum { MAX_ROUNDS = 101, N_VARIANTS = 3 };
@@ -63,36 +62,33 @@ static double max_rel_diff(const float *x, const float *ref, size_t n) {
 
 typedef struct { float *out, *lse, *dqkv; } Outputs;
 
-// One forward + backward of variant v (engine NULL: attention.c); times in *tf, *tb.
-static int run(AttentionEngine *engine, const BenchConfig *c, Outputs *o, const float *qkv, const float *dout,
-               float *scratch, int n_threads, double *tf, double *tb) {
+// One forward + backward on engine e; times in *tf, *tb; 0, or -1 with the engine's message in err.
+static int run(Engine *e, const BenchConfig *c, Outputs *o, const float *qkv, const float *dout, double *tf,
+               double *tb, char *err, size_t errlen) {
     double t0 = now_s();
-    if (!engine) attention_forward(o->out, o->lse, qkv, NULL, scratch, n_threads, c->B, c->T, c->C, c->H);
-    else if (attention_engine_forward(engine, o->out, o->lse, qkv, NULL, n_threads, c->B, c->T) != 0) return -1;
+    e->attention_forward(e, o->out, o->lse, qkv, NULL, c->B, c->T, c->C, c->H);
     double t1 = now_s();
-    if (!engine) attention_backward(o->dqkv, NULL, dout, qkv, o->lse, NULL, scratch, n_threads, c->B, c->T, c->C, c->H);
-    else if (attention_engine_backward(engine, o->dqkv, NULL, dout, qkv, o->lse, NULL, n_threads, c->B, c->T) != 0)
-        return -1;
+    e->attention_backward(e, o->dqkv, NULL, dout, qkv, o->lse, NULL, c->B, c->T, c->C, c->H);
     *tf = t1 - t0;
     *tb = now_s() - t1;
-    return 0;
+    return engine_failed(e, err, errlen);
 }
 
 static int bench_config(const BenchConfig *c, int rounds, int n_threads, int have_bf16) {
     const size_t n_qkv = (size_t)c->B * c->T * 3 * c->C, n_out = (size_t)c->B * c->T * c->C;
     float *qkv = alloc_floats(n_qkv), *dout = alloc_floats(n_out);
-    float *scratch = alloc_floats(n_threads * attention_scratch_floats(c->T));
     Rng rng;
     rng_seed(&rng, 1234);
     for (size_t i = 0; i < n_qkv; i++) qkv[i] = (float)rng_normal(&rng);
     for (size_t i = 0; i < n_out; i++) dout[i] = (float)rng_normal(&rng);
-    AttentionEngine *engine[N_VARIANTS] = {NULL};
+    Engine *engine[N_VARIANTS] = {NULL};
     Outputs o[N_VARIANTS];
     char err[256];
     int n_variants = have_bf16 ? 3 : 2;
     for (int v = 0; v < n_variants; v++) {
         o[v] = (Outputs){alloc_floats(n_out), alloc_floats((size_t)c->B * c->H * c->T), alloc_floats(n_qkv)};
-        if (v > 0 && attention_engine_create(&engine[v], v == 2, c->C, c->H, err, sizeof err) != 0) {
+        if ((v == 0 ? engine_openblas_create(&engine[v], err, sizeof err)
+                    : engine_onednn_create(&engine[v], v == 2, WEIGHTS_DEFAULT, err, sizeof err)) != 0) {
             fprintf(stderr, "bench_attention: %s\n", err);
             return 1;
         }
@@ -105,8 +101,8 @@ static int bench_config(const BenchConfig *c, int rounds, int n_threads, int hav
     for (int r = -2; r < rounds; r++)
         for (int v = 0; v < n_variants; v++) {
             double tf, tb;
-            if (run(engine[v], c, &o[v], qkv, dout, scratch, n_threads, &tf, &tb) != 0) {
-                fprintf(stderr, "bench_attention: %s\n", attention_engine_error(engine[v]));
+            if (run(engine[v], c, &o[v], qkv, dout, &tf, &tb, err, sizeof err) != 0) {
+                fprintf(stderr, "bench_attention: %s\n", err);
                 return 1;
             }
             if (r < 0) continue;
@@ -125,10 +121,10 @@ static int bench_config(const BenchConfig *c, int rounds, int n_threads, int hav
     }
     fflush(stdout);
     for (int v = 0; v < n_variants; v++) {
-        attention_engine_free(engine[v]);
+        engine[v]->free(engine[v]);
         free(o[v].out); free(o[v].lse); free(o[v].dqkv);
     }
-    free(qkv); free(dout); free(scratch);
+    free(qkv); free(dout);
     return 0;
 }
 

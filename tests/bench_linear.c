@@ -1,5 +1,5 @@
-// bench_linear.c: the linear layers' three products on each matmul engine
-// (linear.h) at the model shapes of configs S and M: GFLOP/s of forward,
+// bench_linear.c: the linear layers' three products on each engine
+// (src/model/engine.h) at the model shapes of configs S and M: GFLOP/s of forward,
 // dinp and dW, median and best over interleaved rounds, and the cost of
 // re-making the weight copies after an optimizer step.
 //
@@ -7,7 +7,7 @@
 //                      [--engines openblas-fp32,onednn-bf16,...]
 //
 // Engines (columns):
-//   openblas-fp32        matmul.c (cblas_sgemm, one slice per thread): the baseline
+//   openblas-fp32        engine_openblas.c (cblas_sgemm, one slice per thread): the baseline
 //   onednn-fp32          oneDNN fp32, weights read in place (packed inside each call)
 //   onednn-fp32-packed   oneDNN fp32, two packed fp32 copies per weight
 //   onednn-bf16          oneDNN bf16, two packed bf16 copies per weight (W^T, W)
@@ -20,9 +20,9 @@
 // C -> OC: c_attn C -> 3C, attn.c_proj C -> C, c_fc C -> 4C, mlp.c_proj
 // 4C -> C (each L times per step), the tied head C -> V (once; no bias).
 // FLOPs of each product: 2 N C OC.
-//   forward  out = inp W^T + b          linear_forward
-//   dinp     dinp = dout W              linear_backward(dinp, NULL, NULL)
-//   dW       dW += dout^T inp           linear_backward(NULL, dW, NULL)
+//   forward  out = inp W^T + b          e->linear_forward
+//   dinp     dinp = dout W              e->linear_backward(dinp, NULL, NULL)
+//   dW       dW += dout^T inp           e->linear_backward(NULL, dW, NULL)
 //   repack   weights_changed + prepack  every copy of one weight re-made
 // bf16 timings include rounding the activations to bf16 (part of the cost).
 //
@@ -44,22 +44,21 @@
 
 #include "common/blas_cpu.h"
 #include "common/threads.h"
-#include "model/linear.h"
+#include "model/engine.h"
 #include "util_bench.h"
 
 typedef struct {
     const char *name;
-    MatmulBackend backend;
-    Precision precision;
+    int onednn, bf16;
     WeightLayout layout;
 } EngineSpec;
 
 static const EngineSpec ENGINES[] = {
-    {"openblas-fp32", MATMUL_OPENBLAS, PRECISION_FP32, WEIGHTS_DEFAULT},
-    {"onednn-fp32", MATMUL_ONEDNN, PRECISION_FP32, WEIGHTS_PLAIN},
-    {"onednn-fp32-packed", MATMUL_ONEDNN, PRECISION_FP32, WEIGHTS_PACKED},
-    {"onednn-bf16", MATMUL_ONEDNN, PRECISION_BF16, WEIGHTS_PACKED},
-    {"onednn-bf16-plain", MATMUL_ONEDNN, PRECISION_BF16, WEIGHTS_PLAIN},
+    {"openblas-fp32", 0, 0, WEIGHTS_DEFAULT},
+    {"onednn-fp32", 1, 0, WEIGHTS_PLAIN},
+    {"onednn-fp32-packed", 1, 0, WEIGHTS_PACKED},
+    {"onednn-bf16", 1, 1, WEIGHTS_PACKED},
+    {"onednn-bf16-plain", 1, 1, WEIGHTS_PLAIN},
 };
 enum { MAX_ENGINES = sizeof ENGINES / sizeof ENGINES[0] };
 
@@ -72,7 +71,6 @@ typedef struct {
     const char *name;
     int C, OC, has_bias, per_step;         // per_step: how many such layers a step runs
     float *inp, *W, *b, *out, *dout, *dinp, *dW;
-    int wid[MAX_ENGINES];
     int reps[N_OPS][MAX_ENGINES];          // calls per sample
     size_t copy_bytes[MAX_ENGINES];        // memory of this weight's copies
     double sec[N_OPS][MAX_ENGINES][MAX_ROUNDS];   // seconds per call
@@ -96,29 +94,46 @@ static float *filled(size_t n, unsigned seed) {   // uniform in [-0.5, 0.5)
 }
 
 // One call of product op of layer ly on engine e; exits on failure.
-static void run_once(LinearEngine *e, Layer *ly, int wid, int op, int N) {
-    int rc = 0;
-    if (op == OP_FWD) rc = linear_forward(e, wid, ly->out, ly->inp, ly->has_bias ? ly->b : NULL, N);
-    else if (op == OP_DINP) rc = linear_backward(e, wid, ly->dinp, NULL, NULL, ly->dout, ly->inp, N);
-    else if (op == OP_DW) rc = linear_backward(e, wid, NULL, ly->dW, NULL, ly->dout, ly->inp, N);
+static void run_once(Engine *e, Layer *ly, int op, int N) {
+    if (op == OP_FWD) e->linear_forward(e, ly->out, ly->inp, ly->W, ly->has_bias ? ly->b : NULL, N, ly->C, ly->OC);
+    else if (op == OP_DINP) e->linear_backward(e, ly->dinp, NULL, NULL, ly->dout, ly->inp, ly->W, N, ly->C, ly->OC);
+    else if (op == OP_DW) e->linear_backward(e, NULL, ly->dW, NULL, ly->dout, ly->inp, ly->W, N, ly->C, ly->OC);
     else {
-        linear_engine_weights_changed(e);
-        rc = linear_engine_prepack(e, wid);
+        e->weights_changed(e);
+        engine_onednn_prepack(e, ly->W, ly->OC, ly->C);
     }
-    if (rc != 0) {
-        fprintf(stderr, "%s %s: %s\n", ly->name, OP_NAMES[op], linear_engine_error(e));
+    char err[256];
+    if (engine_failed(e, err, sizeof err) != 0) {
+        fprintf(stderr, "%s %s: %s\n", ly->name, OP_NAMES[op], err);
         exit(1);
     }
 }
 
-static double time_calls(LinearEngine *e, Layer *ly, int wid, int op, int N, int reps) {
+static double time_calls(Engine *e, Layer *ly, int op, int N, int reps) {
     double t0 = now_s();
-    for (int i = 0; i < reps; i++) run_once(e, ly, wid, op, N);
+    for (int i = 0; i < reps; i++) run_once(e, ly, op, N);
     return (now_s() - t0) / reps;
 }
 
-static int has_copies(const EngineSpec *s) {
-    return s->backend == MATMUL_ONEDNN && (s->precision == PRECISION_BF16 || s->layout == WEIGHTS_PACKED);
+static int has_copies(const EngineSpec *s) { return s->onednn && (s->bf16 || s->layout == WEIGHTS_PACKED); }
+
+static Engine *engine_for(const EngineSpec *s) {
+    Engine *e = NULL;
+    char err[256];
+    if ((s->onednn ? engine_onednn_create(&e, s->bf16, s->layout, err, sizeof err)
+                   : engine_openblas_create(&e, err, sizeof err)) != 0) {
+        fprintf(stderr, "%s: %s\n", s->name, err);
+        exit(1);
+    }
+    return e;
+}
+
+// The bytes of weight copies an engine holds (0 for OpenBLAS).
+static size_t copy_bytes(const Engine *e, const EngineSpec *s) {
+    if (!s->onednn) return 0;
+    OnednnStats st;
+    engine_onednn_stats(e, &st);
+    return st.weight_copy_bytes;
 }
 
 static void bench_config(const BenchConfig *cfg, const int *use, int n_use, int rounds, double min_s) {
@@ -130,16 +145,8 @@ static void bench_config(const BenchConfig *cfg, const int *use, int n_use, int 
         {.name = "mlp.c_proj", .C = 4 * C, .OC = C, .has_bias = 1, .per_step = cfg->L},
         {.name = "head", .C = C, .OC = cfg->V, .has_bias = 0, .per_step = 1},
     };
-    LinearEngine *engines[MAX_ENGINES] = {0};
-    char err[256];
-    for (int j = 0; j < n_use; j++) {
-        const EngineSpec *s = &ENGINES[use[j]];
-        if (linear_engine_create(&engines[j], s->backend, s->precision, err, sizeof err) != 0 ||
-            linear_engine_set_weight_layout(engines[j], s->layout, err, sizeof err) != 0) {
-            fprintf(stderr, "%s: %s\n", s->name, err);
-            exit(1);
-        }
-    }
+    Engine *engines[MAX_ENGINES] = {0};
+    for (int j = 0; j < n_use; j++) engines[j] = engine_for(&ENGINES[use[j]]);
     for (int l = 0; l < N_LAYERS; l++) {
         Layer *ly = &layers[l];
         size_t nin = (size_t)N * ly->C, nout = (size_t)N * ly->OC, nw = (size_t)ly->OC * ly->C;
@@ -150,26 +157,20 @@ static void bench_config(const BenchConfig *cfg, const int *use, int n_use, int 
         ly->out = filled(nout, 41 + l);
         ly->dinp = filled(nin, 51 + l);
         ly->dW = filled(nw, 61 + l);
-        for (int j = 0; j < n_use; j++) {
-            ly->wid[j] = linear_engine_add_weight(engines[j], ly->W, ly->OC, ly->C, err, sizeof err);
-            if (ly->wid[j] < 0) { fprintf(stderr, "%s\n", err); exit(1); }
-        }
     }
     // warm-up round: primitives and copies made, repetitions fixed
     for (int l = 0; l < N_LAYERS; l++) {
         Layer *ly = &layers[l];
         for (int j = 0; j < n_use; j++) {
-            LinearEngineStats before, after;
-            linear_engine_stats(engines[j], &before);
+            size_t before = copy_bytes(engines[j], &ENGINES[use[j]]);
             for (int op = 0; op < N_OPS; op++) {
                 if (op == OP_REPACK && !has_copies(&ENGINES[use[j]])) { ly->reps[op][j] = 0; continue; }
-                run_once(engines[j], ly, ly->wid[j], op, N);
-                double t = time_calls(engines[j], ly, ly->wid[j], op, N, 1);
+                run_once(engines[j], ly, op, N);
+                double t = time_calls(engines[j], ly, op, N, 1);
                 int reps = (int)ceil(min_s / (t > 1e-7 ? t : 1e-7));
                 ly->reps[op][j] = reps < 1 ? 1 : reps > 100000 ? 100000 : reps;
             }
-            linear_engine_stats(engines[j], &after);
-            ly->copy_bytes[j] = after.weight_copy_bytes - before.weight_copy_bytes;
+            ly->copy_bytes[j] = copy_bytes(engines[j], &ENGINES[use[j]]) - before;
         }
     }
     for (int r = 0; r < rounds; r++)
@@ -179,7 +180,7 @@ static void bench_config(const BenchConfig *cfg, const int *use, int n_use, int 
                     int j = r % 2 == 0 ? k : n_use - 1 - k;   // A B C, then C B A
                     Layer *ly = &layers[l];
                     if (ly->reps[op][j] == 0) continue;
-                    ly->sec[op][j][r] = time_calls(engines[j], ly, ly->wid[j], op, N, ly->reps[op][j]);
+                    ly->sec[op][j][r] = time_calls(engines[j], ly, op, N, ly->reps[op][j]);
                 }
 
     printf("\n## config %s: N = %d rows, C = %d, V = %d, L = %d; %d threads, %d rounds\n", cfg->name, N, C,
@@ -192,7 +193,7 @@ static void bench_config(const BenchConfig *cfg, const int *use, int n_use, int 
     printf("\n");
     int base = -1;   // the openblas column, if measured
     for (int j = 0; j < n_use; j++)
-        if (ENGINES[use[j]].backend == MATMUL_OPENBLAS) base = j;
+        if (!ENGINES[use[j]].onednn) base = j;
     for (int l = 0; l < N_LAYERS; l++)
         for (int op = 0; op < OP_REPACK; op++) {
             Layer *ly = &layers[l];
@@ -228,7 +229,7 @@ static void bench_config(const BenchConfig *cfg, const int *use, int n_use, int 
         else printf(" - |");
         printf(" %.2f |\n", copy_mib);
     }
-    for (int j = 0; j < n_use; j++) linear_engine_free(engines[j]);
+    for (int j = 0; j < n_use; j++) engines[j]->free(engines[j]);
     for (int l = 0; l < N_LAYERS; l++) {
         Layer *ly = &layers[l];
         free(ly->inp); free(ly->W); free(ly->b); free(ly->out); free(ly->dout); free(ly->dinp); free(ly->dW);
@@ -278,16 +279,9 @@ int main(int argc, char **argv) {
            "(a busy machine makes every number here unreliable)\n",
            when, omp_get_max_threads(), core ? core : "?", load[0], load[1], load[2]);
     for (int j = 0; j < n_use; j++) {
-        LinearEngine *e;
-        char err[256];
-        const EngineSpec *s = &ENGINES[use[j]];
-        if (linear_engine_create(&e, s->backend, s->precision, err, sizeof err) != 0 ||
-            linear_engine_set_weight_layout(e, s->layout, err, sizeof err) != 0) {
-            fprintf(stderr, "%s: %s\n", s->name, err);
-            return 1;
-        }
-        printf("# %-20s %s\n", s->name, linear_engine_describe(e));
-        linear_engine_free(e);
+        Engine *e = engine_for(&ENGINES[use[j]]);
+        printf("# %-20s %s\n", ENGINES[use[j]].name, e->describe);
+        e->free(e);
     }
     for (size_t i = 0; i < sizeof CONFIGS / sizeof CONFIGS[0]; i++)
         if (!strcmp(config, "all") || !strcmp(config, CONFIGS[i].name))

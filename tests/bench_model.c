@@ -46,9 +46,8 @@
 #include "model/gpt.h"
 #include "model/gpt_internal.h"
 #include "util_gradcheck.h"
-#include "model/layers.h"
 #include "util_bench.h"
-#include "model/linear.h"
+#include "model/engine.h"
 #include "model/pos.h"
 #include "train/adamw.h"
 
@@ -90,7 +89,7 @@ static double sgemm_peak(int reps) {
     return best;
 }
 
-// The peak of a matmul engine, measured as the model uses it: linear.h's
+// The peak of a matmul engine, measured as the model uses it: its linear
 // forward product out (N,OC) = inp (N,C) W^T + b, in the engine's default
 // weight layout (the one gpt_set_matmul uses: fp32 reads W in place, bf16
 // from packed bf16 copies, made once before the timing as after an optimizer
@@ -100,7 +99,9 @@ static double sgemm_peak(int reps) {
 // 2048 -> 2048. The median of `reps` calls per shape (after one untimed call
 // that creates the primitive and the copies), the best shape's, all threads.
 // Returns 0 if the engine cannot be created (message on stderr).
-static double linear_peak(MatmulBackend backend, Precision precision, int reps) {
+static double linear_peak(GPTMatmul matmul, GPTPrecision precision, int reps) {
+    const char *engine_name = matmul == GPT_MATMUL_ONEDNN ? "onednn" : "openblas";
+    const char *precision_s = precision == GPT_BF16 ? "bf16" : "fp32";
     static const int shapes[][2] = {{1024, 1024}, {1024, 4096}, {4096, 1024}, {2048, 2048}};
     enum { N = 2048 };
     double best = 0.0;
@@ -109,36 +110,38 @@ static double linear_peak(MatmulBackend backend, Precision precision, int reps) 
         float *inp = malloc((size_t)N * C * sizeof(float)), *W = malloc((size_t)OC * C * sizeof(float)),
               *b = malloc((size_t)OC * sizeof(float)), *out = malloc((size_t)N * OC * sizeof(float));
         char err[256];
-        LinearEngine *e = NULL;   // a weight stays registered while its engine lives: one engine per shape
-        if (!inp || !W || !b || !out || linear_engine_create(&e, backend, precision, err, sizeof err) != 0) {
+        Engine *e = NULL;   // a weight stays registered while its engine lives: one engine per shape
+        int rc = !inp || !W || !b || !out ? -1
+                 : matmul == GPT_MATMUL_ONEDNN ? engine_onednn_create(&e, precision == GPT_BF16, WEIGHTS_DEFAULT, err, sizeof err)
+                                               : engine_openblas_create(&e, err, sizeof err);
+        if (rc != 0) {
             fprintf(stderr, "bench_model: %s\n", !inp || !W || !b || !out ? "out of memory" : err);
             free(inp); free(W); free(b); free(out);
             return 0.0;   // e.g. bf16 on a CPU without native bf16 dot products
         }
         if (si == 0)
-            printf("matmul_engine engine=%s precision=%s describe=\"%s\"\n", matmul_backend_name(backend),
-                   precision_name(precision), linear_engine_describe(e));
+            printf("matmul_engine engine=%s precision=%s describe=\"%s\"\n", engine_name, precision_s, e->describe);
         for (size_t i = 0; i < (size_t)N * C; i++) inp[i] = (float)(i % 7) * 0.1f - 0.3f;
         for (size_t i = 0; i < (size_t)OC * C; i++) W[i] = (float)(i % 5) * 0.01f - 0.02f;
         for (int i = 0; i < OC; i++) b[i] = 0.01f * (float)(i % 3);
-        int wid = linear_engine_add_weight(e, W, OC, C, err, sizeof err);
         double t[16];
-        int ok = wid >= 0 && linear_forward(e, wid, out, inp, b, N) == 0;   // primitive and copies made
+        e->linear_forward(e, out, inp, W, b, N, C, OC);   // primitive and copies made
+        int ok = engine_failed(e, err, sizeof err) == 0;
         for (int r = 0; ok && r < reps; r++) {
             double t0 = now_s();
-            ok = linear_forward(e, wid, out, inp, b, N) == 0;
+            e->linear_forward(e, out, inp, W, b, N, C, OC);
             t[r] = now_s() - t0;
+            ok = engine_failed(e, err, sizeof err) == 0;
         }
         if (ok) {
             double gf = 2.0 * N * (double)C * OC / median(t, reps) / 1e9;
             printf("linear engine=%s precision=%s n=%d c=%d oc=%d threads=%d gflops=%.1f\n",
-                   matmul_backend_name(backend), precision_name(precision), N, C, OC, omp_get_max_threads(), gf);
+                   engine_name, precision_s, N, C, OC, omp_get_max_threads(), gf);
             if (gf > best) best = gf;
         } else {
-            fprintf(stderr, "bench_model: %s %s forward %d -> %d: %s\n", matmul_backend_name(backend),
-                    precision_name(precision), C, OC, wid >= 0 ? linear_engine_error(e) : err);
+            fprintf(stderr, "bench_model: %s %s forward %d -> %d: %s\n", engine_name, precision_s, C, OC, err);
         }
-        linear_engine_free(e);
+        e->free(e);
         free(inp); free(W); free(b); free(out);
     }
     return best;
@@ -253,11 +256,7 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
                      double peak, int attention_openblas) {
     GPT *model = bench_gpt(bc, pos, mm, prec);
     if (!model) return 1;
-    char err[256];
-    if (attention_openblas && gpt_set_attention_onednn(model, 0, err, sizeof err) != 0) {
-        fprintf(stderr, "bench_model: %s\n", err);
-        return 1;
-    }
+    if (attention_openblas && mm == GPT_MATMUL_ONEDNN) engine_onednn_attention_on_onednn(model->engine, 0);
     // where attention's products run: oneDNN with the oneDNN engine, unless --attention openblas
     const char *attention = mm == GPT_MATMUL_ONEDNN && !attention_openblas ? "onednn" : "openblas";
     printf("# matmul %s\n", gpt_matmul_describe(model));
@@ -291,8 +290,8 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
         float *g = gpt_grads(model);
         double norm = grad_global_norm(g, n_params);   // as ./train does: norm, clip, update
         grad_clip(g, n_params, norm, 1.0f);
-        adamw_step(&opt, gpt_params(model), g, entries, n_entries, 3e-4f, s + 1);
-        gpt_params_changed(model);   // as ./train: bf16 weight copies re-made at the next forward (timed there)
+        adamw_step(&opt, gpt_params(model), g, entries, n_entries, 3e-4f, s + 1);   // bf16 copies re-made at the
+                                                                                    // next forward (timed there)
         double t3 = now_s();
         if (s == 0) loss_first = loss;
         loss_last = loss;
@@ -306,7 +305,7 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
     double acct_state = 4.0 * 4.0 * n_params / (1024.0 * 1024.0);   // params, grads, m, v
     double acct_act = gpt_activation_bytes(model) / (1024.0 * 1024.0);
     // the engine's own: weight copies (bf16: two per weight) and scratch (inputs in bf16, oneDNN's scratchpad)
-    double acct_matmul = gpt_matmul_bytes(model) / (1024.0 * 1024.0);
+    double acct_matmul = model->engine->bytes(model->engine) / (1024.0 * 1024.0);
     double gflops = model_flops_per_step(bc) / step / 1e9;
     printf("ropelab config=%s pos=%s engine=%s precision=%s L=%d C=%d H=%d V=%d B=%d T=%d threads=%d "
            "params=%zu tokens_per_s=%.1f ms_per_step=%.2f fwd_ms=%.2f bwd_ms=%.2f opt_ms=%.2f "
@@ -373,10 +372,10 @@ static double scheme_own_ms(GPT *m, int B, int T, int reps) {
         if (!ps->bias_fill) continue;
         for (int with_bias = 0; with_bias < 2; with_bias++) {
             double s0 = now_s();
-            attention_forward(a->atty, a->att_lse, a->qkv, with_bias ? a->pos_bias : NULL, a->scratch,
-                              a->n_threads, B, T, C, H);
-            attention_backward(a->dqkv, with_bias ? a->dpos_bias : NULL, a->dact, a->qkv, a->att_lse,
-                               with_bias ? a->pos_bias : NULL, a->scratch, a->n_threads, B, T, C, H);
+            Engine *e = m->engine;
+            e->attention_forward(e, a->atty, a->att_lse, a->qkv, with_bias ? a->pos_bias : NULL, B, T, C, H);
+            e->attention_backward(e, a->dqkv, with_bias ? a->dpos_bias : NULL, a->dact, a->qkv, a->att_lse,
+                                  with_bias ? a->pos_bias : NULL, B, T, C, H);
             double dt = now_s() - s0;
             if (with_bias) best_att = fmin(best_att, dt);
             else best_att_nobias = fmin(best_att_nobias, dt);
@@ -418,7 +417,6 @@ static int compare_schemes(const BenchConfig *bc, GPTMatmul mm, GPTPrecision pre
             float *g = gpt_grads(r->model);
             grad_clip(g, n, grad_global_norm(g, n), 1.0f);
             adamw_step(&r->opt, gpt_params(r->model), g, r->entries, r->n_entries, 3e-4f, s + 1);
-            gpt_params_changed(r->model);
             if (s >= warmup) t[s - warmup][k] = now_s() - t0;
         }
     }
@@ -503,10 +501,8 @@ int main(int argc, char **argv) {
     if (do_peak) {
         // OpenBLAS: the square sgemm peak is its reference; its linear forward at the
         // oneDNN shapes is printed beside it, so the engines can be compared shape for shape.
-        MatmulBackend backend = mm == GPT_MATMUL_ONEDNN ? MATMUL_ONEDNN : MATMUL_OPENBLAS;
-        Precision p = prec == GPT_BF16 ? PRECISION_BF16 : PRECISION_FP32;
         if (mm == GPT_MATMUL_OPENBLAS) printf("sgemm_peak gflops=%.1f\n", sgemm_peak(5));
-        double lp = linear_peak(backend, p, 5);
+        double lp = linear_peak(mm, prec, 5);
         if (lp <= 0) return 1;
         printf("linear_peak engine=%s precision=%s n=2048 gflops=%.1f\n", matmul_name(mm), precision_label(prec), lp);
         return 0;

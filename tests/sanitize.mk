@@ -4,7 +4,8 @@
 #   make sanitize         everything (programs, tests) with AddressSanitizer,
 #                         UndefinedBehaviorSanitizer and LeakSanitizer into
 #                         build-san/, then the whole test suite against it
-#   make sanitize-build   only the build: build-san/train, build-san/tests/test_*, ...
+#   make sanitize-build   only the build: build-san/train, build-san/tests/test_*,
+#                         build-san/test-programs/train (the test build of ./train), ...
 #   make tsan             the threaded tests with ThreadSanitizer: clang, LLVM's
 #                         libomp and its Archer tool, into build-tsan/
 #   make clean-sanitize   removes build-san/ and build-tsan/
@@ -13,8 +14,10 @@
 # programs as ./train, ./prepare, ... from the repository root; the sanitizer
 # suite runs them from build-san/root/, a directory of symlinks to every
 # top-level entry of the repository except the programs (which point at
-# build-san/train, ...) and build/ (a real, empty directory for the tests'
-# scratch files). No test needs to know: same relative paths, other binaries.
+# build-san/train, ...) and build/ (a real directory for the tests' scratch
+# files, holding only test-programs/train, a link to build-san/test-programs/train:
+# the test build of ./train with fault injection, the Makefile's FAULT_DIR).
+# No test needs to know: same relative paths, other binaries.
 #
 # SAN_OPT: optimisation of the sanitizer build (-O1: ASan's advice, good
 # stack traces; the float tests' tolerances hold for any order of operations).
@@ -28,6 +31,7 @@ SAN_LIB       := $(SAN_DIR)/libropelab.a
 SAN_PROGRAMS  := $(addprefix $(SAN_DIR)/,$(PROGRAMS))
 SAN_TESTS     := $(patsubst tests/%.c,$(SAN_DIR)/tests/%,$(TEST_SRC))
 SAN_ROOT      := $(SAN_DIR)/root
+SAN_FAULT_TRAIN := $(SAN_DIR)/test-programs/train
 
 # Sanitizer runtime options for every process of the suite (the test binaries
 # and the programs they start inherit them):
@@ -78,13 +82,31 @@ $(SAN_DIR)/tests/%: $(SAN_DIR)/obj/tests/%.o $(SAN_TUTIL_OBJ) $(SAN_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LDLIBS)
 
-sanitize-build: $(SAN_PROGRAMS) $(SAN_TESTS)
+# The test build of ./train (the Makefile's FAULT_DIR): the files that include
+# src/train/fault_inject.h again with -DROPELAB_FAULT_INJECTION.
+$(SAN_DIR)/test-programs/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) -DROPELAB_FAULT_INJECTION -c $< -o $@
 
-# The run root: symlinks to the repository, the programs from build-san/.
+$(SAN_FAULT_TRAIN): LDLIBS += $(MPI_LIBS)
+$(SAN_FAULT_TRAIN): $(call fault_train_objs,$(SAN_DIR)/obj,$(SAN_DIR)/test-programs/obj)
+	$(CC) $(ALL_CFLAGS) $(SAN_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+sanitize-build: $(SAN_PROGRAMS) $(SAN_TESTS) $(SAN_FAULT_TRAIN)
+
+# The run root: symlinks to the repository, the programs from build-san/ (or
+# build-tsan/), their test build of ./train as build/test-programs/train. Its
+# Makefile is not the repository's: scripts/compare.sh (test_compare) runs
+# `make all` first, which in the root would compile ./train, ./prepare, ...
+# again without sanitizers (build/ is empty there) over the links, and every
+# later test would run those. There `make all` has nothing to do.
 define san_make_root
-	@rm -rf $(1) && mkdir -p $(1)/build
-	@for f in $(filter-out build $(SAN_DIR) $(PROGRAMS),$(wildcard *)); do ln -s $(CURDIR)/$$f $(1)/$$f; done
+	@rm -rf $(1) && mkdir -p $(1)/$(FAULT_DIR)
+	@for f in $(filter-out build $(SAN_DIR) $(PROGRAMS) Makefile,$(wildcard *)); do ln -s $(CURDIR)/$$f $(1)/$$f; done
 	@for p in $(PROGRAMS); do ln -s $(CURDIR)/$(2)/$$p $(1)/$$p; done
+	@ln -s $(CURDIR)/$(2)/test-programs/train $(1)/$(FAULT_DIR)/train
+	@printf '%s\n' '# A sanitizer run root (tests/sanitize.mk): the programs are links to $(2)/, built' \
+	  '# by the repository'"'"'s Makefile; nothing is built here.' 'all:' '.PHONY: all' >$(1)/Makefile
 endef
 
 sanitize:
@@ -112,6 +134,7 @@ TSAN_TUTIL_OBJ := $(patsubst %.c,$(TSAN_DIR)/obj/%.o,$(TUTIL_SRC))
 TSAN_LIB       := $(TSAN_DIR)/libropelab.a
 TSAN_PROGRAMS  := $(addprefix $(TSAN_DIR)/,$(PROGRAMS))
 TSAN_TESTS     := $(addprefix $(TSAN_DIR)/tests/,$(filter $(TSAN_TEST_NAMES),$(patsubst tests/%.c,%,$(TEST_SRC))))
+TSAN_FAULT_TRAIN := $(TSAN_DIR)/test-programs/train
 # halt_on_error: the first race ends the process with status 66, so the test fails.
 TSAN_ENV := OMP_TOOL_LIBRARIES=$(ARCHER) \
             TSAN_OPTIONS=ignore_noninstrumented_modules=1:halt_on_error=1:exitcode=66:second_deadlock_stack=1
@@ -135,6 +158,15 @@ $(TSAN_DIR)/$(1): $(TSAN_DIR)/obj/$(2:.c=.o) $(TSAN_LIB)
 endef
 $(foreach m,$(MAIN_SRC),$(eval $(call tsan_program_rule,$(patsubst %_main.c,%,$(notdir $(m))),$(m))))
 
+# The test build of ./train, as for build-san/.
+$(TSAN_DIR)/test-programs/obj/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(TSAN_CC) $(ALL_CFLAGS) $(TSAN_FLAGS) -DROPELAB_FAULT_INJECTION -c $< -o $@
+
+$(TSAN_FAULT_TRAIN): LDLIBS += $(MPI_LIBS)
+$(TSAN_FAULT_TRAIN): $(call fault_train_objs,$(TSAN_DIR)/obj,$(TSAN_DIR)/test-programs/obj)
+	$(TSAN_CC) $(ALL_CFLAGS) $(TSAN_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
 $(TSAN_DIR)/tests/%: $(TSAN_DIR)/obj/tests/%.o $(TSAN_TUTIL_OBJ) $(TSAN_LIB)
 	@mkdir -p $(dir $@)
 	$(TSAN_CC) $(ALL_CFLAGS) $(TSAN_FLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LDLIBS)
@@ -146,7 +178,7 @@ tsan:
 
 tsan-run:
 	@test -f '$(ARCHER)' || { echo "tsan: needs clang with libomp and Archer (Debian: clang libomp-dev libclang-rt-dev; $(ARCHER) not found)"; exit 1; }
-	@$(MAKE) -s --no-print-directory $(TSAN_PROGRAMS) $(TSAN_TESTS)
+	@$(MAKE) -s --no-print-directory $(TSAN_PROGRAMS) $(TSAN_TESTS) $(TSAN_FAULT_TRAIN)
 	$(call san_make_root,$(TSAN_DIR)/root,$(TSAN_DIR))
 	@cd $(TSAN_DIR)/root && $(TSAN_ENV) bash scripts/run_tests.sh $(addprefix $(CURDIR)/,$(TSAN_TESTS))
 

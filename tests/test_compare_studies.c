@@ -122,25 +122,26 @@ static void test_long_context_quick_study(void **state) {
                         "|| { cat %s/lc.log; exit 1; }", dir, dir, dir, dir), 0);
     char path[256];
     snprintf(path, sizeof path, "%s/lc/results.csv", dir);
-    // untuned: 4 rope variants and 4 other schemes at 3 lengths, learned at T only
-    const char *at_all[] = {"rope,0,", "rope-linear,0,", "rope-ntk,0,", "rope-yarn,0,",
-                            "alibi,0,", "t5,0,", "sinusoidal,0,", "none,0,"};
-    for (int i = 0; i < 8; i++) assert_int_equal(count_lines(path, at_all[i]), 3);
+    // untuned: 6 rope variants and 4 other schemes at 3 lengths, learned at T only
+    const char *at_all[] = {"rope,0,", "rope-linear,0,", "rope-ntk,0,", "rope-yarn,0,", "rope-yarn_paper,0,",
+                            "rope-dynamic,0,", "alibi,0,", "t5,0,", "sinusoidal,0,", "none,0,"};
+    for (int i = 0; i < 10; i++) assert_int_equal(count_lines(path, at_all[i]), 3);
     assert_int_equal(count_lines(path, "learned,0,"), 1);
     // tuned at 4T: each rope variant at 4T (the only length >= 4T here)
-    const char *tuned[] = {"rope,1,", "rope-linear,1,", "rope-ntk,1,", "rope-yarn,1,"};
-    for (int i = 0; i < 4; i++) assert_int_equal(count_lines(path, tuned[i]), 1);
+    const char *tuned[] = {"rope,1,", "rope-linear,1,", "rope-ntk,1,", "rope-yarn,1,", "rope-yarn_paper,1,",
+                           "rope-dynamic,1,"};
+    for (int i = 0; i < 6; i++) assert_int_equal(count_lines(path, tuned[i]), 1);
     assert_int_equal(count_lines(path, "variant,"), 1);
     // every loss is a number: no empty field at the end of a row
-    assert_int_equal(count_lines(path, ""), 1 + 8 * 3 + 1 + 4);
+    assert_int_equal(count_lines(path, ""), 1 + 10 * 3 + 1 + 6);
     assert_int_equal(sh("awk -F, 'NR > 1 && !($6 > 0) { bad = 1 } END { exit bad }' %s", path), 0);
     snprintf(path, sizeof path, "%s/lc/positions.csv", dir);
     assert_int_equal(count_lines(path, "rope-yarn,"), 64);   // one row per position of a 4T = 64 window
     assert_int_equal(count_lines(path, "none,"), 64);
     snprintf(path, sizeof path, "%s/lc/report.md", dir);
-    const char *rows[] = {"| rope |", "| rope-linear |", "| rope-ntk |", "| rope-yarn |", "| alibi |", "| t5 |",
-                          "| sinusoidal |", "| none |", "| learned |"};
-    for (int i = 0; i < 9; i++) assert_true(count_lines(path, rows[i]) >= 1);
+    const char *rows[] = {"| rope |", "| rope-linear |", "| rope-ntk |", "| rope-yarn |", "| rope-yarn_paper |",
+                          "| rope-dynamic |", "| alibi |", "| t5 |", "| sinusoidal |", "| none |", "| learned |"};
+    for (int i = 0; i < 11; i++) assert_true(count_lines(path, rows[i]) >= 1);
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "%s/lc/%s", dir, i ? "loss_vs_position.png" : "loss_vs_length.png");
         assert_int_equal(access(path, R_OK), 0);
@@ -167,6 +168,26 @@ static void test_init_from(void **state) {
     // a longer context with a scaling is what --init-from is for
     assert_int_equal(sh("./train %s --pos=rope --block_size=64 --rope_scaling=yarn --rope_scaling_factor=4 "
                         "--rope_original_length=16 --out_dir=%s/if3", args, dir), 0);
+    assert_int_equal(sh("grep -qx 'rope_original_length = 16' %s/if3/config.ini", dir), 0);
+    // without rope_original_length, the source's trained length (its block_size, 16), not the new 64
+    assert_int_equal(sh("./train %s --pos=rope --block_size=64 --rope_scaling=yarn --rope_scaling_factor=4 "
+                        "--out_dir=%s/if6", args, dir), 0);
+    assert_int_equal(sh("grep -qx 'rope_original_length = 16' %s/if6/config.ini", dir), 0);
+    // and a source that has one passes it on: if6 (block 64, L 16) to 128 keeps 16
+    assert_int_equal(sh("./train %s/quick.ini --quiet --steps=2 --pos=rope --block_size=128 --rope_scaling=yarn "
+                        "--rope_scaling_factor=8 --init-from=%s/if6/model.safetensors --out_dir=%s/if7", dir, dir, dir), 0);
+    assert_int_equal(sh("grep -qx 'rope_original_length = 16' %s/if7/config.ini", dir), 0);
+    // a rope scaling for a scheme without rope: ./train and ./eval refuse it alike (exit 2, one line)
+    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=alibi --rope_scaling=yarn --steps=2 --out_dir=%s/al "
+                        "2>&1 | grep -qx -- '--rope_scaling: rope_scaling=yarn applies to pos=rope only, not pos=alibi'",
+                        dir, dir), 0);
+    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=alibi --rope_scaling=yarn --out_dir=%s/al 2>/dev/null",
+                        dir, dir), 2);
+    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=alibi --steps=2 --out_dir=%s/al", dir, dir), 0);
+    assert_int_equal(sh("./eval --weights %s/al/model.safetensors --data %s/data/val.bin --rope_scaling=yarn 2>&1 | "
+                        "grep -q 'rope_scaling=yarn applies to pos=rope only, not pos=alibi'", dir, dir), 0);
+    assert_int_equal(sh("./eval --weights %s/al/model.safetensors --data %s/data/val.bin --rope_scaling_factor=2 "
+                        "2>/dev/null", dir, dir), 2);
     // learned: wpe has block_size rows
     assert_int_equal(sh("./train %s/quick.ini --quiet --pos=learned --steps=2 --out_dir=%s/lrn", dir, dir), 0);
     assert_int_equal(sh("./train %s/quick.ini --quiet --pos=learned --block_size=32 --steps=2 --out_dir=%s/if4 "

@@ -188,49 +188,8 @@ static void test_shared_across_schemes(void **s) {
     for (int k = 0; k < POS_COUNT; k++) gpt_free(m[k]);
 }
 
-// The grad-ready hook: its ranges cover the flat buffer exactly once, and
-// each range already holds its final gradient when announced (a copy taken
-// in the hook equals the buffer after backward).
-typedef struct { const float *grads; float *snapshot; int *covered; int calls; } HookState;
-static void on_ready(void *user, size_t offset, size_t count) {
-    HookState *h = user;
-    for (size_t i = offset; i < offset + count; i++) {
-        h->covered[i]++;
-        h->snapshot[i] = h->grads[i];
-    }
-    h->calls++;
-}
-
-static void test_grad_ready_hook(void **s) {
-    for (int k = 0; k < POS_COUNT; k++) {
-        GPTConfig cfg = base_config((PosKind)k);
-        GPT *m;
-        char err[256];
-        assert_int_equal(gpt_create(&m, &cfg, 3, err, sizeof err), 0);
-        gc_randomize_params(m, 4);
-        int B = 2, T = 8, in[16], tg[16];
-        for (int i = 0; i < B * T; i++) { in[i] = (i * 7) % 50; tg[i] = (i * 11 + 3) % 50; }
-        assert_int_equal(gpt_alloc_activations(m, B, T, err, sizeof err), 0);
-        size_t n = gpt_num_params(m);
-        HookState h = {gpt_grads(m), calloc(n, sizeof(float)), calloc(n, sizeof(int)), 0};
-        gpt_set_grad_ready_hook(m, on_ready, &h);
-        gpt_zero_grad(m);
-        gc_forward(m, in, tg, B, T);
-        gc_backward(m, 1.0f);
-        assert_int_equal(h.calls, cfg.n_layer + 2);
-        for (size_t i = 0; i < n; i++) {
-            assert_int_equal(h.covered[i], 1);
-            assert_true(h.snapshot[i] == gpt_grads(m)[i]);
-        }
-        free(h.snapshot);
-        free(h.covered);
-        gpt_free(m);
-    }
-}
-
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grad_ready_hook),
         cmocka_unit_test(test_config),          cmocka_unit_test(test_param_table),
         cmocka_unit_test(test_init_statistics), cmocka_unit_test(test_seed_and_threads),
         cmocka_unit_test(test_shared_across_schemes),

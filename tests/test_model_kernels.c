@@ -1,8 +1,8 @@
-// test_model_kernels.c: the performance kernels against plain double-precision
-// references, at sizes where their blocking matters: exp_fast / tanh_fast
-// accuracy, attention forward and backward over several query blocks (T not a
-// multiple of the block, with and without a bias table, 2 threads), GELU and
-// cross-entropy with the vectorised exp/tanh.
+// test_model_kernels.c: the vectorised maths of the model's own layers
+// (reference.c) against the double-precision definitions: exp_fast /
+// tanh_fast accuracy, and GELU and cross-entropy, which use them. (The
+// engines' products, attention's blocks included, are checked against the
+// reference engine in test_model_linear.c and test_model_attention.c.)
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -43,87 +43,6 @@ static void test_exp_tanh(void **s) {
     assert_true(exp_fast(-1000.0f) < 1e-37f && exp_fast(-1000.0f) >= 0.0f);
     assert_true(isnan(exp_fast(NAN)));
     assert_true(tanh_fast(100.0f) == 1.0f && tanh_fast(-100.0f) == -1.0f);
-}
-
-/* ---- attention over several query blocks, against double ---- */
-enum { KB = 2, KT = 150, KC = 32, KH = 2, KD = KC / KH };
-static double qkv_at(const float *qkv, int b, int t, int part, int h, int d) {
-    return qkv[((size_t)b * KT + t) * 3 * KC + part * KC + h * KD + d];
-}
-
-static void attention_blocks_case(const float *bias) {
-    float *qkv = randn((size_t)KB * KT * 3 * KC, 1.0, 51), *dout = randn((size_t)KB * KT * KC, 1.0, 52);
-    float *out = malloc(sizeof(float) * KB * KT * KC), *lse = malloc(sizeof(float) * KB * KH * KT);
-    float *dqkv = randn((size_t)KB * KT * 3 * KC, 1.0, 53);   // garbage: must be overwritten
-    float *dbias = calloc((size_t)KB * KH * KT, sizeof(float));
-    float *scratch = malloc(2 * attention_scratch_floats(KT) * sizeof(float));
-    attention_forward(out, lse, qkv, bias, scratch, 2, KB, KT, KC, KH);
-    attention_backward(dqkv, bias ? dbias : NULL, dout, qkv, lse, bias, scratch, 2, KB, KT, KC, KH);
-    double *p = malloc(sizeof(double) * KT * KT), *dp = malloc(sizeof(double) * KT * KT);
-    double *ref_d = calloc((size_t)KT * 3 * KD, sizeof(double));
-    double err_y = 0, err_lse = 0, err_d = 0, err_bias = 0, scale = 1.0 / sqrt(KD);
-    for (int b = 0; b < KB; b++)
-        for (int h = 0; h < KH; h++) {
-            memset(ref_d, 0, sizeof(double) * KT * 3 * KD);
-            double dbias_ref[KT] = {0};
-            for (int i = 0; i < KT; i++) {
-                double mx = -1e300, sum = 0;
-                for (int j = 0; j <= i; j++) {
-                    double dot = 0;
-                    for (int d = 0; d < KD; d++) dot += qkv_at(qkv, b, i, 0, h, d) * qkv_at(qkv, b, j, 1, h, d);
-                    p[i * KT + j] = dot * scale + (bias ? bias[h * KT + i - j] : 0.0);
-                    mx = fmax(mx, p[i * KT + j]);
-                }
-                for (int j = 0; j <= i; j++) sum += exp(p[i * KT + j] - mx);
-                for (int j = 0; j <= i; j++) p[i * KT + j] = exp(p[i * KT + j] - mx) / sum;
-                err_lse = fmax(err_lse, fabs(mx + log(sum) - lse[((size_t)b * KH + h) * KT + i]));
-                double sum_pd = 0;
-                for (int j = 0; j <= i; j++) {
-                    double dpj = 0;
-                    for (int d = 0; d < KD; d++) dpj += dout[((size_t)b * KT + i) * KC + h * KD + d] * qkv_at(qkv, b, j, 2, h, d);
-                    dp[i * KT + j] = dpj;
-                    sum_pd += p[i * KT + j] * dpj;
-                }
-                for (int d = 0; d < KD; d++) {
-                    double y = 0;
-                    for (int j = 0; j <= i; j++) y += p[i * KT + j] * qkv_at(qkv, b, j, 2, h, d);
-                    err_y = fmax(err_y, fabs(y - out[((size_t)b * KT + i) * KC + h * KD + d]));
-                }
-                for (int j = 0; j <= i; j++) {
-                    double ds = p[i * KT + j] * (dp[i * KT + j] - sum_pd);
-                    dbias_ref[i - j] += ds;
-                    for (int d = 0; d < KD; d++) {
-                        ref_d[i * 3 * KD + d] += scale * ds * qkv_at(qkv, b, j, 1, h, d);
-                        ref_d[j * 3 * KD + KD + d] += scale * ds * qkv_at(qkv, b, i, 0, h, d);
-                        ref_d[j * 3 * KD + 2 * KD + d] += p[i * KT + j] * dout[((size_t)b * KT + i) * KC + h * KD + d];
-                    }
-                }
-            }
-            for (int t = 0; t < KT; t++)
-                for (int part = 0; part < 3; part++)
-                    for (int d = 0; d < KD; d++)
-                        err_d = fmax(err_d, fabs(ref_d[t * 3 * KD + part * KD + d] -
-                                                 dqkv[((size_t)b * KT + t) * 3 * KC + part * KC + h * KD + d]));
-            if (bias)
-                for (int n = 0; n < KT; n++)
-                    err_bias = fmax(err_bias, fabs(dbias_ref[n] - dbias[((size_t)b * KH + h) * KT + n]));
-        }
-    print_message("attention T=%d%s: max abs error y %.2e, lse %.2e, dqkv %.2e, dbias %.2e\n", KT,
-                  bias ? " with bias" : "", err_y, err_lse, err_d, err_bias);
-    assert_true(err_y < 2e-5);
-    assert_true(err_lse < 2e-5);
-    assert_true(err_d < 5e-5);
-    assert_true(err_bias < 5e-5);
-    free(qkv); free(dout); free(out); free(lse); free(dqkv); free(dbias); free(scratch);
-    free(p); free(dp); free(ref_d);
-}
-
-static void test_attention_blocks(void **s) {
-    (void)s;
-    attention_blocks_case(NULL);
-    float *bias = randn(KH * KT, 0.5, 54);
-    attention_blocks_case(bias);
-    free(bias);
 }
 
 static void test_gelu(void **s) {
@@ -223,7 +142,6 @@ static void test_crossentropy(void **s) {
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exp_tanh),
-        cmocka_unit_test(test_attention_blocks),
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_crossentropy),
     };

@@ -1,6 +1,8 @@
 // test_model_layers.c: every layer's backward against central finite
 // differences of loss = sum(out * r), r fixed and random, on small random
-// inputs. Float32 forward, Richardson-extrapolated differences with steps
+// inputs: the layers of reference.c, the linear layer and attention on the
+// reference engine (the fast engines are checked against it in
+// test_model_linear.c and test_model_attention.c), and the positional hooks. Float32 forward, Richardson-extrapolated differences with steps
 // 3e-2 and 6e-2 on O(1) inputs (smaller steps only add float noise); tolerance: relative error <= 2e-3 with a
 // denominator floor of 1e-2 (gradients here are O(0.1..1)).
 #include <math.h>
@@ -14,6 +16,7 @@
 #include <cmocka.h>
 #include <omp.h>
 
+#include "model/engine.h"
 #include "model/layers.h"
 #include "model/pos.h"
 #include "util_gradcheck.h"
@@ -37,34 +40,28 @@ static float *randn(size_t n, double std, uint64_t seed) {
     return x;
 }
 
+static Engine *ref;   // the reference engine
+
 /* ---- linear ---- */
 enum { MN = 6, MC = 5, MO = 7 };
 typedef struct { float *inp, *w, *b, *out, *r; } MatCtx;
 static double mat_loss(void *p) {
     MatCtx *c = p;
-    matmul_forward(c->out, c->inp, c->w, c->b, MN, MC, MO);
+    ref->linear_forward(ref, c->out, c->inp, c->w, c->b, MN, MC, MO);
     return gc_dot(c->out, c->r, MN * MO);
 }
-static void test_matmul(void **s) {
+static void test_linear(void **s) {
     (void)s;
     MatCtx c = {randn(MN * MC, 1, 1), randn(MO * MC, 1, 2), randn(MO, 1, 3), randn(MN * MO, 1, 4), randn(MN * MO, 1, 5)};
-    // forward against the definition out = inp W^T + b, in double
-    mat_loss(&c);
-    for (int n = 0; n < MN; n++)
-        for (int o = 0; o < MO; o++) {
-            double ref = c.b[o];
-            for (int k = 0; k < MC; k++) ref += (double)c.inp[n * MC + k] * c.w[o * MC + k];
-            assert_true(fabs(ref - c.out[n * MO + o]) < 1e-5);
-        }
     float *dinp = calloc(MN * MC, 4), *dw = calloc(MO * MC, 4), *db = calloc(MO, 4);
-    matmul_backward(dinp, dw, db, c.r, c.inp, c.w, MN, MC, MO);
-    expect_grad("matmul dinp", mat_loss, &c, c.inp, dinp, MN * MC);
-    expect_grad("matmul dweight", mat_loss, &c, c.w, dw, MO * MC);
-    expect_grad("matmul dbias", mat_loss, &c, c.b, db, MO);
+    ref->linear_backward(ref, dinp, dw, db, c.r, c.inp, c.w, MN, MC, MO);
+    expect_grad("linear dinp", mat_loss, &c, c.inp, dinp, MN * MC);
+    expect_grad("linear dweight", mat_loss, &c, c.w, dw, MO * MC);
+    expect_grad("linear dbias", mat_loss, &c, c.b, db, MO);
     // weight/bias gradients accumulate
-    matmul_backward(dinp, dw, db, c.r, c.inp, c.w, MN, MC, MO);
+    ref->linear_backward(ref, dinp, dw, db, c.r, c.inp, c.w, MN, MC, MO);
     float *dw1 = calloc(MO * MC, 4), *db1 = calloc(MO, 4);
-    matmul_backward(NULL, dw1, db1, c.r, c.inp, c.w, MN, MC, MO);
+    ref->linear_backward(ref, NULL, dw1, db1, c.r, c.inp, c.w, MN, MC, MO);
     for (int i = 0; i < MO * MC; i++) assert_true(fabsf(dw[i] - 2 * dw1[i]) < 1e-5f);
     for (int i = 0; i < MO; i++) assert_true(fabsf(db[i] - 2 * db1[i]) < 1e-5f);
     free(dw1); free(db1); free(dinp); free(dw); free(db);
@@ -137,41 +134,20 @@ static void test_residual(void **s) {
 
 /* ---- attention ---- */
 enum { AB = 2, AT = 5, AC = 8, AH = 2 };
-typedef struct { float *qkv, *bias, *out, *lse, *scratch, *r; int use_bias; } AttCtx;
+typedef struct { float *qkv, *bias, *out, *lse, *r; int use_bias; } AttCtx;
 static double att_loss(void *p) {
     AttCtx *c = p;
-    attention_forward(c->out, c->lse, c->qkv, c->use_bias ? c->bias : NULL, c->scratch, 1, AB, AT, AC, AH);
+    ref->attention_forward(ref, c->out, c->lse, c->qkv, c->use_bias ? c->bias : NULL, AB, AT, AC, AH);
     return gc_dot(c->out, c->r, AB * AT * AC);
 }
 static void attention_case(int use_bias) {
     AttCtx c = {randn(AB * AT * 3 * AC, 0.7, 41), randn(AH * AT, 1, 42), randn(AB * AT * AC, 1, 0),
-                randn(AB * AH * AT, 1, 0), randn(attention_scratch_floats(AT), 1, 0), randn(AB * AT * AC, 1, 43), use_bias};
+                randn(AB * AH * AT, 1, 0), randn(AB * AT * AC, 1, 43), use_bias};
     att_loss(&c);
-    // forward against a naive reference in double (explicit mask and softmax)
-    int D = AC / AH;
-    for (int b = 0; b < AB; b++)
-        for (int h = 0; h < AH; h++)
-            for (int i = 0; i < AT; i++) {
-                double sc[AT], mx = -1e30, sum = 0;
-                for (int j = 0; j <= i; j++) {
-                    double d = 0;
-                    for (int k = 0; k < D; k++)
-                        d += (double)c.qkv[(b * AT + i) * 3 * AC + h * D + k] * c.qkv[(b * AT + j) * 3 * AC + AC + h * D + k];
-                    sc[j] = d / sqrt(D) + (use_bias ? c.bias[h * AT + i - j] : 0);
-                    mx = fmax(mx, sc[j]);
-                }
-                for (int j = 0; j <= i; j++) sum += exp(sc[j] - mx);
-                for (int k = 0; k < D; k++) {
-                    double y = 0;
-                    for (int j = 0; j <= i; j++) y += exp(sc[j] - mx) / sum * c.qkv[(b * AT + j) * 3 * AC + 2 * AC + h * D + k];
-                    assert_true(fabs(y - c.out[(b * AT + i) * AC + h * D + k]) < 1e-5);
-                }
-                assert_true(fabs(mx + log(sum) - c.lse[(b * AH + h) * AT + i]) < 1e-5);
-            }
     float *dqkv = randn(AB * AT * 3 * AC, 1, 0);   // garbage: backward must overwrite it
     float *dbias = calloc(AB * AH * AT, 4), *dbias_sum = calloc(AH * AT, 4);
-    attention_backward(dqkv, use_bias ? dbias : NULL, c.r, c.qkv, c.lse, use_bias ? c.bias : NULL,
-                       c.scratch, 1, AB, AT, AC, AH);
+    ref->attention_backward(ref, dqkv, use_bias ? dbias : NULL, c.r, c.qkv, c.lse, use_bias ? c.bias : NULL,
+                            AB, AT, AC, AH);
     expect_grad(use_bias ? "attention dqkv (with bias)" : "attention dqkv", att_loss, &c, c.qkv, dqkv, AB * AT * 3 * AC);
     if (use_bias) {
         for (int b = 0; b < AB; b++)
@@ -179,7 +155,7 @@ static void attention_case(int use_bias) {
         expect_grad("attention dbias", att_loss, &c, c.bias, dbias_sum, AH * AT);
     }
     free(dqkv); free(dbias); free(dbias_sum);
-    free(c.qkv); free(c.bias); free(c.out); free(c.lse); free(c.scratch); free(c.r);
+    free(c.qkv); free(c.bias); free(c.out); free(c.lse); free(c.r);
 }
 static void test_attention(void **s) { (void)s; attention_case(0); attention_case(1); }
 
@@ -289,12 +265,16 @@ static int summary(void **s) {
 
 int main(void) {
     omp_set_num_threads(1);   // tiny sizes; threaded paths: test_model_threads
+    char err[256];
+    if (engine_reference_create(&ref, err, sizeof err) != 0) return 1;
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_matmul),       cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_linear),       cmocka_unit_test(test_layernorm),
         cmocka_unit_test(test_gelu),         cmocka_unit_test(test_residual),
         cmocka_unit_test(test_attention),    cmocka_unit_test(test_crossentropy),
         cmocka_unit_test(test_encoder),      cmocka_unit_test(test_rope_hook),
         cmocka_unit_test(test_learned_hook), cmocka_unit_test(test_t5_hook),
     };
-    return cmocka_run_group_tests(tests, NULL, summary);
+    int failed = cmocka_run_group_tests(tests, NULL, summary);
+    ref->free(ref);
+    return failed;
 }

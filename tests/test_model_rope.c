@@ -142,12 +142,13 @@ static void test_qk_hook(void **s) {
     pos_ctx_free(&pc);
 }
 
-// Every scaling at factor 1 gives exactly the unscaled tables.
+// Every scaling at factor 1 gives exactly the unscaled tables (dynamic's tables
+// are its angles up to L; beyond L it scales even at factor 1, test below).
 static void test_scaling_factor_one_is_identity(void **s) {
     static float c0[NPOS * D / 2], s0[NPOS * D / 2], c1[NPOS * D / 2], s1[NPOS * D / 2];
     GPTConfig cfg = rope_cfg(D, 10000.0f);
     rope_build_tables(c0, s0, NPOS, &cfg);
-    for (int mode = ROPE_SCALING_LINEAR; mode <= ROPE_SCALING_YARN; mode++) {
+    for (int mode = ROPE_SCALING_LINEAR; mode <= ROPE_SCALING_DYNAMIC; mode++) {
         cfg.rope_scaling = mode;
         cfg.rope_scaling_factor = 1.0f;
         rope_build_tables(c1, s1, NPOS, &cfg);
@@ -181,15 +182,41 @@ static void test_linear_scaling_interpolates_positions(void **s) {
     assert_true(scale == 1.0);
 }
 
-// YaRN's ramp by hand for R = 8, base 10000, L = 64, s = 4, beta 1..32:
-// theta_i = 10000^(-i/4) = 1, 0.1, 0.01, 0.001; turns over L, r_i = 64 theta_i / (2 pi)
-// = 10.186, 1.0186, 0.10186, 0.010186; ramp g = (r - 1) / 31 clamped:
-// 0.29632, 0.000600, 0, 0; theta' = (1 - g) theta / 4 + g theta:
-//   i=0: 0.25 + 0.75 * 0.29632 = 0.472240;  i=1: 0.1 (0.25 + 0.75 * 0.000600) = 0.0250450
-//   i=2: 0.0025;  i=3: 0.00025;  tables x (0.1 ln 4 + 1) = 1.1386294.
-static void test_yarn_ramp_by_hand(void **s) {
+// yarn (Hugging Face's and llama.cpp's) by hand for R = 8, base 10000, L = 64, s = 4,
+// beta 1..32: the pair index that turns beta times over L is
+// d(beta) = 8 ln(64 / (2 pi beta)) / (2 ln 10000): d(32) = -0.4971, d(1) = 1.0080, so
+// lo = max(floor(-0.4971), 0) = 0 and hi = min(ceil(1.0080), 7) = 2, and the share of the
+// angle kept is g_i = 1 - clamp(i / 2, 0, 1) = 1, 0.5, 0, 0. With theta_i = 1, 0.1, 0.01,
+// 0.001: theta' = (1 - g) theta / 4 + g theta = 1, 0.1 (0.125 + 0.5) = 0.0625, 0.0025,
+// 0.00025; tables x (0.1 ln 4 + 1) = 1.1386294. (yarn_paper, below: 0.47224 and 0.025045
+// for the first two.)
+static void test_yarn_by_hand(void **s) {
     GPTConfig cfg = rope_cfg(D, 10000.0f);
     cfg.rope_scaling = ROPE_SCALING_YARN;
+    cfg.rope_scaling_factor = 4.0f;
+    double th[D / 2], scale;
+    rope_frequencies(&cfg, th, &scale);
+    const double want[D / 2] = {1.0, 0.0625, 0.0025, 0.00025};
+    for (int i = 0; i < D / 2; i++) assert_true(fabs(th[i] - want[i]) < 1e-12 * want[i]);
+    assert_true(fabs(scale - 1.1386294) < 1e-7);
+    // rope_original_length replaces block_size as L: L = 512 gives d(32) = 0.4059,
+    // d(1) = 1.9111: lo = 0, hi = 2 again; L = 4096: d(32) = 1.3090, d(1) = 2.8142:
+    // lo = 1, hi = 3, g = 1, 1, 0.5, 0
+    cfg.rope_original_length = 4096;
+    rope_frequencies(&cfg, th, &scale);
+    const double want_4096[D / 2] = {1.0, 0.1, 0.01 * (0.125 + 0.5), 0.00025};
+    for (int i = 0; i < D / 2; i++) assert_true(fabs(th[i] - want_4096[i]) < 1e-12 * want_4096[i]);
+}
+
+// YaRN's ramp as the paper states it, by hand for R = 8, base 10000, L = 64, s = 4,
+// beta 1..32: theta_i = 10000^(-i/4) = 1, 0.1, 0.01, 0.001; turns over L,
+// r_i = 64 theta_i / (2 pi) = 10.186, 1.0186, 0.10186, 0.010186; ramp g = (r - 1) / 31
+// clamped: 0.29632, 0.000600, 0, 0; theta' = (1 - g) theta / 4 + g theta:
+//   i=0: 0.25 + 0.75 * 0.29632 = 0.472240;  i=1: 0.1 (0.25 + 0.75 * 0.000600) = 0.0250450
+//   i=2: 0.0025;  i=3: 0.00025;  tables x (0.1 ln 4 + 1) = 1.1386294.
+static void test_yarn_paper_ramp_by_hand(void **s) {
+    GPTConfig cfg = rope_cfg(D, 10000.0f);
+    cfg.rope_scaling = ROPE_SCALING_YARN_PAPER;
     cfg.rope_scaling_factor = 4.0f;
     double th[D / 2], scale;
     rope_frequencies(&cfg, th, &scale);
@@ -206,11 +233,56 @@ static void test_yarn_ramp_by_hand(void **s) {
     assert_true(fabs(cos_t[5 * (D / 2) + 0] - scale * cos(5 * th[0])) < 1e-6);
 }
 
+// dynamic NTK by hand for R = 8, base 10000, L = 64, s = 2: up to n = L the angles are
+// unscaled; at n = 128, base' = 10000 (2 * 128 / 64 - 1)^(8/6) = 10000 * 3^(4/3), so
+// theta_i = 10000^(-i/4) 3^(-i/3): 1, 0.1 / 3^(1/3), 0.01 / 3^(2/3), 0.001 / 3.
+// The q/k hook uses n = pos0 + T: a forward pass over 128 positions, and the decode
+// step at position 127 (n = 128), rotate position 127 alike.
+static void test_dynamic_by_hand(void **s) {
+    GPTConfig cfg = rope_cfg(D, 10000.0f);
+    cfg.rope_scaling = ROPE_SCALING_DYNAMIC;
+    cfg.rope_scaling_factor = 2.0f;
+    double th[D / 2], th0[D / 2], scale;
+    rope_frequencies_at(&cfg, 64, th, &scale);
+    cfg.rope_scaling = ROPE_SCALING_NONE;
+    rope_frequencies(&cfg, th0, &scale);
+    for (int i = 0; i < D / 2; i++) assert_true(th[i] == th0[i]);
+    cfg.rope_scaling = ROPE_SCALING_DYNAMIC;
+    rope_frequencies_at(&cfg, 128, th, &scale);
+    for (int i = 0; i < D / 2; i++)
+        assert_true(fabs(th[i] - pow(10000.0, -i / 4.0) * pow(3.0, -i / 3.0)) < 1e-14);
+    assert_true(scale == 1.0);
+
+    char err[128];
+    PosCtx pc;
+    assert_int_equal(pos_ctx_init(&pc, &pos_scheme_rope, &cfg, 128, err, sizeof err), 0);
+    enum { T = 128 };
+    static float qkv[T * 3 * D], one[3 * D];
+    gc_fill_normal(qkv, T * 3 * D, 0, 1, 5);
+    memcpy(one, qkv + (T - 1) * 3 * D, sizeof one);
+    float q[D];
+    memcpy(q, one, sizeof q);
+    pos_scheme_rope.qk_forward(&pc, qkv, 1, T, 0);       // n = 128
+    pos_scheme_rope.qk_forward(&pc, one, 1, 1, T - 1);   // n = 128
+    assert_memory_equal(one, qkv + (T - 1) * 3 * D, sizeof one);
+    for (int i = 0; i < D / 2; i++) {   // by the scaled angle, not the table's
+        double a = (T - 1) * th[i], want = q[2 * i] * cos(a) - q[2 * i + 1] * sin(a);
+        assert_true(fabs(one[2 * i] - want) < 1e-5);
+    }
+    // at factor 1 the base still grows beyond L: (n / L)^(R/(R-2)), Hugging Face's formula
+    cfg.rope_scaling_factor = 1.0f;
+    rope_frequencies_at(&cfg, 128, th, &scale);
+    assert_true(fabs(th[3] - 0.001 / 2.0) < 1e-15);
+    pos_ctx_free(&pc);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_scaling_factor_one_is_identity),
         cmocka_unit_test(test_linear_scaling_interpolates_positions),
-        cmocka_unit_test(test_yarn_ramp_by_hand),
+        cmocka_unit_test(test_yarn_by_hand),
+        cmocka_unit_test(test_yarn_paper_ramp_by_hand),
+        cmocka_unit_test(test_dynamic_by_hand),
         cmocka_unit_test(test_matches_matrix_form),
         cmocka_unit_test(test_relative_and_norm),
         cmocka_unit_test(test_qk_hook),

@@ -6,7 +6,9 @@
 // writes one batch's parameters, loss and every gradient; then
 // scripts/check_debug_state.py recomputes loss and gradients in float64 in
 // PyTorch and fails on any difference beyond float32 rounding (loss rel 1e-5,
-// each gradient 1e-3 of its tensor's largest entry). It also runs
+// each gradient 1e-3 of its tensor's largest entry); on every engine:
+// OpenBLAS (the default), oneDNN fp32 and bf16, and the reference engine
+// (--matmul=reference) for every scheme. It also runs
 // tests/torch_check.sh: the reference against a plain-loop NumPy model and the
 // checker's own mutation tests. And a trained model.safetensors gives the same
 // validation loss in the training log, in ./eval and in PyTorch. Skipped (not failed) where python3-torch is
@@ -20,6 +22,8 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+
+#include "model/gpt.h"
 
 static char dir[128];
 
@@ -85,6 +89,11 @@ static void test_rope_linear(void **state) { skip_without_torch(); check_scheme(
 static void test_rope_ntk(void **state)    { skip_without_torch(); check_scheme("rope_ntk", "--pos=rope --rope_scaling=ntk --rope_scaling_factor=4"); }
 static void test_rope_yarn(void **state)   { skip_without_torch(); check_scheme("rope_yarn", "--pos=rope --rope_scaling=yarn --rope_scaling_factor=4 "
                                              "--rope_original_length=8 --rope_yarn_beta_fast=4 --rope_yarn_beta_slow=0.1"); }
+static void test_rope_yarn_paper(void **state) { skip_without_torch(); check_scheme("rope_yarnp", "--pos=rope --rope_scaling=yarn_paper "
+                                             "--rope_scaling_factor=4 --rope_original_length=8 --rope_yarn_beta_fast=4 --rope_yarn_beta_slow=0.1"); }
+// dynamic NTK: the window (24) is longer than L = 8, so the base grows: (2 * 24 / 8 - 1)^(R/(R-2))
+static void test_rope_dynamic(void **state) { skip_without_torch(); check_scheme("rope_dyn", "--pos=rope --rope_scaling=dynamic "
+                                             "--rope_scaling_factor=2 --rope_original_length=8"); }
 // The fp32 oneDNN backend passes the same float32 check; bf16 products pass
 // against a reference that rounds the same product inputs (scripts/check_debug_state.py).
 static void test_onednn_fp32(void **state) {
@@ -93,16 +102,21 @@ static void test_onednn_fp32(void **state) {
     check_scheme("dnn_t5", "--pos=t5 --t5_num_buckets=8 --t5_max_distance=16 --matmul=onednn");
     check_scheme("dnn_learned", "--pos=learned --matmul=onednn");
 }
-static void test_bf16_every_scheme(void **state) {
-    skip_without_torch();
-    const char *schemes[] = {"rope", "learned", "sinusoidal", "t5", "alibi", "none"};
-    for (int i = 0; i < 6; i++) {
-        char name[32], flags[128];
-        snprintf(name, sizeof name, "bf16_%s", schemes[i]);
-        snprintf(flags, sizeof flags, "--pos=%s --precision=bf16%s", schemes[i],
-                 i == 3 ? " --t5_num_buckets=8 --t5_max_distance=16" : "");
+// check_scheme for every scheme on the list (gpt.h), with the engine's flags; t5 with few buckets.
+static void check_every_scheme(const char *prefix, const char *engine_flags) {
+    for (int k = 0; k < POS_COUNT; k++) {
+        char name[32], flags[160];
+        snprintf(name, sizeof name, "%s_%s", prefix, pos_kind_name((PosKind)k));
+        snprintf(flags, sizeof flags, "--pos=%s %s%s", pos_kind_name((PosKind)k), engine_flags,
+                 k == POS_T5 ? " --t5_num_buckets=8 --t5_max_distance=16" : "");
         check_scheme(name, flags);
     }
+}
+static void test_bf16_every_scheme(void **state) { skip_without_torch(); check_every_scheme("bf16", "--precision=bf16"); }
+// The reference engine (reference.c's plain loops) passes the same check.
+static void test_reference_every_scheme(void **state) {
+    skip_without_torch();
+    check_every_scheme("ref", "--matmul=reference");
 }
 static void test_t5(void **state)           { skip_without_torch(); check_scheme("t5", "--pos=t5 --t5_num_buckets=8 --t5_max_distance=16"); }
 static void test_alibi(void **state)        { skip_without_torch(); check_scheme("alibi", "--pos=alibi"); }
@@ -162,10 +176,12 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_rope), cmocka_unit_test(test_rope_partial),
         cmocka_unit_test(test_rope_linear), cmocka_unit_test(test_rope_ntk), cmocka_unit_test(test_rope_yarn),
+        cmocka_unit_test(test_rope_yarn_paper), cmocka_unit_test(test_rope_dynamic),
         cmocka_unit_test(test_learned), cmocka_unit_test(test_sinusoidal), cmocka_unit_test(test_sinusoidal_scaled),
         cmocka_unit_test(test_t5), cmocka_unit_test(test_alibi),
         cmocka_unit_test(test_alibi_6_heads), cmocka_unit_test(test_none),
         cmocka_unit_test(test_onednn_fp32), cmocka_unit_test(test_bf16_every_scheme),
+        cmocka_unit_test(test_reference_every_scheme),
         cmocka_unit_test(test_checkpoint_loss_in_pytorch),
         cmocka_unit_test(test_reference_self_checks),
     };

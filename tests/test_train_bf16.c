@@ -2,7 +2,8 @@
 // end on the tests' small corpus (util_run.h): bf16 learns, an interrupted bf16 run
 // resumes exactly (same log rows, bit-identical weights), a run may switch
 // precision on --resume, and a CPU without bf16 dot products is refused in
-// one line with exit 2. Run from the repository root with ./train built.
+// one line with exit 2. Run from the repository root with ./train and its
+// test build (TRAIN_WITH_FAULTS, for the interruptions) built.
 #include <setjmp.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -42,8 +43,8 @@ static void test_bf16_learns_and_resumes_exactly(void **state) {
     printf("  bf16 val loss %.4f -> %.4f\n", v0, v30);
     assert_true(v30 < 0.8 * v0);
     // interrupted at step 15 (not a save step), resumed: the same rows, the same weights
-    rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 ./train " RUN_ARGS " --precision=bf16 --out_dir=%s/cut --quiet",
-             data_args, dir);
+    rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 " TRAIN_WITH_FAULTS " " RUN_ARGS
+             " --precision=bf16 --out_dir=%s/cut --quiet", data_args, dir);
     assert_int_equal(rc, 130);
     rc = run("./train --resume %s/cut --quiet", dir);
     if (rc != 0) fail_msg("resume: exit %d: %s", rc, out);
@@ -57,7 +58,8 @@ static void test_bf16_learns_and_resumes_exactly(void **state) {
 // master weights and moments, so it continues; from the switch on, its steps
 // are the new precision's (not bit-identical to a straight run of either).
 static void test_switch_precision_on_resume(void **state) {
-    int rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 ./train " RUN_ARGS " --out_dir=%s/switch --quiet", data_args, dir);
+    int rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s/switch --quiet",
+                 data_args, dir);
     assert_int_equal(rc, 130);
     rc = run("./train --resume %s/switch --precision=bf16 --quiet", dir);
     if (rc != 0) fail_msg("resume in bf16: exit %d: %s", rc, out);

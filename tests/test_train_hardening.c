@@ -14,8 +14,11 @@
 //   - bad inputs: directories, devices and named pipes as files, NUL bytes,
 //     NaN weights, control characters in tensor names, oversized batches and
 //     models, a metadata-only weights file (refused before allocating).
-// Run from the repository root with ./train, ./prepare, ./eval and ./sample
-// built (`make test`; `make sanitize` runs it against the sanitizer build).
+//   - the shipped ./train carries no fault injection: no ROPELAB_TEST_* name
+//     in its bytes; the test build (TRAIN_WITH_FAULTS) has them.
+// Run from the repository root with ./train, ./prepare, ./eval, ./sample and
+// the test build of ./train built (`make test`; `make sanitize` runs it
+// against the sanitizer build).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -274,7 +277,8 @@ static void test_long_out_dir_trains_and_resumes(void **state) {
     char run_dir[600];
     long_path(run_dir, sizeof run_dir, dir, 60, 200);
     assert_true(strlen(run_dir) >= 200 && strlen(run_dir) < 300);
-    int rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 ./train " RUN_ARGS " --out_dir=%s --quiet", data_args, run_dir);
+    int rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s --quiet",
+                 data_args, run_dir);
     if (rc != 130) fail_msg("exit %d, want 130: %s", rc, out);
     assert_int_equal(checkpoint_step(run_dir), 15);
     rc = run("./train --resume %s --quiet", run_dir);
@@ -362,7 +366,7 @@ static void test_checkpoint_step_and_rng_range(void **state) {
 static void test_log_write_failure_between_saves(void **state) {
     char run_dir[512];
     snprintf(run_dir, sizeof run_dir, "%s/logfail-a", dir);
-    int rc = run("ROPELAB_TEST_LOG_FAIL=5-8 ./train " RUN_ARGS " --out_dir=%s", data_args, run_dir);
+    int rc = run("ROPELAB_TEST_LOG_FAIL=5-8 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s", data_args, run_dir);
     if (rc != 0) fail_msg("exit %d: %s", rc, out);
     expect_output("log.csv: write failed");
     assert_log_is_reference(run_dir);
@@ -375,7 +379,7 @@ static void test_log_write_failure_between_saves(void **state) {
 static void test_log_write_failure_over_save(void **state) {
     char run_dir[512];
     snprintf(run_dir, sizeof run_dir, "%s/logfail-b", dir);
-    int rc = run("ROPELAB_TEST_LOG_FAIL=12-25 ./train " RUN_ARGS " --out_dir=%s", data_args, run_dir);
+    int rc = run("ROPELAB_TEST_LOG_FAIL=12-25 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s", data_args, run_dir);
     if (rc != 1) fail_msg("exit %d, want 1: %s", rc, out);
     expect_output("log.csv: write failed");
     expect_output("no checkpoint is saved past the log's last row");
@@ -387,7 +391,7 @@ static void test_log_write_failure_over_save(void **state) {
 
     // A window over the first save point: no checkpoint at all; the resume starts from step 0.
     snprintf(run_dir, sizeof run_dir, "%s/logfail-c", dir);
-    rc = run("ROPELAB_TEST_LOG_FAIL=8-25 ./train " RUN_ARGS " --out_dir=%s", data_args, run_dir);
+    rc = run("ROPELAB_TEST_LOG_FAIL=8-25 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s", data_args, run_dir);
     if (rc != 1) fail_msg("exit %d, want 1: %s", rc, out);
     assert_false(exists("%s/%s", run_dir, "checkpoint.safetensors"));
     rc = run("./train --resume %s", run_dir);
@@ -406,7 +410,8 @@ static void test_dead_end_restart(void **state) {
     // Killed while writing its first checkpoint: config.ini, a log up to step 10, no checkpoint.
     for (int k = 0; k < 2; k++) {
         const char *d = k ? d2 : d1;
-        int rc = run("ROPELAB_TEST_CRASH_IN_SAVE=10 ./train " RUN_ARGS " --out_dir=%s --quiet", data_args, d);
+        int rc = run("ROPELAB_TEST_CRASH_IN_SAVE=10 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s --quiet",
+                     data_args, d);
         assert_int_equal(rc, 1);
         assert_true(exists("%s/%s", d, "config.ini") && exists("%s/%s", d, "log.csv"));
         assert_false(exists("%s/%s", d, "checkpoint.safetensors"));
@@ -648,8 +653,22 @@ static void test_oversized_batch_and_model(void **state) {
     assert_int_equal(access(run_dir, F_OK), -1);          // nothing was created
 }
 
+// The fault injection of src/train/fault_inject.h is compiled into the test
+// build of ./train only: the shipped ./train holds no ROPELAB_TEST_* variable
+// name (so it reads none), the test build holds every one the tests set.
+static void test_shipped_train_has_no_fault_hooks(void **state) {
+    (void)state;
+    assert_int_equal(run("LC_ALL=C grep -a -c -F ROPELAB_TEST_ ./train"), 1);   // 1: no line matched
+    static const char *hooks[] = {"ROPELAB_TEST_CRASH_IN_SAVE", "ROPELAB_TEST_LOG_FAIL",
+                                  "ROPELAB_TEST_SIGINT_AT_STEP", "ROPELAB_TEST_PERTURB_AT_STEP"};
+    for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++)
+        if (run("LC_ALL=C grep -a -q -F %s " TRAIN_WITH_FAULTS, hooks[i]) != 0)
+            fail_msg("%s: no %s in it", TRAIN_WITH_FAULTS, hooks[i]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_shipped_train_has_no_fault_hooks),
         cmocka_unit_test(test_lock_refuses_second_train),
         cmocka_unit_test(test_long_out_dir_trains_and_resumes),
         cmocka_unit_test(test_prepare_long_out_dir),

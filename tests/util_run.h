@@ -15,6 +15,14 @@
 
 #include "common/rng.h"
 
+// The test build of ./train (Makefile: FAULT_DIR), for the runs that set a
+// ROPELAB_TEST_* fault-injection variable (src/train/fault_inject.h: a crash
+// in a save, failing log writes, SIGINT at a step, a perturbed weight): the
+// shipped ./train has none of them. A relative path, like ./train: under
+// `make sanitize` and `make tsan` the run root links it to their own build
+// (tests/sanitize.mk).
+#define TRAIN_WITH_FAULTS "./build/test-programs/train"
+
 static char dir[256];        // temporary directory of this test run
 static char data_args[1024]; // --tokenizer=... --train_file=... --val_file=...
 static char out[1 << 16];    // output (stdout and stderr) of the last command

@@ -65,17 +65,22 @@ static const ModelKey MODEL_KEYS[] = {
     {"sinusoidal_scale", "positions", MODEL_KEY_FLOAT, F(sinusoidal_scale), "0.02", 0, 1000, 1, 1, POS_SINUSOIDAL,
      "1", 0, NULL, "sinusoidal: the table PE is multiplied by this; 0.02 keeps Vaswani's position-to-token "
      "ratio, 1 is the unscaled table"},
-    {"rope_scaling", "positions", MODEL_KEY_CHOICE, F(rope_scaling), "none", 0, 3, 0, 1, POS_ROPE, "none", 1,
-     "none|linear|ntk|yarn", "rope beyond the training length: linear (position interpolation), ntk "
-     "(NTK-aware base), yarn (NTK-by-parts + attention temperature); docs/POSITIONS.md"},
+    {"rope_scaling", "positions", MODEL_KEY_CHOICE, F(rope_scaling), "none", 0, 5, 0, 1, POS_ROPE, "none", 1,
+     "none|linear|ntk|yarn|yarn_paper|dynamic", "rope beyond the training length: linear (position "
+     "interpolation), ntk (NTK-aware base), yarn (YaRN as Hugging Face and llama.cpp compute it), yarn_paper "
+     "(YaRN's ramp as the paper's equation states it), dynamic (Hugging Face's dynamic NTK: the base grows "
+     "with the sequence length); docs/POSITIONS.md"},
     {"rope_scaling_factor", "positions", MODEL_KEY_FLOAT, F(rope_scaling_factor), "1", 1, 1e6, 0, 1, POS_ROPE,
      "1", 1, NULL, "rope_scaling: the factor s (the new length over the trained one); 1 = unscaled"},
     {"rope_original_length", "positions", MODEL_KEY_INT, F(rope_original_length), "0", 0, 1 << 20, 0, 1,
-     POS_ROPE, "0", 1, NULL, "rope_scaling=yarn: the length L the model was trained at; 0 = block_size"},
+     POS_ROPE, "0", 1, NULL, "rope_scaling=yarn, yarn_paper, dynamic: the length L the model was trained at; "
+     "0 = block_size (./train --init-from sets it to the source model's)"},
     {"rope_yarn_beta_fast", "positions", MODEL_KEY_FLOAT, F(rope_yarn_beta_fast), "32", 0, 1e6, 1, 1, POS_ROPE,
-     "32", 1, NULL, "rope_scaling=yarn: dims turning more than this many times over L keep their angles"},
+     "32", 1, NULL, "rope_scaling=yarn, yarn_paper: dims turning more than this many times over L keep their "
+     "angles"},
     {"rope_yarn_beta_slow", "positions", MODEL_KEY_FLOAT, F(rope_yarn_beta_slow), "1", 0, 1e6, 1, 1, POS_ROPE,
-     "1", 1, NULL, "rope_scaling=yarn: dims turning fewer than this many times over L are divided by s"},
+     "1", 1, NULL, "rope_scaling=yarn, yarn_paper: dims turning fewer than this many times over L are divided "
+     "by s"},
     {"vocab_size", "model", MODEL_KEY_INT, F(vocab_size), "0", 1, 1 << 24, 0, 0, -1, NULL, 0, NULL,
      "vocabulary size (from the tokenizer)"},
 };
@@ -206,6 +211,21 @@ int gpt_config_validate_keys(const GPTConfig *c, char *err, size_t errlen, const
             (key->type == MODEL_KEY_FLOAT && !(isfinite(*(const float *)p) && in_range(key, *(const float *)p))))
             FAIL(key->name, key->name, "%s (%s) must be in %s", key->name, text, range);
     }
+    // A length key of one scheme away from its "absent" value on a model of another scheme
+    // (rope_scaling=yarn with pos=alibi) would change nothing: refused, by ./train, ./eval
+    // and ./sample alike, rather than written to the metadata with no effect.
+    for (int k = 0; k < N_MODEL_KEYS; k++) {
+        const ModelKey *key = &MODEL_KEYS[k];
+        if (key->scheme < 0 || key->scheme == (int)c->pos || !key->length_key || !key->if_absent) continue;
+        GPTConfig absent = *c;
+        char text[64], absent_text[64], msg[128];
+        gpt_config_set(&absent, k, key->if_absent, msg, sizeof msg);   // a valid default: cannot fail
+        gpt_config_get(&absent, k, absent_text, sizeof absent_text);
+        gpt_config_get(c, k, text, sizeof text);
+        if (strcmp(text, absent_text) != 0)
+            FAIL(key->name, "pos", "%s=%s applies to pos=%s only, not pos=%s", key->name, text,
+                 pos_kind_name((PosKind)key->scheme), pos_kind_name(c->pos));
+    }
     if (c->d_model % c->n_head != 0)
         FAIL("d_model", "n_head", "d_model (%d) is not divisible by n_head (%d)", c->d_model, c->n_head);
     int head_dim = c->d_model / c->n_head;
@@ -216,11 +236,14 @@ int gpt_config_validate_keys(const GPTConfig *c, char *err, size_t errlen, const
                  c->rope_dims, head_dim);
         if (c->rope_dims == 0 && head_dim % 2 != 0)
             FAIL("pos", "n_head", "head_dim (%d) is odd: set rope_dims to an even value", head_dim);
-        if (c->rope_scaling == ROPE_SCALING_YARN && !(c->rope_yarn_beta_fast > c->rope_yarn_beta_slow))
+        if ((c->rope_scaling == ROPE_SCALING_YARN || c->rope_scaling == ROPE_SCALING_YARN_PAPER) &&
+            !(c->rope_yarn_beta_fast > c->rope_yarn_beta_slow))
             FAIL("rope_yarn_beta_fast", "rope_yarn_beta_slow", "rope_yarn_beta_fast (%g) must be larger than "
                  "rope_yarn_beta_slow (%g)", (double)c->rope_yarn_beta_fast, (double)c->rope_yarn_beta_slow);
-        if (c->rope_scaling == ROPE_SCALING_NTK && (c->rope_dims ? c->rope_dims : head_dim) <= 2)
-            FAIL("rope_scaling", "rope_dims", "rope_scaling=ntk needs rope_dims > 2 (base' = base s^(R/(R-2)))");
+        if ((c->rope_scaling == ROPE_SCALING_NTK || c->rope_scaling == ROPE_SCALING_DYNAMIC) &&
+            (c->rope_dims ? c->rope_dims : head_dim) <= 2)
+            FAIL("rope_scaling", "rope_dims", "rope_scaling=%s needs rope_dims > 2 (its base is raised to the "
+                 "power R/(R-2))", c->rope_scaling == ROPE_SCALING_NTK ? "ntk" : "dynamic");
     }
     if (c->pos == POS_T5 && c->t5_max_distance <= c->t5_num_buckets / 2)
         FAIL("t5_max_distance", "t5_num_buckets", "t5_max_distance (%d) must be larger than t5_num_buckets/2 (%d)",

@@ -1,17 +1,13 @@
-// gpt.c: the whole model: creation, activation buffers, and the forward and
-// backward passes that chain the layers of layers.h with the positional
-// scheme's hooks (pos.h).
+// gpt.c: the model's life around its two passes (which are in reference.c):
+// creation and freeing, the engine (gpt_set_matmul), the activation
+// buffers, a loaded model's length keys, the accessors of gpt.h.
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <omp.h>
-
 #include "common/memory.h"
 #include "model/gpt_internal.h"
-#include "model/layers.h"
 
 int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
     *model = NULL;
@@ -27,70 +23,33 @@ int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
     return 0;
 }
 
+// The one place an engine is chosen (engine.h). The old engine, and any
+// copies of the weights it kept, go; the new one makes its own at first use.
 int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, size_t errlen) {
-    const GPTConfig *c = &m->cfg;
-    int C = c->d_model, L = c->n_layer;
-    LinearEngine *e = NULL;
-    int *wid = malloc((size_t)4 * L * sizeof *wid);
-    if (!wid) { snprintf(err, errlen, "out of memory"); return -1; }
-    if (linear_engine_create(&e, matmul == GPT_MATMUL_ONEDNN ? MATMUL_ONEDNN : MATMUL_OPENBLAS,
-                             precision == GPT_BF16 ? PRECISION_BF16 : PRECISION_FP32, err, errlen) != 0) {
-        free(wid);
+    Engine *e = NULL;
+    int bf16 = precision == GPT_BF16, rc;
+    if (precision != GPT_FP32 && precision != GPT_BF16) {
+        snprintf(err, errlen, "unknown precision %d", (int)precision);
         return -1;
     }
-    int head = linear_engine_add_weight(e, m->p.wte, c->vocab_size, C, err, errlen), ok = head >= 0;
-    for (int l = 0; ok && l < L; l++) {
-        const LayerTensors *w = &m->p.h[l];
-        ok = (wid[4 * l] = linear_engine_add_weight(e, w->c_attn_w, 3 * C, C, err, errlen)) >= 0 &&
-             (wid[4 * l + 1] = linear_engine_add_weight(e, w->attn_proj_w, C, C, err, errlen)) >= 0 &&
-             (wid[4 * l + 2] = linear_engine_add_weight(e, w->c_fc_w, 4 * C, C, err, errlen)) >= 0 &&
-             (wid[4 * l + 3] = linear_engine_add_weight(e, w->mlp_proj_w, C, 4 * C, err, errlen)) >= 0;
-    }
-    AttentionEngine *attn = NULL;
-    if (ok && matmul == GPT_MATMUL_ONEDNN)
-        ok = attention_engine_create(&attn, precision == GPT_BF16, C, c->n_head, err, errlen) == 0;
-    if (!ok) {
-        linear_engine_free(e);
-        free(wid);
+    if (bf16 && matmul != GPT_MATMUL_ONEDNN) {
+        snprintf(err, errlen, "the %s matmul engine computes in fp32 only (bf16 needs onednn)",
+                 matmul == GPT_MATMUL_REFERENCE ? "reference" : "openblas");
         return -1;
     }
-    linear_engine_free(m->linear);
-    attention_engine_free(m->attn);
-    free(m->wid_layer);
-    m->linear = e;
-    m->attn = attn;
-    m->matmul = matmul;
-    m->precision = precision;
-    m->wid_head = head;
-    m->wid_layer = wid;
+    switch (matmul) {
+    case GPT_MATMUL_OPENBLAS: rc = engine_openblas_create(&e, err, errlen); break;
+    case GPT_MATMUL_ONEDNN: rc = engine_onednn_create(&e, bf16, WEIGHTS_DEFAULT, err, errlen); break;
+    case GPT_MATMUL_REFERENCE: rc = engine_reference_create(&e, err, errlen); break;
+    default: snprintf(err, errlen, "unknown matmul engine %d", (int)matmul); return -1;
+    }
+    if (rc != 0) return -1;
+    if (m->engine) m->engine->free(m->engine);
+    m->engine = e;
     return 0;
 }
 
-const char *gpt_matmul_describe(GPT *m) {
-    snprintf(m->matmul_desc, sizeof m->matmul_desc, "%s; attention's products on %s", linear_engine_describe(m->linear),
-             m->attn ? "oneDNN" : "OpenBLAS");
-    return m->matmul_desc;
-}
-
-size_t gpt_matmul_bytes(const GPT *m) {
-    LinearEngineStats s;
-    linear_engine_stats(m->linear, &s);
-    return s.weight_copy_bytes + s.scratch_bytes + attention_engine_bytes(m->attn);
-}
-
-int gpt_set_attention_onednn(GPT *m, int on, char *err, size_t errlen) {
-    if (!on) {
-        attention_engine_free(m->attn);
-        m->attn = NULL;
-        return 0;
-    }
-    if (m->attn) return 0;
-    if (m->matmul != GPT_MATMUL_ONEDNN) {
-        snprintf(err, errlen, "attention on oneDNN needs the oneDNN matmul engine");
-        return -1;
-    }
-    return attention_engine_create(&m->attn, m->precision == GPT_BF16, m->cfg.d_model, m->cfg.n_head, err, errlen);
-}
+const char *gpt_matmul_describe(const GPT *m) { return m->engine->describe; }
 
 int gpt_reconfigure(GPT *m, const GPTConfig *cfg, char *err, size_t errlen) {
     GPTConfig c = *cfg;
@@ -117,7 +76,6 @@ int gpt_reconfigure(GPT *m, const GPTConfig *cfg, char *err, size_t errlen) {
     }
     return 0;
 }
-void gpt_params_changed(GPT *m) { linear_engine_weights_changed(m->linear); }
 
 int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
     if (gpt_describe(model, cfg, err, errlen) != 0) return -1;
@@ -147,9 +105,7 @@ void gpt_free(GPT *m) {
     if (!m) return;
     params_free(m);
     pos_ctx_free(&m->pos_ctx);
-    linear_engine_free(m->linear);
-    attention_engine_free(m->attn);
-    free(m->wid_layer);
+    if (m->engine) m->engine->free(m->engine);
     free(m->acts.encoded);   // the one activation allocation starts here
     free(m->acts.tokens);
     free(m);
@@ -157,7 +113,10 @@ void gpt_free(GPT *m) {
 
 const GPTConfig *gpt_config(const GPT *m) { return &m->cfg; }
 size_t gpt_num_params(const GPT *m) { return m->num_params; }
-float *gpt_params(GPT *m) { return m->params; }
+float *gpt_params(GPT *m) {
+    if (m->engine && m->engine->weights_changed) m->engine->weights_changed(m->engine);   // the caller may write
+    return m->params;
+}
 float *gpt_grads(GPT *m) { return m->grads; }
 int gpt_param_entries(const GPT *m, const ParamEntry **entries) {
     *entries = m->entries;
@@ -206,7 +165,6 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     memset(a, 0, sizeof *a);
     size_t L = c->n_layer, C = c->d_model, H = c->n_head, V = c->vocab_size;
     size_t BT = (size_t)B * T;
-    int n_threads = omp_get_max_threads();
     struct { float **ptr; size_t n; } table[] = {
         {&a->encoded, BT * C},      {&a->ln1, L * BT * C},     {&a->ln1_mean, L * BT},
         {&a->ln1_rstd, L * BT},     {&a->qkv, L * BT * 3 * C}, {&a->atty, L * BT * C},
@@ -216,8 +174,7 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
         {&a->lnf_mean, BT},         {&a->lnf_rstd, BT},        {&a->logits, BT * V},
         {&a->ce_lse, BT},           {&a->losses, BT},          {&a->pos_bias, H * T},
         {&a->dres, BT * C},         {&a->dact, BT * C},      {&a->dqkv, BT * 3 * C},
-        {&a->dhidden, BT * 4 * C},  {&a->dpos_bias, BT * H},   {&a->scratch, (size_t)n_threads * attention_scratch_floats(T)},
-        {&a->proj_out, BT * C},
+        {&a->dhidden, BT * 4 * C},  {&a->dpos_bias, BT * H},   {&a->proj_out, BT * C},
     };
     int n = (int)(sizeof table / sizeof table[0]);
     size_t total = 0;
@@ -243,181 +200,23 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     a->targets = tokens + BT;
     a->B_max = B;
     a->T_max = T;
-    a->n_threads = n_threads;
     a->bytes = bytes;
     return 0;
 }
 
-// The buffers of one layer (per-layer slices have B_max*T_max rows).
-typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd, *qkv, *atty, *att_lse, *res2;
-    float *ln2, *ln2_mean, *ln2_rstd, *fch, *fch_gelu, *res3;
-} LayerActs;
-
-static LayerActs layer_acts(const GPT *m, int l) {
+int gpt_check_inputs(const GPT *m, const int *inputs, const int *targets, int B, int T, char *err, size_t errlen) {
     const Activations *a = &m->acts;
-    size_t S = (size_t)a->B_max * a->T_max, C = m->cfg.d_model, H = m->cfg.n_head;
-    LayerActs la = {
-        a->ln1 + l * S * C, a->ln1_mean + l * S, a->ln1_rstd + l * S, a->qkv + l * S * 3 * C,
-        a->atty + l * S * C, a->att_lse + l * S * H, a->res2 + l * S * C,
-        a->ln2 + l * S * C, a->ln2_mean + l * S, a->ln2_rstd + l * S, a->fch + l * S * 4 * C,
-        a->fch_gelu + l * S * 4 * C, a->res3 + l * S * C,
-    };
-    return la;
-}
-
-int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, float *loss_out,
-                char *err, size_t errlen) {
-    const GPTConfig *c = &m->cfg;
-    Activations *a = &m->acts;
-    m->have_targets = 0;
     if (!a->encoded || B < 1 || T < 1 || B > a->B_max || T > a->T_max) {
         snprintf(err, errlen, "batch %dx%d does not fit the activations (%dx%d)", B, T, a->B_max, a->T_max);
         return -1;
     }
-    int BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
-    for (int i = 0; i < BT; i++) {
+    int V = m->cfg.vocab_size;
+    for (int i = 0; i < B * T; i++) {
         if (inputs[i] < 0 || inputs[i] >= V || (targets && (targets[i] < 0 || targets[i] >= V))) {
             snprintf(err, errlen, "token %d at index %d is outside the vocabulary (%d)",
                      inputs[i] < 0 || inputs[i] >= V ? inputs[i] : targets[i], i, V);
             return -1;
         }
     }
-    memcpy(a->tokens, inputs, (size_t)BT * sizeof(int));
-    if (targets) memcpy(a->targets, targets, (size_t)BT * sizeof(int));
-    m->B = B;
-    m->T = T;
-
-    // x = wte[tok] (+ P[t])  (B,T,C)
-    encoder_forward(a->encoded, a->tokens, m->p.wte, BT, C);
-    if (m->pos->embed_forward) m->pos->embed_forward(&m->pos_ctx, a->encoded, B, T, 0);
-    const float *bias = NULL;
-    if (m->pos->bias_fill) { m->pos->bias_fill(&m->pos_ctx, a->pos_bias, T); bias = a->pos_bias; }
-
-    const float *x = a->encoded;
-    for (int l = 0; l < c->n_layer; l++) {
-        const LayerTensors *w = &m->p.h[l];
-        LayerActs la = layer_acts(m, l);
-        // attention block: x + c_proj(attn(rot(c_attn(LN1(x)))))
-        layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, w->ln_1_w, w->ln_1_b, BT, C);
-        const int *wid = m->wid_layer + 4 * l;
-        if (linear_forward(m->linear, wid[0], la.qkv, la.ln1, w->c_attn_b, BT) != 0) goto linear_failed;  // (B,T,3C)
-        if (m->pos->qk_forward) m->pos->qk_forward(&m->pos_ctx, la.qkv, B, T, 0);
-        if (!m->attn)
-            attention_forward(la.atty, la.att_lse, la.qkv, bias, a->scratch, a->n_threads, B, T, C, H);
-        else if (attention_engine_forward(m->attn, la.atty, la.att_lse, la.qkv, bias, a->n_threads, B, T) != 0)
-            goto attention_failed;
-        if (linear_forward(m->linear, wid[1], a->proj_out, la.atty, w->attn_proj_b, BT) != 0) goto linear_failed;
-        residual_forward(la.res2, x, a->proj_out, (size_t)BT * C);
-        // MLP block: x + c_proj(GELU(c_fc(LN2(x))))
-        layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.res2, w->ln_2_w, w->ln_2_b, BT, C);
-        if (linear_forward(m->linear, wid[2], la.fch, la.ln2, w->c_fc_b, BT) != 0) goto linear_failed;  // (B,T,4C)
-        gelu_forward(la.fch_gelu, la.fch, (size_t)BT * 4 * C);
-        if (linear_forward(m->linear, wid[3], a->proj_out, la.fch_gelu, w->mlp_proj_b, BT) != 0) goto linear_failed;
-        residual_forward(la.res3, la.res2, a->proj_out, (size_t)BT * C);
-        x = la.res3;
-    }
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w, m->p.ln_f_b, BT, C);
-    if (linear_forward(m->linear, m->wid_head, a->logits, a->lnf, NULL, BT) != 0) goto linear_failed;  // (B,T,V)
-    if (!targets) return 0;
-    double loss = crossentropy_forward(a->losses, a->ce_lse, a->logits, a->targets, BT, V);
-    if (loss_out) *loss_out = (float)loss;
-    m->have_targets = 1;
     return 0;
-linear_failed:
-    snprintf(err, errlen, "%s", linear_engine_error(m->linear));
-    return -1;
-attention_failed:
-    snprintf(err, errlen, "%s", attention_engine_error(m->attn));
-    return -1;
-}
-
-void gpt_set_grad_ready_hook(GPT *m, GradReadyFn fn, void *user) {
-    m->grad_ready = fn;
-    m->grad_ready_user = user;
-}
-
-// The flat-buffer range of layer l's 12 tensors (consecutive in the table, after wte and the scheme's).
-static void layer_range(const GPT *m, int l, size_t *offset, size_t *count) {
-    const ParamEntry *first = &m->entries[1 + m->n_pos_params + 12 * l], *last = first + 11;
-    *offset = first->offset;
-    *count = last->offset + last->numel - first->offset;
-}
-
-int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
-    if (!m->have_targets) {
-        snprintf(err, errlen, "backward: the last forward had no targets (or was already backpropagated)");
-        return -1;
-    }
-    const GPTConfig *c = &m->cfg;
-    Activations *a = &m->acts;
-    int B = m->B, T = m->T, BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
-    const float *bias = m->pos->bias_fill ? a->pos_bias : NULL;
-    float *dbias = m->pos->bias_backward ? a->dpos_bias : NULL;
-    if (dbias) memset(dbias, 0, (size_t)BT * H * sizeof(float));
-
-    // loss = loss_scale * mean_n loss_n -> dlogits (in place), then the tied head
-    crossentropy_backward(a->logits, a->ce_lse, a->targets, BT, V, loss_scale / BT);
-    if (linear_backward(m->linear, m->wid_head, a->dact, m->g.wte, NULL, a->logits, a->lnf, BT) != 0)
-        goto linear_failed;
-    const float *x_last = c->n_layer > 0 ? layer_acts(m, c->n_layer - 1).res3 : a->encoded;
-    memset(a->dres, 0, (size_t)BT * C * sizeof(float));
-    layernorm_backward(a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dact, x_last, m->p.ln_f_w,
-                       a->lnf_mean, a->lnf_rstd, BT, C);
-
-    // dres holds d(loss)/d(residual stream); each block adds its branch's input gradient
-    for (int l = c->n_layer - 1; l >= 0; l--) {
-        const LayerTensors *w = &m->p.h[l];
-        LayerTensors *g = &m->g.h[l];
-        LayerActs la = layer_acts(m, l);
-        const float *x_in = l == 0 ? a->encoded : layer_acts(m, l - 1).res3;
-        // MLP block
-        const int *wid = m->wid_layer + 4 * l;
-        if (linear_backward(m->linear, wid[3], a->dhidden, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_gelu, BT))
-            goto linear_failed;
-        gelu_backward(a->dhidden, la.fch, a->dhidden, (size_t)BT * 4 * C);
-        if (linear_backward(m->linear, wid[2], a->dact, g->c_fc_w, g->c_fc_b, a->dhidden, la.ln2, BT))
-            goto linear_failed;
-        layernorm_backward(a->dres, g->ln_2_w, g->ln_2_b, a->dact, la.res2, w->ln_2_w,
-                           la.ln2_mean, la.ln2_rstd, BT, C);
-        // attention block
-        if (linear_backward(m->linear, wid[1], a->dact, g->attn_proj_w, g->attn_proj_b, a->dres, la.atty, BT))
-            goto linear_failed;
-        if (!m->attn)
-            attention_backward(a->dqkv, dbias, a->dact, la.qkv, la.att_lse, bias,
-                               a->scratch, a->n_threads, B, T, C, H);
-        else if (attention_engine_backward(m->attn, a->dqkv, dbias, a->dact, la.qkv, la.att_lse, bias,
-                                           a->n_threads, B, T) != 0)
-            goto attention_failed;
-        if (m->pos->qk_backward) m->pos->qk_backward(&m->pos_ctx, a->dqkv, B, T);
-        if (linear_backward(m->linear, wid[0], a->dact, g->c_attn_w, g->c_attn_b, a->dqkv, la.ln1, BT))
-            goto linear_failed;
-        layernorm_backward(a->dres, g->ln_1_w, g->ln_1_b, a->dact, x_in, w->ln_1_w,
-                           la.ln1_mean, la.ln1_rstd, BT, C);
-        if (m->grad_ready) {   // layer l's gradients are final
-            size_t off, n;
-            layer_range(m, l, &off, &n);
-            m->grad_ready(m->grad_ready_user, off, n);
-        }
-    }
-    if (dbias) m->pos->bias_backward(&m->pos_ctx, dbias, B, T);
-    if (m->pos->embed_backward) m->pos->embed_backward(&m->pos_ctx, a->dres, B, T);
-    encoder_backward(m->g.wte, a->dres, a->tokens, BT, C);
-    if (m->grad_ready) {   // the rest: wte and the scheme's tensors before the layers, ln_f after them
-        size_t first_layer, last_layer, n;
-        layer_range(m, 0, &first_layer, &n);
-        layer_range(m, c->n_layer - 1, &last_layer, &n);
-        m->grad_ready(m->grad_ready_user, 0, first_layer);
-        m->grad_ready(m->grad_ready_user, last_layer + n, m->num_params - last_layer - n);
-    }
-    m->have_targets = 0;   // the logits buffer now holds dlogits
-    return 0;
-linear_failed:
-    m->have_targets = 0;
-    snprintf(err, errlen, "%s", linear_engine_error(m->linear));
-    return -1;
-attention_failed:
-    m->have_targets = 0;
-    snprintf(err, errlen, "%s", attention_engine_error(m->attn));
-    return -1;
 }

@@ -42,11 +42,15 @@ typedef struct {
     // rope beyond the training length (docs/POSITIONS.md): the angle tables rescaled
     int rope_scaling;       // RopeScaling
     float rope_scaling_factor;   // s >= 1 (1: unscaled)
-    int rope_original_length;    // yarn: the length L the model was trained at (0: block_size)
-    float rope_yarn_beta_fast, rope_yarn_beta_slow;   // yarn: the ramp's ends, in rotations per L
+    int rope_original_length;    // yarn, yarn_paper, dynamic: the length L the model was trained at (0: block_size)
+    float rope_yarn_beta_fast, rope_yarn_beta_slow;   // yarn, yarn_paper: the ramp's ends, in rotations per L
 } GPTConfig;
 
-typedef enum { ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_NTK, ROPE_SCALING_YARN } RopeScaling;
+// The order of config.c's choices "none|linear|ntk|yarn|yarn_paper|dynamic" (docs/POSITIONS.md).
+typedef enum {
+    ROPE_SCALING_NONE, ROPE_SCALING_LINEAR, ROPE_SCALING_NTK, ROPE_SCALING_YARN, ROPE_SCALING_YARN_PAPER,
+    ROPE_SCALING_DYNAMIC
+} RopeScaling;
 
 typedef enum { MODEL_KEY_INT, MODEL_KEY_FLOAT, MODEL_KEY_SCHEME, MODEL_KEY_CHOICE } ModelKeyType;
 
@@ -118,7 +122,12 @@ void gpt_free(GPT *model);
 const GPTConfig *gpt_config(const GPT *model);
 
 size_t gpt_num_params(const GPT *model);
-float *gpt_params(GPT *model);       // flat buffer, gpt_num_params floats
+// The flat parameter buffer (gpt_num_params floats), to read or to write:
+// every write to the parameters goes through a pointer from here (an
+// optimizer step, a broadcast, a load), so the call tells the engine that
+// they may change, and an engine that keeps copies (bf16) re-makes them at
+// its next use. Take the pointer again after a forward before writing.
+float *gpt_params(GPT *model);
 float *gpt_grads(GPT *model);        // same layout
 int gpt_param_entries(const GPT *model, const ParamEntry **entries); // returns count
 const ParamEntry *gpt_find_param(const GPT *model, const char *name); // NULL if absent
@@ -126,32 +135,19 @@ const ParamEntry *gpt_find_param(const GPT *model, const char *name); // NULL if
 // Whether batches of (B, T) fit this configuration: T within the scheme's
 // positions, B*T rows within the activations' index range (no allocation).
 int gpt_check_batch(const GPTConfig *cfg, int B, int T, char *err, size_t errlen);
-// The engine of the linear layers' and the head's matrix products (see
-// model/linear.h): matmul "openblas" (fp32, the default) or "onednn" (fp32
-// or bf16), which also runs attention's products (attention_onednn.h). bf16:
-// the products' inputs are rounded to bf16 and accumulated in fp32; weights,
-// gradients and everything else stay fp32. Fails with a
-// message where oneDNN has no bf16 products (below AVX-512).
-typedef enum { GPT_MATMUL_OPENBLAS, GPT_MATMUL_ONEDNN } GPTMatmul;
+// The engine of the model's matrix products (the linear layers, the tied
+// head, attention; src/model/engine.h): matmul "openblas" (fp32, the
+// default), "onednn" (fp32 or bf16) or "reference" (fp32: reference.c's
+// plain loops, slow, the one the others are checked against). bf16: each
+// product's inputs are rounded to bf16 and accumulated in fp32; weights,
+// gradients and everything else stay fp32. Fails with a message where oneDNN
+// has no bf16 products (below AVX-512), or for bf16 on another engine.
+typedef enum { GPT_MATMUL_OPENBLAS, GPT_MATMUL_ONEDNN, GPT_MATMUL_REFERENCE } GPTMatmul;
 typedef enum { GPT_FP32, GPT_BF16 } GPTPrecision;
 int gpt_set_matmul(GPT *model, GPTMatmul matmul, GPTPrecision precision, char *err, size_t errlen);
 // One line naming the engine in use (backend, precision, the ISA it dispatches to,
-// where attention's products run); valid until the next call.
-const char *gpt_matmul_describe(GPT *model);
-// The parameters changed (an optimizer step, a load): engines that keep
-// copies of the weights (bf16) re-make them once, at their next use.
-void gpt_params_changed(GPT *model);
-// Memory the matmul engine holds besides parameters and activations: weight
-// copies (bf16, or packed fp32) and scratch (inputs rounded to bf16, oneDNN's
-// scratchpad), in bytes; 0 for openblas. Allocated at first use, so it is
-// complete after one forward and backward.
-size_t gpt_matmul_bytes(const GPT *model);
-// With the oneDNN engine, attention's products run on it too (model/
-// attention_onednn.h, in the engine's precision); on = 0 puts them back on
-// OpenBLAS (attention.c), on = 1 on oneDNN again: for benchmarks that
-// compare the two (gpt_set_matmul puts them on oneDNN again). Fails with a
-// message if the engine is not oneDNN.
-int gpt_set_attention_onednn(GPT *model, int on, char *err, size_t errlen);
+// where attention's products run).
+const char *gpt_matmul_describe(const GPT *model);
 
 // Sizes the activation buffers for batches of (B, T). T may exceed block_size
 // (length extrapolation) for every scheme except learned, which fails.
@@ -180,14 +176,6 @@ void gpt_zero_grad(GPT *model);
 // forward, scaled by loss_scale (1/grad_accum for accumulation). -1 when the
 // last forward had no targets or was already backpropagated.
 int gpt_backward(GPT *model, float loss_scale, char *err, size_t errlen);
-
-// Called by gpt_backward each time a range of the flat gradient buffer holds
-// its final value for this backward: each layer's tensors as soon as that
-// layer is done (L-1 first), then everything else (wte, the scheme's tensors,
-// ln_f). The ranges cover the buffer exactly once. For overlapping gradient
-// communication with backward (data-parallel training); NULL: no calls.
-typedef void (*GradReadyFn)(void *user, size_t offset, size_t count);
-void gpt_set_grad_ready_hook(GPT *model, GradReadyFn fn, void *user);
 
 // Weights as the safetensors file of the contract (names, shapes, metadata).
 // Written atomically: temporary file, fsync, rename.

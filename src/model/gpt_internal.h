@@ -3,9 +3,8 @@
 #ifndef ROPELAB_GPT_INTERNAL_H
 #define ROPELAB_GPT_INTERNAL_H
 
+#include "model/engine.h"
 #include "model/gpt.h"
-#include "model/attention_onednn.h"
-#include "model/linear.h"
 #include "model/pos.h"
 
 // Named pointers into one flat buffer (params, or grads with the same layout).
@@ -28,7 +27,7 @@ typedef struct {
 // Activations, sized once for (B_max, T_max). Per-layer buffers hold L
 // slices of B_max*T_max rows; a smaller batch uses the front of each slice.
 typedef struct {
-    int B_max, T_max, n_threads;
+    int B_max, T_max;
     float *encoded;    // (B,T,C)      token (+ position) embedding
     float *ln1;        // (L,B,T,C)    LN1 output (input of c_attn)
     float *ln1_mean, *ln1_rstd;      // (L,B,T)
@@ -54,7 +53,6 @@ typedef struct {
     float *dqkv;       // (B,T,3C)     gradient of c_attn's output (q, k, v)
     float *dhidden;    // (B,T,4C)     gradient of the MLP's hidden layer (GELU output, then input)
     float *dpos_bias;  // (B,H,T)      attention's bias gradients (all layers)
-    float *scratch;    // n_threads * attention_scratch_floats(T): score blocks
     float *proj_out;   // (B,T,C)      a block's projection output, before the residual add
     int *tokens, *targets;           // (B,T) copies of the last forward's batch
     size_t bytes;
@@ -75,18 +73,7 @@ struct GPT {
     // state of the last forward
     int B, T;
     int have_targets;
-    GradReadyFn grad_ready;          // gpt_set_grad_ready_hook
-    void *grad_ready_user;
-    // The products of the linear layers and the tied head (gpt_set_matmul):
-    // each weight matrix registered once, by id.
-    LinearEngine *linear;
-    // attention's products on oneDNN when the engine is oneDNN, else NULL (attention.c)
-    AttentionEngine *attn;
-    GPTMatmul matmul;                // as gpt_set_matmul was last called
-    GPTPrecision precision;
-    char matmul_desc[320];           // gpt_matmul_describe's line
-    int wid_head;                    // wte as the head's (V,C) weight
-    int *wid_layer;                  // L x 4: c_attn, attn c_proj, c_fc, mlp c_proj
+    Engine *engine;                  // the products of the linear layers, the head and attention (gpt_set_matmul)
 };
 
 // params.c
@@ -99,5 +86,9 @@ void params_free(GPT *m);
 // whole model with uninitialised parameters.
 int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen);
 int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen);
+// gpt.c: whether a forward's batch (B,T) fits the activations and every token
+// (input and target) is in the vocabulary; 0, or -1 with a message.
+int gpt_check_inputs(const GPT *m, const int *inputs, const int *targets, int B, int T, char *err, size_t errlen);
+// (gpt_forward and gpt_backward, the model's two passes, are in reference.c.)
 
 #endif

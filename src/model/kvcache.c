@@ -1,7 +1,8 @@
 // kvcache.c: inference with a key/value cache. Each layer keeps the k (after
 // rotation, for rope) and v of every position fed so far, so a new token
 // costs one position's work: its own q, k, v, and attention over the cache.
-// The maths is the forward pass of gpt.c restricted to the last position:
+// The maths is the forward pass of reference.c restricted to the last
+// position, its linear products on the model's engine:
 // embedding (+ P[pos]), then per layer LN1, c_attn, rope at pos, attention
 // to positions 0..pos with the distance bias bias[h][pos-j], c_proj,
 // residual, LN2, MLP, residual; then LN_f and the tied head.
@@ -78,31 +79,17 @@ void kv_cache_free(KVCache *kv) {
 int kv_cache_len(const KVCache *kv) { return kv->len; }
 void kv_cache_reset(KVCache *kv) { kv->len = 0; }
 
-// Attention of the single query of position pos over the cached keys 0..pos.
-// q (C), keys/values (pos+1, C) -> out (C)
+// Attention of the single query of position pos over the cached keys 0..pos,
+// head by head: reference.c's attention row for the newest position.
+// q (C), keys/values (pos+1, C) -> kv->atty (C)
 static void attend_one(KVCache *kv, const float *q, const float *keys, const float *values, int pos) {
     const GPTConfig *c = &kv->model->cfg;
     int C = c->d_model, H = c->n_head, D = C / H, n = pos + 1;
     float scale = 1.0f / sqrtf((float)D);
     int has_bias = kv->model->pos->bias_fill != NULL;
-    for (int h = 0; h < H; h++) {
-        float mx = -INFINITY, sum = 0.0f;
-        for (int j = 0; j < n; j++) {
-            const float *k = keys + (size_t)j * C + h * D;
-            float dot = 0.0f;
-            for (int d = 0; d < D; d++) dot += q[h * D + d] * k[d];
-            kv->scores[j] = dot * scale + (has_bias ? kv->bias[h * n + (pos - j)] : 0.0f);
-            if (kv->scores[j] > mx) mx = kv->scores[j];
-        }
-        for (int j = 0; j < n; j++) { kv->scores[j] = expf(kv->scores[j] - mx); sum += kv->scores[j]; }
-        float *y = kv->atty + h * D;
-        memset(y, 0, (size_t)D * sizeof(float));
-        for (int j = 0; j < n; j++) {
-            const float *v = values + (size_t)j * C + h * D;
-            float p = kv->scores[j] / sum;
-            for (int d = 0; d < D; d++) y[d] += p * v[d];
-        }
-    }
+    for (int h = 0; h < H; h++)
+        attention_row(kv->atty + h * D, kv->scores, q + h * D, keys + h * D, values + h * D, (size_t)C,
+                      has_bias ? kv->bias + (size_t)h * n : NULL, pos, D, scale);
 }
 
 int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits, char *err, size_t errlen) {
@@ -114,6 +101,7 @@ int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits, char *err, si
         snprintf(err, errlen, "decode: token %d is outside the vocabulary (%d)", token, c->vocab_size);
         return -1;
     }
+    Engine *e = m->engine;
     float mean, rstd;
     // x = wte[token] (+ P[pos])
     memcpy(kv->x, m->p.wte + (size_t)token * C, (size_t)C * sizeof(float));
@@ -123,21 +111,22 @@ int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits, char *err, si
         const LayerTensors *w = &m->p.h[l];
         float *keys = kv->k + (size_t)l * kv->max_len * C, *values = kv->v + (size_t)l * kv->max_len * C;
         layernorm_forward(kv->ln, &mean, &rstd, kv->x, w->ln_1_w, w->ln_1_b, 1, C);
-        matmul_forward(kv->qkv, kv->ln, w->c_attn_w, w->c_attn_b, 1, C, 3 * C);
+        e->linear_forward(e, kv->qkv, kv->ln, w->c_attn_w, w->c_attn_b, 1, C, 3 * C);
         if (m->pos->qk_forward) m->pos->qk_forward(&kv->pos, kv->qkv, 1, 1, pos);
         memcpy(keys + (size_t)pos * C, kv->qkv + C, (size_t)C * sizeof(float));
         memcpy(values + (size_t)pos * C, kv->qkv + 2 * C, (size_t)C * sizeof(float));
         attend_one(kv, kv->qkv, keys, values, pos);
-        matmul_forward(kv->tmp, kv->atty, w->attn_proj_w, w->attn_proj_b, 1, C, C);
+        e->linear_forward(e, kv->tmp, kv->atty, w->attn_proj_w, w->attn_proj_b, 1, C, C);
         for (int i = 0; i < C; i++) kv->x[i] += kv->tmp[i];
         layernorm_forward(kv->ln, &mean, &rstd, kv->x, w->ln_2_w, w->ln_2_b, 1, C);
-        matmul_forward(kv->fch, kv->ln, w->c_fc_w, w->c_fc_b, 1, C, 4 * C);
+        e->linear_forward(e, kv->fch, kv->ln, w->c_fc_w, w->c_fc_b, 1, C, 4 * C);
         gelu_forward(kv->fch_gelu, kv->fch, (size_t)4 * C);
-        matmul_forward(kv->tmp, kv->fch_gelu, w->mlp_proj_w, w->mlp_proj_b, 1, 4 * C, C);
+        e->linear_forward(e, kv->tmp, kv->fch_gelu, w->mlp_proj_w, w->mlp_proj_b, 1, 4 * C, C);
         for (int i = 0; i < C; i++) kv->x[i] += kv->tmp[i];
     }
     layernorm_forward(kv->ln, &mean, &rstd, kv->x, m->p.ln_f_w, m->p.ln_f_b, 1, C);
-    matmul_forward(logits, kv->ln, m->p.wte, NULL, 1, C, c->vocab_size);
+    e->linear_forward(e, logits, kv->ln, m->p.wte, NULL, 1, C, c->vocab_size);
+    if (engine_failed(e, err, errlen)) return -1;
     kv->len++;
     return 0;
 }

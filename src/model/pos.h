@@ -75,8 +75,13 @@ POS_SCHEME_LIST(POS_SCHEME_EXTERN_)
 
 // Exposed for tests and docs (pure functions of the config).
 // rope: the angle of each pair i < R/2 after cfg's rope_scaling (theta[R/2]),
-// and the factor the tables are multiplied by (yarn's sqrt(1/t), else 1).
+// and the factor the tables are multiplied by (yarn's sqrt(1/t), else 1), for
+// a sequence of n positions (only dynamic NTK depends on n; n <= L: unscaled).
+void rope_frequencies_at(const GPTConfig *cfg, int n, double *theta, double *table_scale);
+// The same for the tables (n = 0: dynamic's angles up to L).
 void rope_frequencies(const GPTConfig *cfg, double *theta, double *table_scale);
+// rope: the base of the angles after ntk's scaling (rope_base s^(R/(R-2))), else rope_base.
+double rope_scaled_base(const GPTConfig *cfg);
 // rope: cos/sin tables for cfg, entry [m*R/2 + i] = table_scale cos(m theta_i) (sin likewise).
 void rope_build_tables(float *cos_tab, float *sin_tab, int n_pos, const GPTConfig *cfg);
 // rope: rotate the first R dims of one head vector u (D) at table row m.

@@ -150,11 +150,11 @@ int gpt_check_file_config(const GPT *m, const StFile *f, int length_keys_may_dif
 
 int gpt_read_params(GPT *m, const StFile *f, int length_keys_may_differ, char *err, size_t errlen) {
     if (gpt_check_file_config(m, f, length_keys_may_differ, err, errlen) != 0) return -1;
+    float *params = gpt_params(m);   // written through gpt_params: the engine re-reads the weights
     for (int i = 0; i < m->n_entries; i++) {
         const ParamEntry *e = &m->entries[i];
-        if (gpt_read_tensor(f, e->name, e, m->params + e->offset, err, errlen) != 0) return -1;
+        if (gpt_read_tensor(f, e->name, e, params + e->offset, err, errlen) != 0) return -1;
     }
-    gpt_params_changed(m);
     return 0;
 }
 

@@ -12,36 +12,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "train/fault_inject.h"
+
 static StTensorOut tensor_out(const char *name, const ParamEntry *e, const float *base) {
     StTensorOut t = {.name = name, .dtype = ST_F32, .ndim = e->ndim, .data = base + e->offset};
     for (int d = 0; d < e->ndim; d++) t.shape[d] = e->shape[d];
     return t;
-}
-
-// Test hook (tests/test_train_run.c): ROPELAB_TEST_CRASH_IN_SAVE=K makes the
-// process die in the middle of writing the checkpoint of step K, as a kill
-// would: half of a temporary PATH.tmp.crash0 is on disk, PATH itself is untouched.
-static void maybe_crash_in_save(const char *path, int step, GPT *model, const StTensorOut *t, int n,
-                                const StMeta *meta, int n_meta) {
-    const char *hook = getenv("ROPELAB_TEST_CRASH_IN_SAVE");
-    if (!hook || atoi(hook) != step) return;
-    char full[1200], tmp[1200], err[256];
-    snprintf(full, sizeof full, "%s.crashtest", path);
-    snprintf(tmp, sizeof tmp, "%s.tmp.crash0", path);
-    if (gpt_save_with(model, full, t, n, meta, n_meta, err, sizeof err) == 0) {
-        FILE *in = fopen(full, "rb"), *out = fopen(tmp, "wb");
-        if (in && out) {
-            fseek(in, 0, SEEK_END);
-            long half = ftell(in) / 2;
-            fseek(in, 0, SEEK_SET);
-            for (long i = 0; i < half; i++) fputc(fgetc(in), out);
-        }
-        if (in) fclose(in);
-        if (out) fclose(out);
-        remove(full);
-    }
-    fprintf(stderr, "ROPELAB_TEST_CRASH_IN_SAVE: dying while writing %s\n", tmp);
-    _exit(1);
 }
 
 int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainState *state,
@@ -72,7 +48,7 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
                      {"elapsed_s", elapsed}, {"config_hash", hash}, {"world_size", world}};
     // world_size only for several processes: a single process writes the file it always wrote.
     int n_meta = (int)(sizeof meta / sizeof meta[0]) - (state->world_size > 1 ? 0 : 1);
-    maybe_crash_in_save(path, state->step, model, t, 2 * n, meta, n_meta);
+    fault_crash_in_save(path, state->step, model, t, 2 * n, meta, n_meta);   // test build only
     int rc = gpt_save_with(model, path, t, 2 * n, meta, n_meta, err, errlen);
     free(t);
     free(names);

@@ -15,11 +15,7 @@
 static struct {
     int launched;           // MPI_Init_thread was called
     int rank, size, local_size;
-    int overlap;            // gradient all-reduce overlapped with backward
-    int armed;              // the running backward is the step's last: reduce as ranges become final
-    MPI_Request *req;       // one per announced range (overlap)
-    int n_req, max_req;
-    double seconds;         // in all-reduce calls during the last step
+    double seconds;         // in the gradient all-reduce of the last step
     char warning[256];
 } D = {.rank = 0, .size = 1, .local_size = 1};
 
@@ -50,8 +46,6 @@ int dist_init(int *argc, char ***argv, char *err, size_t errlen) {
 }
 
 void dist_finalize(void) {
-    free(D.req);
-    D.req = NULL;
     if (D.launched) MPI_Finalize();
     D.launched = 0;
 }
@@ -152,67 +146,16 @@ int dist_same_hash(uint64_t h, uint64_t *lo, uint64_t *hi) {
     return *lo == *hi ? 0 : -1;
 }
 
-// ---- the gradient all-reduce ----------------------------------------------
-
-// gpt_backward's announcement: [offset, offset+count) of the gradients is
-// final. Start its sum across ranks, and let MPI move the earlier ones on
-// (Open MPI progresses non-blocking collectives only inside MPI calls).
-static void on_grads_ready(void *user, size_t offset, size_t count) {
-    if (!D.armed) return;   // an earlier micro-batch of grad_accum: the sum is not complete yet
-    float *grads = user;
-    double t0 = clock_seconds();
-    for (size_t off = 0; off < count; off += DIST_CHUNK) {
-        size_t k = count - off < DIST_CHUNK ? count - off : DIST_CHUNK;
-        if (D.n_req == D.max_req) {   // more pieces than planned (ranges over 2^30 floats): wait for the others first
-            MPI_Waitall(D.n_req, D.req, MPI_STATUSES_IGNORE);
-            D.n_req = 0;
-        }
-        MPI_Iallreduce(MPI_IN_PLACE, grads + offset + off, (int)k, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                       &D.req[D.n_req++]);
-    }
-    int done;
-    MPI_Testall(D.n_req, D.req, &done, MPI_STATUSES_IGNORE);
-    D.seconds += clock_seconds() - t0;
-}
-
-int dist_grads_setup(GPT *model, char *err, size_t errlen) {
-    if (D.size == 1) return 0;   // nothing to reduce (and a plain run reads no MPI setting)
-    const char *mode = getenv("ROPELAB_MPI_ALLREDUCE");
-    if (mode && strcmp(mode, "overlap") != 0 && strcmp(mode, "blocking") != 0) {
-        snprintf(err, errlen, "ROPELAB_MPI_ALLREDUCE=%s: expected blocking or overlap", mode);
-        return -1;
-    }
-    D.overlap = mode && strcmp(mode, "overlap") == 0;
-    if (!D.overlap) return 0;
-    // One range per layer, then wte + the scheme's tensors, then ln_f (gpt.h).
-    D.max_req = gpt_config(model)->n_layer + 2 + 8;
-    D.req = malloc((size_t)D.max_req * sizeof *D.req);
-    if (!D.req) {
-        snprintf(err, errlen, "out of memory for %d MPI requests", D.max_req);
-        return -1;
-    }
-    gpt_set_grad_ready_hook(model, on_grads_ready, gpt_grads(model));
-    return 0;
-}
-
-void dist_grads_arm(void) {
+// One MPI_Allreduce over the whole buffer, after the step's last backward.
+// (An MPI_Iallreduce per layer, started as backward finished each one, was
+// measured to gain nothing: Open MPI moves a non-blocking collective on only
+// inside MPI calls; docs/TRAINING.md.)
+void dist_grads_sum(float *grads, size_t n) {
     D.seconds = 0.0;
-    D.n_req = 0;
-    D.armed = D.overlap;
-}
-
-void dist_grads_finish(float *grads, size_t n) {
     if (D.size == 1) return;
     double t0 = clock_seconds();
-    if (D.overlap) {
-        MPI_Waitall(D.n_req, D.req, MPI_STATUSES_IGNORE);
-        D.n_req = 0;
-        D.armed = 0;
-    } else {
-        dist_sum_floats(grads, n);
-    }
-    D.seconds += clock_seconds() - t0;
+    dist_sum_floats(grads, n);
+    D.seconds = clock_seconds() - t0;
 }
 
-const char *dist_grads_mode(void) { return D.overlap ? "overlap" : "blocking"; }
 double dist_grads_seconds(void) { return D.seconds; }

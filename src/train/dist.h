@@ -26,8 +26,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/gpt.h"
-
 // Exit status when the ranks' weights differ (the periodic check).
 #define DIST_EDRIFT 4
 
@@ -71,20 +69,10 @@ uint64_t dist_hash_floats(const float *x, size_t n);
 // largest value otherwise.
 int dist_same_hash(uint64_t h, uint64_t *lo, uint64_t *hi);
 
-// The gradient all-reduce. Two ways, chosen by ROPELAB_MPI_ALLREDUCE:
-//   blocking (default): one MPI_Allreduce over the flat buffer after the
-//       last backward of the step;
-//   overlap: an MPI_Iallreduce per range as gpt_backward announces it final
-//       (gpt_set_grad_ready_hook: each layer from the top, then wte, the
-//       scheme's tensors and ln_f), MPI_Testall at each announcement to move
-//       the earlier ones on, MPI_Waitall before clipping.
-// dist_grads_setup registers the hook (overlap only); dist_grads_arm before
-// the step's last backward; dist_grads_finish after it, leaving the sum on
-// every rank. Without MPI or with one rank all three do nothing.
-int dist_grads_setup(GPT *model, char *err, size_t errlen);
-void dist_grads_arm(void);
-void dist_grads_finish(float *grads, size_t n);
-const char *dist_grads_mode(void);       // "blocking" or "overlap"
-double dist_grads_seconds(void);         // time spent in the all-reduce calls of the last step
+// The gradient all-reduce: one MPI_Allreduce over the flat buffer after
+// the step's last backward, leaving the sum on every rank (nothing without
+// MPI or with one rank); dist_grads_seconds is the time it took.
+void dist_grads_sum(float *grads, size_t n);
+double dist_grads_seconds(void);
 
 #endif

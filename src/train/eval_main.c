@@ -46,8 +46,9 @@ static void usage(FILE *out) {
         "  --batch-size B     windows per forward pass (default 8)\n"
         "  --batches K        batches to evaluate, 0 = every whole batch in the file (default 0)\n"
         "  --threads N        threads, 0 = all cores (default 0)\n"
-        "  --precision P      fp32 (default) or bf16 (the linear layers' products, on oneDNN)\n"
-        "  --matmul M         openblas (default for fp32) or onednn\n"
+        "  --precision P      fp32 (default) or bf16 (the products' inputs, on oneDNN)\n"
+        "  --matmul M         the products' engine: auto (default: openblas for fp32, onednn for bf16),\n"
+        "                     openblas, onednn, or reference (plain loops, slow)\n"
         "  --per-position F   also write F: position,loss (mean over the windows at each position)\n"
         "Prints one line: loss, perplexity, windows and tokens evaluated.\n");
     model_overrides_usage(out);
@@ -61,21 +62,18 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         {"batch-size", 1, 0, 'B'}, {"batches", 1, 0, 'K'}, {"threads", 1, 0, 'j'},
         {"precision", 1, 0, 'p'}, {"matmul", 1, 0, 'm'}, {"per-position", 1, 0, 'P'}, {"help", 0, 0, 'h'},
         {0, 0, 0, 0}};
-    int c, idx = 0, matmul_given = 0;
+    int c, idx = 0;
+    char matmul[OPT_STR_MAX] = "auto", precision[OPT_STR_MAX] = "fp32";
     while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
         if (c == 'w') { a->weights = optarg; continue; }
         if (c == 'd') { a->data = optarg; continue; }
         if (c == 'P') { a->per_position = optarg; continue; }
-        if (c == 'p' || c == 'm') {
-            int ok = c == 'p' ? (!strcmp(optarg, "fp32") || !strcmp(optarg, "bf16"))
-                              : (!strcmp(optarg, "openblas") || !strcmp(optarg, "onednn"));
-            if (!ok) {
-                fprintf(stderr, "eval: --%s: '%s' is not one of %s\n", opts[idx].name, optarg,
-                        c == 'p' ? "fp32|bf16" : "openblas|onednn");
+        if (c == 'p' || c == 'm') {   // ./train's keys, by its table's rules
+            char msg[256];
+            if (options_parse_key_value(opts[idx].name, optarg, c == 'p' ? precision : matmul, msg, sizeof msg) != 0) {
+                fprintf(stderr, "eval: --%s: %s\n", opts[idx].name, msg);
                 exit(2);
             }
-            if (c == 'p') a->precision = strcmp(optarg, "bf16") == 0 ? GPT_BF16 : GPT_FP32;
-            else { a->matmul = strcmp(optarg, "onednn") == 0 ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS; matmul_given = 1; }
             continue;
         }
         if (c == 'h') { usage(stdout); exit(0); }
@@ -100,9 +98,9 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         if (c == 'K') a->batches = (int)v;
     }
     if (optind < argc) { fprintf(stderr, "eval: unexpected argument '%s'\n", argv[optind]); exit(2); }
-    if (a->precision == GPT_BF16 && !matmul_given) a->matmul = GPT_MATMUL_ONEDNN;
-    if (a->precision == GPT_BF16 && a->matmul == GPT_MATMUL_OPENBLAS) {
-        fprintf(stderr, "eval: --precision bf16 needs --matmul onednn: OpenBLAS has no bf16 products\n");
+    char msg[256];
+    if (options_engine(matmul, precision, &a->matmul, &a->precision, msg, sizeof msg) != 0) {
+        fprintf(stderr, "eval: %s\n", msg);
         exit(2);
     }
     if (!a->weights || !a->data) { fprintf(stderr, "eval: --weights and --data are required (see --help)\n"); exit(2); }

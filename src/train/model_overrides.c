@@ -57,18 +57,13 @@ int model_overrides_apply(GPT *model, const ModelOverrides *o, char *err, size_t
     const ModelKey *keys;
     gpt_model_keys(&keys);
     char msg[256];
-    for (int i = 0; i < o->n; i++) {
-        const ModelKey *key = &keys[o->key[i]];
-        if (key->scheme >= 0 && key->scheme != (int)cfg.pos) {   // it would change nothing
-            snprintf(err, errlen, "--%s applies to pos=%s only; this model is pos=%s", key->name,
-                     pos_kind_name((PosKind)key->scheme), pos_kind_name(cfg.pos));
-            return -1;
-        }
+    for (int i = 0; i < o->n; i++)
         if (gpt_config_set(&cfg, o->key[i], o->value[i], msg, sizeof msg) != 0) {
-            snprintf(err, errlen, "%s", msg);
+            snprintf(err, errlen, "--%s: %s", keys[o->key[i]].name, msg);
             return -1;
         }
-    }
+    // The model's rules decide, as for ./train: a rope scaling on a model of another
+    // scheme is refused there ("rope_scaling=yarn applies to pos=rope only, not pos=alibi").
     return gpt_reconfigure(model, &cfg, err, errlen);
 }
 

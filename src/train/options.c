@@ -66,11 +66,11 @@ static const OptSpec OPTION_TABLE[] = {
     {"seed", "run", T_U64, "1", F(seed), 0, 0, 1, "seeds the initial weights and the order of training batches", NULL},
     {"threads", "run", T_INT, "0", F(threads), 0, 4096, 0, "OpenMP and OpenBLAS threads; 0 = all cores", NULL},
     {"precision", "run", T_STR, "fp32", F(precision), 1, 0, 0,
-     "fp32, or bf16: the linear layers' products take bf16 inputs (fp32 accumulation, fp32 weights and "
-     "everything else); may change on --resume", "fp32|bf16"},
+     "fp32, or bf16: the linear layers' and attention's products take bf16 inputs (fp32 accumulation, "
+     "fp32 weights and everything else); may change on --resume", "fp32|bf16"},
     {"matmul", "run", T_STR, "auto", F(matmul), 1, 0, 0,
-     "engine of the linear layers' products: openblas (fp32), onednn (fp32 or bf16); auto = openblas for "
-     "fp32, onednn for bf16", "auto|openblas|onednn"},
+     "engine of the linear layers' and attention's products: openblas (fp32), onednn (fp32 or bf16), "
+     "reference (fp32, plain loops: slow); auto = openblas for fp32, onednn for bf16", "auto|openblas|onednn|reference"},
     {"out_dir", "run", T_STR, "", F(out_dir), 0, 0, 0, "run directory; empty = runs/<pos>-<config name>-s<seed>", NULL},
 };
 #undef F
@@ -435,13 +435,25 @@ int options_check_batch(const TrainOptions *opt, const GPTConfig *cfg, char *err
     return blame(opt, "batch_size", "block_size", err, errlen, "%s", msg);
 }
 
+int options_engine(const char *matmul, const char *precision, GPTMatmul *m, GPTPrecision *p, char *err,
+                   size_t errlen) {
+    *p = strcmp(precision, "bf16") == 0 ? GPT_BF16 : GPT_FP32;
+    if (strcmp(matmul, "auto") == 0) *m = *p == GPT_BF16 ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;
+    else if (strcmp(matmul, "onednn") == 0) *m = GPT_MATMUL_ONEDNN;
+    else if (strcmp(matmul, "reference") == 0) *m = GPT_MATMUL_REFERENCE;
+    else *m = GPT_MATMUL_OPENBLAS;
+    if (*p == GPT_BF16 && *m != GPT_MATMUL_ONEDNN) {
+        snprintf(err, errlen, "precision=bf16 needs matmul=onednn (or auto): %s has no bf16 products",
+                 *m == GPT_MATMUL_OPENBLAS ? "OpenBLAS" : "the reference engine");
+        return -1;
+    }
+    return 0;
+}
+
 int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, char *err, size_t errlen) {
-    *precision = strcmp(opt->precision, "bf16") == 0 ? GPT_BF16 : GPT_FP32;
-    if (strcmp(opt->matmul, "auto") == 0) *matmul = *precision == GPT_BF16 ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;
-    else *matmul = strcmp(opt->matmul, "onednn") == 0 ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;
-    if (*precision == GPT_BF16 && *matmul == GPT_MATMUL_OPENBLAS)
-        return blame(opt, "precision", "matmul", err, errlen, "precision=bf16 needs matmul=onednn (or auto): "
-                     "OpenBLAS has no bf16 products");
+    char msg[256];
+    if (options_engine(opt->matmul, opt->precision, matmul, precision, msg, sizeof msg) != 0)
+        return blame(opt, "precision", "matmul", err, errlen, "%s", msg);
     return 0;
 }
 

@@ -41,7 +41,7 @@ typedef struct {
     uint64_t seed;
     int threads;
     char precision[8];          // fp32 | bf16
-    char matmul[16];            // auto | openblas | onednn
+    char matmul[16];            // auto | openblas | onednn | reference
     char out_dir[OPT_STR_MAX];  // "" = runs/<pos>-<config name>-s<seed>, resolved by options_check
 
     // Not keys: where each value came from, for error messages.
@@ -99,9 +99,14 @@ void options_print_help(FILE *f);
 int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size,
                       char *err, size_t errlen);
 
-// The engine of the matrix products these options ask for: matmul = auto is
-// openblas for fp32 and onednn for bf16; openblas with bf16 is refused,
-// naming where the keys came from.
+// The engine of the matrix products named by the keys matmul
+// (auto|openblas|onednn|reference, already checked against the key's
+// choices) and precision (fp32|bf16): matmul = auto is openblas for fp32 and
+// onednn for bf16; bf16 on an engine other than onednn is refused. The one
+// home of that rule: ./train (options_matmul), ./eval and ./sample.
+int options_engine(const char *matmul, const char *precision, GPTMatmul *m, GPTPrecision *p, char *err,
+                   size_t errlen);
+// options_engine of these options, naming where the keys came from.
 int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, char *err, size_t errlen);
 
 // Parses text as a value of the training key `key` (an OPTION_TABLE key,

@@ -11,17 +11,9 @@
 #include <unistd.h>
 
 #include "common/atomic_file.h"
+#include "train/fault_inject.h"
 
 static const char LOG_HEADER[] = "step,train_loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s\n";
-
-// Test hook (tests/test_train_run.c): ROPELAB_TEST_LOG_FAIL="A-B" makes every
-// write of the queue fail while the newest row's step is in A..B, after
-// writing half of the bytes, as a disk that fills up mid-row would.
-static int injected_failure(const RunLog *log) {
-    const char *hook = getenv("ROPELAB_TEST_LOG_FAIL");
-    int a, b;
-    return hook && sscanf(hook, "%d-%d", &a, &b) == 2 && log->last_step >= a && log->last_step <= b;
-}
 
 // Writes n bytes at offset off; 0, or -1 with errno set.
 static int write_at(int fd, const char *p, size_t n, off_t off) {
@@ -38,7 +30,7 @@ int runlog_flush(RunLog *log, char *err, size_t errlen) {
     if (log->queue_len == 0) return 0;
     // Drop whatever a failed attempt left after the last whole row, then write the queue there.
     int failed = ftruncate(log->fd, log->good_size) != 0;
-    if (!failed && injected_failure(log)) {
+    if (!failed && fault_log_write_fails(log->last_step)) {   // test build only: half a write, then a full disk
         (void)write_at(log->fd, log->queue, log->queue_len / 2, log->good_size);
         errno = ENOSPC;
         failed = 1;

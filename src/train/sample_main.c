@@ -45,6 +45,8 @@ typedef struct {
     int n_tokens, top_k, threads;
     float temperature;
     uint64_t seed;
+    GPTMatmul matmul;           // the engine of the linear products (--matmul, --precision)
+    GPTPrecision precision;
 } SampleArgs;
 
 static void usage(FILE *out) {
@@ -57,7 +59,10 @@ static void usage(FILE *out) {
         "  --temperature X      0 = greedy; default 0.8\n"
         "  --top-k K            sample among the K most likely tokens, 0 = all (default 40)\n"
         "  --seed N             sampling seed (default 1)\n"
-        "  --threads N          threads, 0 = all cores (default 0)\n");
+        "  --threads N          threads, 0 = all cores (default 0)\n"
+        "  --matmul M           the linear products' engine: auto (default: openblas for fp32, onednn\n"
+        "                       for bf16), openblas, onednn, or reference (plain loops, slow)\n"
+        "  --precision P        fp32 (default) or bf16 (the products' inputs, on oneDNN)\n");
     model_overrides_usage(out);
 }
 
@@ -76,9 +81,11 @@ static int parse_args(int argc, char **argv, SampleArgs *a) {
     static const struct option opts[] = {
         {"weights", 1, 0, 'w'}, {"tokenizer", 1, 0, 'k'}, {"prompt", 1, 0, 'p'},
         {"tokens", 1, 0, 'n'}, {"temperature", 1, 0, 't'}, {"top-k", 1, 0, 'K'},
-        {"seed", 1, 0, 's'}, {"threads", 1, 0, 'j'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"seed", 1, 0, 's'}, {"threads", 1, 0, 'j'}, {"matmul", 1, 0, 'm'}, {"precision", 1, 0, 'P'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c, idx = 0;
     long v;
+    char matmul[OPT_STR_MAX] = "auto", precision[OPT_STR_MAX] = "fp32", msg[256];
     while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
         switch (c) {
         case 'w': a->weights = optarg; break;
@@ -86,11 +93,10 @@ static int parse_args(int argc, char **argv, SampleArgs *a) {
         case 'p': a->prompt = optarg; break;
         case 'n': if (parse_long(optarg, 0, 1000000, &v)) goto bad; a->n_tokens = (int)v; break;
         case 'K': if (parse_long(optarg, 0, 1 << 30, &v)) goto bad; a->top_k = (int)v; break;
-        case 'j': case 's': {   // ./train's keys, by its table's rules
-            char msg[256];
-            const char *key = c == 'j' ? "threads" : "seed";
-            void *out = c == 'j' ? (void *)&a->threads : (void *)&a->seed;
-            if (options_parse_key_value(key, optarg, out, msg, sizeof msg) != 0) {
+        case 'j': case 's': case 'm': case 'P': {   // ./train's keys, by its table's rules
+            void *out = c == 'j' ? (void *)&a->threads : c == 's' ? (void *)&a->seed
+                      : c == 'm' ? (void *)matmul : (void *)precision;
+            if (options_parse_key_value(opts[idx].name, optarg, out, msg, sizeof msg) != 0) {
                 fprintf(stderr, "sample: --%s: %s\n", opts[idx].name, msg);
                 exit(2);
             }
@@ -111,6 +117,10 @@ static int parse_args(int argc, char **argv, SampleArgs *a) {
         exit(2);
     }
     if (optind < argc) { fprintf(stderr, "sample: unexpected argument '%s'\n", argv[optind]); exit(2); }
+    if (options_engine(matmul, precision, &a->matmul, &a->precision, msg, sizeof msg) != 0) {
+        fprintf(stderr, "sample: %s\n", msg);
+        exit(2);
+    }
     if (!a->weights || !a->tokenizer) { fprintf(stderr, "sample: --weights and --tokenizer are required (see --help)\n"); exit(2); }
     return 0;
 }
@@ -174,7 +184,8 @@ int main(int argc, char **argv) {
     if (bpe_load(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
     tok_loaded = 1;
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
-    if (model_overrides_apply(model, &a.overrides, err, sizeof err)) {
+    if (gpt_set_matmul(model, a.matmul, a.precision, err, sizeof err) ||
+        model_overrides_apply(model, &a.overrides, err, sizeof err)) {
         fprintf(stderr, "sample: %s: %s\n", a.weights, err);
         rc = 2;
         goto done;

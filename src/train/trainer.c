@@ -28,6 +28,7 @@
 #include "train/adamw.h"
 #include "train/checkpoint.h"
 #include "train/dist.h"
+#include "train/fault_inject.h"
 #include "train/runlog.h"
 #include "train/schedule.h"
 
@@ -164,10 +165,6 @@ static int setup_model_and_data(Trainer *t, int need_val) {
         fprintf(stderr, "%s\n", err);   // e.g. bf16 on a CPU without bf16 dot products
         return TRAIN_ECONFIG;
     }
-    if (dist_grads_setup(t->model, err, sizeof err) != 0) {
-        fprintf(stderr, "%s\n", err);
-        return TRAIN_ECONFIG;
-    }
     return TRAIN_OK;
 }
 
@@ -193,10 +190,31 @@ static int read_init_weights(Trainer *t) {
     return rc;
 }
 
+// --init-from FILE of a rope model, rope_original_length not given: the scalings
+// that need the trained length L (yarn, yarn_paper, dynamic) take FILE's, that is
+// its rope_original_length, or its block_size when that is 0, not this run's longer
+// block_size. Set in *opt before anything is built or written (config.ini holds it);
+// rank 0 reads FILE and every rank gets the value. A FILE that cannot be read is
+// left to read_init_weights, which reports it.
+static void init_from_original_length(TrainOptions *opt, const TrainArgs *args, int rank) {
+    int k = gpt_model_key_find("rope_original_length");
+    if (!args->init_from || opt->model.pos != POS_ROPE || opt->src_line[k] != 0) return;
+    int length = 0;
+    char err[1024];
+    StFile *f;
+    GPTConfig src;
+    if (rank == 0 && st_open_header(&f, args->init_from, err, sizeof err) == 0) {
+        if (gpt_config_from_file(f, &src, err, sizeof err) == 0 && src.pos == POS_ROPE)
+            length = src.rope_original_length > 0 ? src.rope_original_length : src.block_size;
+        st_close(f);
+    }
+    dist_bcast(&length, sizeof length);
+    if (length > 0) opt->model.rope_original_length = length;
+}
+
 static void share_init_weights(Trainer *t) {
     if (!t->args->init_from || t->world == 1) return;
     dist_bcast(gpt_params(t->model), gpt_num_params(t->model) * sizeof(float));
-    gpt_params_changed(t->model);
 }
 
 // --debug-state: one forward and backward on the first training batch (grad_accum 1).
@@ -238,7 +256,10 @@ static int run_debug_state(Trainer *t) {
         options_matmul(t->opt, &matmul, &precision, err, sizeof err);   // checked at setup
         if (debug_state_save(t->args->debug_state, t->model, inputs, targets, N * B, T, loss,
                              precision == GPT_BF16 ? "bf16" : "fp32",
-                             matmul == GPT_MATMUL_ONEDNN ? "onednn" : "openblas", err, sizeof err) != 0) {
+                             matmul == GPT_MATMUL_ONEDNN      ? "onednn"
+                             : matmul == GPT_MATMUL_REFERENCE ? "reference"
+                                                              : "openblas",
+                             err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             rc = TRAIN_EIO;
         } else if (!t->args->quiet) {
@@ -390,7 +411,6 @@ static void share_run_state(Trainer *t) {
     dist_bcast(gpt_params(t->model), n * sizeof(float));
     dist_bcast(t->adamw.m, n * sizeof(float));
     dist_bcast(t->adamw.v, n * sizeof(float));
-    gpt_params_changed(t->model);
     if (t->state.step > 0) loader_set_rng(&t->train, t->state.data_rng);   // a new run's stream is the seed's
 }
 
@@ -468,27 +488,6 @@ static int diverged(Trainer *t, int step, const char *what, double value) {
     return TRAIN_EDIVERGED;
 }
 
-// Test hook (tests/test_train_run.c): ROPELAB_TEST_SIGINT_AT_STEP=k raises
-// SIGINT after step k, exactly as a Ctrl-C during that step would. With
-// several processes only the last rank gets it (tests/test_train_mpi.c: the
-// ranks must agree to stop).
-static int sigint_hook_step(void) {
-    const char *s = getenv("ROPELAB_TEST_SIGINT_AT_STEP");
-    return s ? atoi(s) : -1;
-}
-
-// Test hook (tests/test_train_mpi.c): ROPELAB_TEST_PERTURB_AT_STEP=k adds 1
-// to the first weight on the last rank after step k (with several processes
-// only), so the check of identical weights must stop the run. Both ranks then
-// apply the same averaged update to weights 1 apart: weight decay shrinks the
-// gap by a factor (1 - lr wd) per step and rounding moves it by ulps, so it
-// cannot vanish before the next check, whatever kernels compute the products
-// (a one-ulp flip can round away).
-static int perturb_hook_step(void) {
-    const char *s = getenv("ROPELAB_TEST_PERTURB_AT_STEP");
-    return s ? atoi(s) : -1;
-}
-
 static const char *signal_name(int sig) {
     return sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGUSR1 ? "SIGUSR1" : "a signal";
 }
@@ -496,8 +495,8 @@ static const char *signal_name(int sig) {
 // Gradients of one step: grad_accum micro-batches, each backward scaled by
 // 1/grad_accum so the sum is the gradient of the mean loss; *loss gets that mean.
 // N processes: each backward is scaled by 1/(grad_accum N) and the gradients
-// and losses are summed across ranks (dist_grads_*: after the last backward,
-// or overlapped with it), so every rank holds the gradient of the mean loss
+// and losses are summed across ranks (dist_grads_sum: after the last
+// backward), so every rank holds the gradient of the mean loss
 // over all N x grad_accum micro-batches.
 static int accumulate_gradients(Trainer *t, float *loss) {
     const int B = t->opt->batch_size, T = t->opt->model.block_size, accum = t->opt->grad_accum, N = t->world;
@@ -507,7 +506,6 @@ static int accumulate_gradients(Trainer *t, float *loss) {
     for (int a = 0; a < accum; a++) {
         float micro;
         loader_next_batch(&t->train);
-        if (a == accum - 1) dist_grads_arm();   // this backward's gradients are the step's last
         if (gpt_forward(t->model, t->train.inputs, t->train.targets, B, T, &micro, err, sizeof err) != 0 ||
             gpt_backward(t->model, 1.0f / (accum * N), err, sizeof err) != 0) {
             progress_break(&t->progress);
@@ -516,7 +514,7 @@ static int accumulate_gradients(Trainer *t, float *loss) {
         }
         loss_sum += micro;
     }
-    dist_grads_finish(gpt_grads(t->model), gpt_num_params(t->model));
+    dist_grads_sum(gpt_grads(t->model), gpt_num_params(t->model));
     *loss = (float)(dist_sum_double(loss_sum) / ((double)accum * N));
     return 0;
 }
@@ -533,7 +531,6 @@ static int train_step(Trainer *t, int s, float lr, float *loss, double *norm) {
     if (!isfinite(*norm)) return diverged(t, s + 1, "the gradient norm", *norm);
     grad_clip(grads, n_params, *norm, t->opt->grad_clip);
     adamw_step(&t->adamw, gpt_params(t->model), grads, entries, n_entries, lr, s + 1);
-    gpt_params_changed(t->model);   // bf16 copies of the weights are re-made once, at the next forward
     return 0;
 }
 
@@ -559,7 +556,7 @@ static int train_loop(Trainer *t) {
     const TrainOptions *opt = t->opt;
     LrSchedule sched = {opt->lr, opt->min_lr, opt->warmup_steps, opt->steps};
     const double tokens_per_step = (double)opt->batch_size * opt->model.block_size * opt->grad_accum * t->world;
-    const int hook_step = sigint_hook_step(), perturb_step = perturb_hook_step();
+    const int hook_step = fault_sigint_step(), perturb_step = fault_perturb_step();   // test build only; else -1
     double t_begin = clock_seconds(), elapsed0 = t->state.elapsed_s;
     int first_step = t->state.step, log_failing = 0;
     float last_val = NAN;
@@ -571,8 +568,8 @@ static int train_loop(Trainer *t) {
                 tokens_per_step, omp_get_max_threads(), first_step, opt->steps, gpt_matmul_describe(t->model));
     if (!t->args->quiet && t->world > 1)
         fprintf(stderr, "mpi: %d processes x %d threads; global batch %d x %d x %d sequences "
-                "(processes x batch_size x grad_accum); gradient all-reduce: %s\n", t->world,
-                omp_get_max_threads(), t->world, opt->batch_size, opt->grad_accum, dist_grads_mode());
+                "(processes x batch_size x grad_accum); gradients summed by one all-reduce per step\n", t->world,
+                omp_get_max_threads(), t->world, opt->batch_size, opt->grad_accum);
     if (first_step == 0) {                   // row 0: the initial weights
         if (evaluate(t, &last_val) != 0) return TRAIN_EIO;
         if (check_same_weights(t, 0) != 0) return DIST_EDRIFT;
@@ -596,7 +593,6 @@ static int train_loop(Trainer *t) {
         }
         if (s == perturb_step && t->world > 1 && t->rank == t->world - 1) {
             gpt_params(t->model)[0] += 1.0f;
-            gpt_params_changed(t->model);
         }
 
         int evaluated = s == opt->steps || (opt->eval_every > 0 && s % opt->eval_every == 0);
@@ -631,17 +627,20 @@ static int train_loop(Trainer *t) {
         fprintf(stderr, "done: step %d, val loss %.4f, %.1f s; weights in %s\n", t->state.step, last_val,
                 t->state.elapsed_s, t->path_model);
     if (!t->args->quiet && t->world > 1 && t->timed_steps > 0)
-        fprintf(stderr, "mpi: %d processes, gradient all-reduce (%s) %.2f ms per step = %.1f%% of the step "
-                "(%.1f ms; mean of the %d steps after the first 2)\n", t->world, dist_grads_mode(),
+        fprintf(stderr, "mpi: %d processes, gradient all-reduce %.2f ms per step = %.1f%% of the step "
+                "(%.1f ms; mean of the %d steps after the first 2)\n", t->world,
                 1e3 * t->comm_s / t->timed_steps, 100.0 * t->comm_s / t->step_s, 1e3 * t->step_s / t->timed_steps,
                 t->timed_steps);
     return TRAIN_OK;
 }
 
-int train_run(const TrainOptions *opt, const TrainArgs *args) {
+int train_run(const TrainOptions *opt_in, const TrainArgs *args) {
     Trainer t;
     memset(&t, 0, sizeof t);
     t.lock_fd = -1;
+    TrainOptions run_opt = *opt_in;   // --init-from may fill in rope_original_length
+    const TrainOptions *opt = &run_opt;
+    init_from_original_length(&run_opt, args, dist_rank());
     t.opt = opt;
     t.rank = dist_rank();
     t.world = dist_size();

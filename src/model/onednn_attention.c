@@ -1,7 +1,8 @@
-// attention_onednn.c: attention.c's blocked causal attention with its five
-// matrix products on oneDNN matmul primitives (fp32, or bf16 inputs with
-// fp32 accumulation). See attention.c for the maths; per (batch, head) and
-// block of query rows I = i0..i1-1 against keys J = 0..i1-1:
+// onednn_attention.c: the oneDNN engine's attention: engine_openblas.c's
+// blocked causal attention with its five matrix products on oneDNN matmul
+// primitives (fp32, or bf16 inputs with fp32 accumulation). The maths is
+// reference.c's; per (batch, head) and block of query rows I = i0..i1-1
+// against keys J = 0..i1-1:
 //
 //   product        dst (rows x cols)         src                 wei               attributes
 //   PR_S           S (rows, keys)            Q_I (rows, D)       K_J^T (D, keys)   x scale
@@ -13,8 +14,8 @@
 //
 // "x scale" is an output scale (dst = scale * product, sgemm's alpha) and
 // "sum" a sum post-op (dst = product + dst, sgemm's beta = 1), so each is
-// the same operation as attention.c's cblas_sgemm call. Between the products
-// run attention.c's own loops (attention_block_probs, _dscores).
+// the same operation as the OpenBLAS engine's cblas_sgemm call. Between the
+// products run that engine's own loops (attention_block_probs, _dscores).
 //
 // Layout: every operand is read and written in place through strides
 // (dnnl_memory_desc_init_by_strides): head h of q is the (T, D) matrix at
@@ -25,21 +26,22 @@
 // faster in tests/bench_attention.c, because of the copies.)
 //
 // bf16: q, k, v (and dY) are rounded to bf16 once per call for the whole
-// tensor, into the engine's buffers of the same layout; P and dS are rounded
+// tensor, into this half's buffers of the same layout; P and dS are rounded
 // per block, after the fp32 loops that make them, into the thread's scratch.
+// The scores, lse, P, dS and every output stay fp32. Nothing positional is
+// rounded: rope has rotated q and k in fp32 before, and t5/alibi's bias is
+// added in fp32.
 //
 // Primitives: one per product and block shape (rows, keys), created for a
-// sequence length T and a thread count at the first call that needs them (a
-// "plan", kept; up to MAX_PLANS of them, the least recently used dropped
-// first) while one thread is the count in force: they run inside our
-// parallel loop over (batch, head) pairs, where
-// oneDNN (on the same OpenMP runtime) runs each on the calling thread.
-// Primitive objects are shared by the threads; each thread has its own
-// memory objects (data handles set per call), scratchpad (user mode: the
-// primitive keeps none of its own, which makes concurrent execution safe)
-// and stream.
+// sequence length T, model width C, heads H and a thread count at the first
+// call that needs them (a "plan", kept; up to MAX_PLANS of them, the least
+// recently used dropped first) while one thread is the count in force: they
+// run inside our parallel loop over (batch, head) pairs, where oneDNN (on
+// the same OpenMP runtime) runs each on the calling thread. Primitive
+// objects are shared by the threads; each thread has its own memory objects
+// (data handles set per call), scratchpad (user mode: the primitive keeps
+// none of its own, which makes concurrent execution safe) and stream.
 #include <math.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,10 +51,10 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <omp.h>
 
-#include "model/attention_onednn.h"
-#include "model/layers.h"
+#include "model/engine.h"
+#include "model/onednn.h"
 
-#define MAX_PLANS 8   // (T, threads) pairs kept; the least recently used is dropped for a new one
+#define MAX_PLANS 8   // (T, C, H, threads) plans kept; the least recently used is dropped for a new one
 
 enum { PR_S, PR_Y, PR_DP, PR_DQ, PR_DK, PR_DV, N_PROD };
 enum { M_SRC, M_WEI, M_DST, M_SP, N_MEM };
@@ -73,55 +75,30 @@ typedef struct {                    // what one thread does not share
 } Slot;
 
 typedef struct {
-    int T, n_threads, nb, n_blocks;
+    int T, C, H, n_threads;         // the key
+    int D, nb, n_blocks;
+    float scale;                    // 1/sqrt(D)
     Prod *prod;                     // [n_blocks][N_PROD]
     Slot *slot;                     // [n_threads]
 } Plan;
 
-struct AttentionEngine {
-    int bf16, C, H, D;
-    float scale;
+struct OnednnAttention {
+    int bf16;
     dnnl_data_type_t dt;            // of the products' inputs
     size_t es;                      // its size in bytes
     dnnl_engine_t dnnl;
     Plan *plans[MAX_PLANS];
     int n_plans;
     uint16_t *qkv16, *dy16;         // bf16: qkv (B,T,3C), dout (B,T,C) rounded
-    size_t qkv16_n, dy16_n;         // their capacities (elements)
+    size_t qkv16_bytes, dy16_bytes; // their capacities
     char err[256];
 };
 
-static void set_err(AttentionEngine *ae, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(ae->err, sizeof ae->err, fmt, ap);
-    va_end(ap);
-}
+#define set_err(ae, ...) onednn_message((ae)->err, sizeof (ae)->err, __VA_ARGS__)
 
-#define TRY(what, call)                                                                   \
-    do {                                                                                  \
-        dnnl_status_t st_ = (call);                                                       \
-        if (st_ != dnnl_success) {                                                        \
-            set_err(ae, "oneDNN attention %s: %s", (what), dnnl_status2str(st_));         \
-            goto fail;                                                                    \
-        }                                                                                 \
-    } while (0)
+#define TRY(what, call) ONEDNN_TRY(ae->err, "oneDNN attention ", what, call)
 
 static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
-
-// fp32 -> bf16, nearest, ties to even; a NaN stays a quiet NaN (as linear.c).
-static inline uint16_t bf16_round(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-    uint32_t quiet_nan = (u >> 16) | 0x0040u;
-    return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
-}
-
-static void to_bf16(uint16_t *y, const float *x, size_t n, int n_threads) {
-    #pragma omp parallel for simd num_threads(n_threads) schedule(static)
-    for (size_t i = 0; i < n; i++) y[i] = bf16_round(x[i]);
-}
 
 static void block_shape(const Plan *pl, int blk, int *i0, int *rows, int *keys) {
     *i0 = blk * pl->nb;
@@ -149,10 +126,10 @@ static const signed char operands[N_PROD][3][4] = {   // src, wei, dst
     [PR_DV] = {{X_K, X_R, X_1, X_KS}, {X_R, X_D, X_QC, X_1}, {X_K, X_D, X_Q3, X_1}},
 };
 
-// The primitive of product p for block (rows, keys).
-static int prod_create(AttentionEngine *ae, Prod *pr, int p, int rows, int keys) {
-    const int64_t value[] = {[X_R] = rows, [X_K] = keys, [X_D] = ae->D, [X_Q3] = 3 * (int64_t)ae->C,
-                             [X_QC] = ae->C, [X_KS] = keys, [X_1] = 1};
+// The primitive of product p for block (rows, keys) of plan pl.
+static int prod_create(OnednnAttention *ae, const Plan *pl, Prod *pr, int p, int rows, int keys) {
+    const int64_t value[] = {[X_R] = rows, [X_K] = keys, [X_D] = pl->D, [X_Q3] = 3 * (int64_t)pl->C,
+                             [X_QC] = pl->C, [X_KS] = keys, [X_1] = 1};
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t post_ops = NULL;
     dnnl_primitive_desc_t pd = NULL;
@@ -165,7 +142,7 @@ static int prod_create(AttentionEngine *ae, Prod *pr, int p, int rows, int keys)
     TRY("attributes", dnnl_primitive_attr_create(&attr));
     TRY("attributes", dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
     if (p == PR_S || p == PR_DQ || p == PR_DK)
-        TRY("output scale", dnnl_primitive_attr_set_output_scales(attr, 1, 0, &ae->scale));
+        TRY("output scale", dnnl_primitive_attr_set_output_scales(attr, 1, 0, &pl->scale));
     if (p == PR_DK || p == PR_DV) {
         TRY("post-ops", dnnl_post_ops_create(&post_ops));
         TRY("post-ops", dnnl_post_ops_append_sum(post_ops, 1.0f));
@@ -210,19 +187,25 @@ static void plan_free(Plan *pl) {
     free(pl);
 }
 
-// The plan for (T, n_threads): found, or created (dropping the least recently used if full).
-static Plan *plan_get(AttentionEngine *ae, int T, int n_threads) {
-    for (int i = 0; i < ae->n_plans; i++)
-        if (ae->plans[i]->T == T && ae->plans[i]->n_threads == n_threads) {
-            Plan *hit = ae->plans[i];   // to the end: the least recently used is dropped first
+// The plan for (T, C, H, n_threads): found, or created (dropping the least recently used if full).
+static Plan *plan_get(OnednnAttention *ae, int T, int C, int H, int n_threads) {
+    for (int i = 0; i < ae->n_plans; i++) {
+        Plan *hit = ae->plans[i];
+        if (hit->T == T && hit->C == C && hit->H == H && hit->n_threads == n_threads) {
+            // to the end: the least recently used is dropped first
             memmove(ae->plans + i, ae->plans + i + 1, (ae->n_plans - 1 - i) * sizeof *ae->plans);
             ae->plans[ae->n_plans - 1] = hit;
             return hit;
         }
+    }
     Plan *pl = calloc(1, sizeof *pl);
     if (!pl) { set_err(ae, "out of memory"); return NULL; }
     pl->T = T;
+    pl->C = C;
+    pl->H = H;
     pl->n_threads = n_threads;
+    pl->D = C / H;
+    pl->scale = 1.0f / sqrtf((float)pl->D);
     pl->nb = attention_block_rows(T);
     pl->n_blocks = (T + pl->nb - 1) / pl->nb;
     pl->prod = calloc((size_t)pl->n_blocks * N_PROD, sizeof *pl->prod);
@@ -236,7 +219,7 @@ static Plan *plan_get(AttentionEngine *ae, int T, int n_threads) {
         block_shape(pl, blk, &i0, &rows, &keys);
         for (int p = 0; ok && p < N_PROD; p++) {
             Prod *pr = &pl->prod[blk * N_PROD + p];
-            ok = prod_create(ae, pr, p, rows, keys) == 0;
+            ok = prod_create(ae, pl, pr, p, rows, keys) == 0;
             if (ok && pr->sp_bytes > sp_max) sp_max = pr->sp_bytes;
         }
     }
@@ -272,15 +255,11 @@ fail:
     return NULL;
 }
 
-int attention_engine_create(AttentionEngine **out, int bf16, int C, int H, char *err, size_t errlen) {
+int onednn_attention_create(OnednnAttention **out, int bf16, char *err, size_t errlen) {
     *out = NULL;
-    AttentionEngine *ae = calloc(1, sizeof *ae);
+    OnednnAttention *ae = calloc(1, sizeof *ae);
     if (!ae) { snprintf(err, errlen, "out of memory"); return -1; }
     ae->bf16 = bf16;
-    ae->C = C;
-    ae->H = H;
-    ae->D = C / H;
-    ae->scale = 1.0f / sqrtf((float)ae->D);
     ae->dt = bf16 ? dnnl_bf16 : dnnl_f32;
     ae->es = bf16 ? 2 : 4;
     TRY("engine", dnnl_engine_create(&ae->dnnl, dnnl_cpu, 0));
@@ -292,7 +271,7 @@ fail:
     return -1;
 }
 
-void attention_engine_free(AttentionEngine *ae) {
+void onednn_attention_free(OnednnAttention *ae) {
     if (!ae) return;
     for (int i = 0; i < ae->n_plans; i++) plan_free(ae->plans[i]);
     free(ae->qkv16);
@@ -301,11 +280,11 @@ void attention_engine_free(AttentionEngine *ae) {
     free(ae);
 }
 
-const char *attention_engine_error(const AttentionEngine *ae) { return ae->err; }
+const char *onednn_attention_error(const OnednnAttention *ae) { return ae->err; }
 
-size_t attention_engine_bytes(const AttentionEngine *ae) {
+size_t onednn_attention_bytes(const OnednnAttention *ae) {
     if (!ae) return 0;
-    size_t bytes = (ae->qkv16_n + ae->dy16_n) * sizeof(uint16_t);
+    size_t bytes = ae->qkv16_bytes + ae->dy16_bytes;
     for (int i = 0; i < ae->n_plans; i++) {
         const Plan *pl = ae->plans[i];
         size_t sp_max = 0, scratch = 2 * (size_t)pl->nb * pl->T;
@@ -317,17 +296,10 @@ size_t attention_engine_bytes(const AttentionEngine *ae) {
 }
 
 // The products' view of x (n floats): x itself (fp32), or x rounded into *buf (bf16).
-static const void *operand(AttentionEngine *ae, uint16_t **buf, size_t *cap, const float *x, size_t n,
-                           int n_threads) {
+static const void *operand(OnednnAttention *ae, uint16_t **buf, size_t *have, const float *x, size_t n) {
     if (!ae->bf16) return x;
-    if (n > *cap) {
-        uint16_t *b = alloc64(n * sizeof *b);
-        if (!b) { set_err(ae, "out of memory"); return NULL; }
-        free(*buf);
-        *buf = b;
-        *cap = n;
-    }
-    to_bf16(*buf, x, n, n_threads);
+    if (grow_buffer((void **)buf, have, n * sizeof **buf) != 0) { set_err(ae, "out of memory"); return NULL; }
+    to_bf16(*buf, x, n);
     return *buf;
 }
 
@@ -354,11 +326,11 @@ static dnnl_status_t run(const Plan *pl, Slot *sl, int blk, int p, const void *s
 typedef struct { dnnl_status_t st; int prod; } Failure;
 
 static void record(Failure *f, dnnl_status_t st, int p) {
-    #pragma omp critical(attention_onednn_failure)
+    #pragma omp critical(onednn_attention_failure)
     if (f->st == dnnl_success) { f->st = st; f->prod = p; }
 }
 
-static int failed(AttentionEngine *ae, const Failure *f, const char *pass) {
+static int failed(OnednnAttention *ae, const Failure *f, const char *pass) {
     if (f->st == dnnl_success) return 0;
     set_err(ae, "oneDNN attention %s, product %s: %s", pass, prod_names[f->prod], dnnl_status2str(f->st));
     return -1;
@@ -375,45 +347,59 @@ static void round_block(uint16_t *y, const float *x, int rows, int keys) {
 // (qkv and dqkv: width 3C, q there, k at +C, v at +2C; out and dout: width C).
 static size_t head_at(int b, int h, int T, size_t width, int D) { return (size_t)b * T * width + (size_t)h * D; }
 
-// What a pass starts with: the plan for (T, n_threads) and the products'
-// view of qkv (*qkv_op); NULL on failure.
-static Plan *begin(AttentionEngine *ae, const char **qkv_op, const float *qkv, int n_threads, int B, int T) {
+// The task of one (batch b, head h) pair, run by the calling thread: its
+// slot, and its head's q, k, v in the products' view of qkv (es bytes each).
+typedef struct {
+    Slot *sl;
+    int b, h;
+    const char *q, *k, *v;
+} HeadTask;
+
+static HeadTask head_task(const OnednnAttention *ae, const Plan *pl, const char *qkv_op, int bh) {
+    HeadTask t = {.sl = &pl->slot[omp_get_thread_num()], .b = bh / pl->H, .h = bh % pl->H};
+    size_t es = ae->es, C = pl->C;
+    t.q = qkv_op + head_at(t.b, t.h, pl->T, 3 * C, pl->D) * es;
+    t.k = t.q + C * es;
+    t.v = t.q + 2 * C * es;
+    return t;
+}
+
+// What a pass starts with: the plan and the products' view of qkv (*qkv_op); NULL on failure.
+static Plan *begin(OnednnAttention *ae, const char **qkv_op, const float *qkv, int n_threads, int B, int T, int C,
+                   int H) {
     if (omp_in_parallel() || n_threads < 1 || B < 1 || T < 1) {   // the plans and buffers are not shared safely
         set_err(ae, "oneDNN attention: called inside a parallel region or with %d threads, B %d, T %d",
                 n_threads, B, T);
         return NULL;
     }
-    Plan *pl = plan_get(ae, T, n_threads);
+    Plan *pl = plan_get(ae, T, C, H, n_threads);
     if (!pl) return NULL;
-    *qkv_op = operand(ae, &ae->qkv16, &ae->qkv16_n, qkv, (size_t)B * T * 3 * ae->C, n_threads);
+    *qkv_op = operand(ae, &ae->qkv16, &ae->qkv16_bytes, qkv, (size_t)B * T * 3 * C);
     return *qkv_op ? pl : NULL;
 }
 
 // qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
-int attention_engine_forward(AttentionEngine *ae, float *out, float *lse, const float *qkv,
-                             const float *bias, int n_threads, int B, int T) {
-    const int C = ae->C, H = ae->H, D = ae->D;
-    const size_t C3 = 3 * (size_t)C, es = ae->es;
+int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const float *qkv, const float *bias,
+                             int n_threads, int B, int T, int C, int H) {
     const char *qkv_op;
-    Plan *pl = begin(ae, &qkv_op, qkv, n_threads, B, T);
+    Plan *pl = begin(ae, &qkv_op, qkv, n_threads, B, T, C, H);
     if (!pl) return -1;
+    const size_t C3 = 3 * (size_t)C, es = ae->es;
     Failure fail = {dnnl_success, 0};
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
-        Slot *sl = &pl->slot[omp_get_thread_num()];
-        const int b = bh / H, h = bh % H;
-        const char *q = qkv_op + head_at(b, h, T, C3, D) * es, *k = q + C * es, *v = q + 2 * C * es;
-        float *o = out + head_at(b, h, T, C, D), *s = sl->f32;
-        const float *bias_h = bias ? bias + (size_t)h * T : NULL;
-        const void *p_op = ae->bf16 ? (const void *)sl->b16 : (const void *)s;
+        const HeadTask t = head_task(ae, pl, qkv_op, bh);
+        float *o = out + head_at(t.b, t.h, T, C, pl->D), *s = t.sl->f32;
+        const float *bias_h = bias ? bias + (size_t)t.h * T : NULL;
+        const void *p_op = ae->bf16 ? (const void *)t.sl->b16 : (const void *)s;
         for (int blk = 0; blk < pl->n_blocks; blk++) {
             int i0, rows, keys;
             block_shape(pl, blk, &i0, &rows, &keys);
-            dnnl_status_t st = run(pl, sl, blk, PR_S, q + i0 * C3 * es, k, s);
+            dnnl_status_t st = run(pl, t.sl, blk, PR_S, t.q + i0 * C3 * es, t.k, s);
             if (st != dnnl_success) { record(&fail, st, PR_S); break; }
             attention_block_probs(s, i0, rows, keys, bias_h, NULL, lse + (size_t)bh * T);
-            if (ae->bf16) round_block(sl->b16, s, rows, keys);
-            if ((st = run(pl, sl, blk, PR_Y, p_op, v, o + (size_t)i0 * C)) != dnnl_success) {
+            if (ae->bf16) round_block(t.sl->b16, s, rows, keys);
+            if ((st = run(pl, t.sl, blk, PR_Y, p_op, t.v, o + (size_t)i0 * C)) != dnnl_success) {
                 record(&fail, st, PR_Y);
                 break;
             }
@@ -423,22 +409,21 @@ int attention_engine_forward(AttentionEngine *ae, float *out, float *lse, const 
 }
 
 // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
-int attention_engine_backward(AttentionEngine *ae, float *dqkv, float *dbias, const float *dout,
-                              const float *qkv, const float *lse, const float *bias, int n_threads,
-                              int B, int T) {
-    const int C = ae->C, H = ae->H, D = ae->D;
-    const size_t C3 = 3 * (size_t)C, es = ae->es;
+int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, const float *dout, const float *qkv,
+                              const float *lse, const float *bias, int n_threads, int B, int T, int C, int H) {
     const char *qkv_op;
-    Plan *pl = begin(ae, &qkv_op, qkv, n_threads, B, T);
-    const char *dy_op = pl ? operand(ae, &ae->dy16, &ae->dy16_n, dout, (size_t)B * T * C, n_threads) : NULL;
+    Plan *pl = begin(ae, &qkv_op, qkv, n_threads, B, T, C, H);
+    const char *dy_op = pl ? operand(ae, &ae->dy16, &ae->dy16_bytes, dout, (size_t)B * T * C) : NULL;
     if (!dy_op) return -1;
-    const int nb = pl->nb;
+    const int D = pl->D, nb = pl->nb;
+    const size_t C3 = 3 * (size_t)C, es = ae->es;
     Failure fail = {dnnl_success, 0};
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
-        Slot *sl = &pl->slot[omp_get_thread_num()];
-        const int b = bh / H, h = bh % H;
-        const char *q = qkv_op + head_at(b, h, T, C3, D) * es, *k = q + C * es, *v = q + 2 * C * es;
+        const HeadTask t = head_task(ae, pl, qkv_op, bh);
+        Slot *sl = t.sl;
+        const int b = t.b, h = t.h;
+        const char *q = t.q, *k = t.k, *v = t.v;
         const char *dy = dy_op + head_at(b, h, T, C, D) * es;
         float *dq = dqkv + head_at(b, h, T, C3, D), *dk = dq + C, *dv = dq + 2 * C;
         const float *bias_h = bias ? bias + (size_t)h * T : NULL;

@@ -1,5 +1,6 @@
-// linear.c: the matmul engine of linear.h. OpenBLAS: matmul.c as it is.
-// oneDNN: one matmul primitive per product, in fp32 or in bf16.
+// engine_onednn.c: the engine of engine.h on oneDNN: the linear layers'
+// products here, one matmul primitive per product, in fp32 or in bf16;
+// attention's in onednn_attention.c.
 //
 // The three products as oneDNN matmuls, dst (M,N) = src (M,K) . wei (K,N),
 // all row-major ("ab"); "ba" is a transposed view of the same bytes:
@@ -9,7 +10,7 @@
 //   DINP  dinp (N,C)     dout (N,OC)          W (OC,C)                 OC
 //   DW    dW (OC,C)      dout^T (OC,N) "ba"   inp (N,C)                N    (+= : a `sum` post-op)
 //
-// db (OC) += sum_n dout[n,:] is our own fp32 loop (as in matmul.c).
+// db (OC) += sum_n dout[n,:] is the fp32 loop the OpenBLAS engine runs (bias_grad).
 //
 // Precision. fp32: src, wei, dst fp32. bf16: src and wei are bf16 (8-bit
 // significand, relative rounding error <= 2^-8 each), the products are
@@ -18,9 +19,11 @@
 // call into engine-owned buffers; dout once per backward, for both DINP
 // (as src) and DW (its transposed view).
 //
-// Weights. A weight's B operand is either the fp32 master itself (fp32,
-// WEIGHTS_PLAIN: no copy; oneDNN packs blocks of it in its scratchpad
-// inside every call) or a copy made from the master by a oneDNN reorder:
+// Weights. A weight is found by its address (a parameter's, which never
+// moves) and registered at its first use. Its B operand is either the fp32
+// master itself (fp32, WEIGHTS_PLAIN: no copy; oneDNN packs blocks of it in
+// its scratchpad inside every call) or a copy made from the master by a
+// oneDNN reorder:
 //   WEIGHTS_PACKED  one copy per op, W^T for FWD and W for DINP, in the
 //                   blocked layout oneDNN picks when asked with format `any`
 //                   (bf16: BA16a64b2a, i.e. 64-column panels of K-pairs, what
@@ -30,7 +33,7 @@
 //                   DINP and through a "ba" view as W^T for FWD; oneDNN packs
 //                   it inside each call, like the fp32 master.
 // Copies are made at first use and re-made at the first use after
-// linear_engine_weights_changed(), which only bumps a generation counter:
+// weights_changed(), which only bumps a generation counter:
 // a copy is stale when its generation is older. The packed layout is fixed
 // per (op, C, OC): the one oneDNN chooses at LAYOUT_REF_ROWS rows (with
 // 2.6.3 it was the same at every row count tried, 1 to 4096), and every
@@ -61,19 +64,17 @@
 // parallel regions a primitive runs single-threaded on the calling thread;
 // the engine is meant to be called outside them. Our own loops (bf16
 // rounding, db) are ordinary parallel regions on the same pool.
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <omp.h>
 
-#include "model/layers.h"
-#include "model/linear.h"
+#include "model/engine.h"
+#include "model/onednn.h"
 
 #define LAYOUT_REF_ROWS 1024   // rows of the product the packed layout is chosen for
 
@@ -117,15 +118,15 @@ typedef struct {
     dnnl_memory_t scratchpad;
 } Reorder;
 
-struct LinearEngine {
-    MatmulBackend backend;
-    Precision precision;
+typedef struct {
+    Engine base;
+    int bf16;
     WeightLayout layout;            // resolved: PACKED or PLAIN
     dnnl_data_type_t dt;            // type of the products' inputs: dnnl_f32 or dnnl_bf16
     dnnl_cpu_isa_t isa;
     dnnl_engine_t dnnl;
     dnnl_stream_t stream;
-    Weight *weights;
+    Weight *weights;                // registered at first use, found by address
     int n_weights, cap_weights;
     Matmul **matmuls;               // pointers: entries stay put while the array grows
     int n_matmuls, cap_matmuls;
@@ -139,29 +140,18 @@ struct LinearEngine {
     size_t dout_bf16_bytes;
     void *scratchpad;               // oneDNN's scratchpad, shared by every primitive
     size_t scratchpad_bytes;
-    unsigned generation;            // bumped by linear_engine_weights_changed
+    unsigned generation;            // bumped by weights_changed
     long repacks;
-    char err[256];
-    char desc[192];
-};
+    OnednnAttention *attention;     // attention's products on oneDNN
+    int attention_on_onednn;        // 0: on OpenBLAS instead (benchmarks)
+    float *openblas_scratch;        // the OpenBLAS attention's, when it runs
+    size_t openblas_scratch_bytes;
+    char msg[256];                  // the message being built by a failing call
+} OnednnEngine;
 
-static void set_err(LinearEngine *e, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(e->err, sizeof e->err, fmt, ap);
-    va_end(ap);
-}
+#define set_err(e, ...) onednn_message((e)->msg, sizeof (e)->msg, __VA_ARGS__)
 
-// Runs a oneDNN call; on failure records "oneDNN <what>: <status>" and jumps
-// to the calling function's `fail` label (which cleans up and returns -1).
-#define TRY(what, call)                                                              \
-    do {                                                                             \
-        dnnl_status_t st_ = (call);                                                  \
-        if (st_ != dnnl_success) {                                                   \
-            set_err(e, "oneDNN %s: %s", (what), dnnl_status2str(st_));               \
-            goto fail;                                                               \
-        }                                                                            \
-    } while (0)
+#define TRY(what, call) ONEDNN_TRY(e->msg, "oneDNN ", what, call)
 
 // Room for `need` elements of `size` bytes in arr (capacity *cap): returns
 // the array, perhaps moved, or NULL if out of memory (arr then untouched).
@@ -174,18 +164,6 @@ static void *grow(void *arr, int *cap, int need, size_t size) {
     return p;
 }
 
-// A buffer of at least `bytes`, 64-byte aligned, replacing *buf if smaller.
-static int grow_buffer(void **buf, size_t *have, size_t bytes) {
-    if (bytes <= *have) return 0;
-    size_t rounded = (bytes + 63) / 64 * 64;
-    void *p = aligned_alloc(64, rounded);
-    if (!p) return -1;
-    free(*buf);
-    *buf = p;
-    *have = rounded;
-    return 0;
-}
-
 // A plain 2-D descriptor: rows x cols, "ab" row-major or "ba" (its transpose's bytes).
 static dnnl_status_t md2(dnnl_memory_desc_t *md, int rows, int cols, dnnl_data_type_t dt,
                          dnnl_format_tag_t tag) {
@@ -193,71 +171,11 @@ static dnnl_status_t md2(dnnl_memory_desc_t *md, int rows, int cols, dnnl_data_t
     return dnnl_memory_desc_init_by_tag(md, 2, dims, dt, tag);
 }
 
-/* ---- the bf16 rounding of activations ---- */
-
-// fp32 -> bf16 (the top 16 bits), rounded to nearest, ties to even: add
-// 0x7FFF plus the lowest kept bit, then truncate. A NaN stays a quiet NaN
-// (adding could carry it into infinity).
-static inline uint16_t bf16_from_float(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-    uint32_t quiet_nan = (u >> 16) | 0x0040u;
-    return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
-}
-
-// x (n) -> y (n) bf16. On the pool from 64K elements (below that, starting
-// the threads costs more than the conversion).
-static void to_bf16(uint16_t *y, const float *x, size_t n) {
-    #pragma omp parallel for simd schedule(static) if (n >= 65536)
-    for (size_t i = 0; i < n; i++) y[i] = bf16_from_float(x[i]);
-}
-
-/* ---- the loops shared with matmul.c ---- */
-
-// Thread t's share [*lo, *hi) of n rows: matmul.c's slices (multiples of 16
-// rows), so the results below are bit-identical to matmul_backward's.
-static void thread_slice(int n, int *lo, int *hi) {
-    int t = omp_get_thread_num(), n_threads = omp_get_num_threads();
-    int per = ((n + n_threads - 1) / n_threads + 15) / 16 * 16;
-    *lo = t * per < n ? t * per : n;
-    *hi = (t + 1) * per < n ? (t + 1) * per : n;
-}
-
-// db[o] += sum_n dout[n,o], fp32, rows added in order n = 0..N-1 whatever the
-// thread count (each thread owns a slice of o): deterministic.
-static void bias_grad(float *dbias, const float *dout, int N, int OC) {
-    #pragma omp parallel
-    {
-        int o0, o1;
-        thread_slice(OC, &o0, &o1);
-        for (int n = 0; n < N; n++) {
-            const float *g = dout + (size_t)n * OC;
-            #pragma omp simd
-            for (int o = o0; o < o1; o++) dbias[o] += g[o];
-        }
-    }
-}
-
-// OpenBLAS dinp alone (dW skipped): matmul_backward always makes dW, so this
-// is its dinp product, the same sgemm on the same row slices.
-// dinp[n0:n1] (rows, C) = dout[n0:n1] (rows, OC) . W (OC, C)
-static void openblas_dinp(float *dinp, const float *dout, const float *W, int N, int C, int OC) {
-    #pragma omp parallel
-    {
-        int n0, n1;
-        thread_slice(N, &n0, &n1);
-        if (n1 > n0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n1 - n0, C, OC, 1.0f,
-                        dout + (size_t)n0 * OC, OC, W, C, 0.0f, dinp + (size_t)n0 * C, C);
-    }
-}
-
 /* ---- packed layouts, reorders, weight copies ---- */
 
 // The layout oneDNN picks for the wei operand of op (OP_FWD: W^T (C,OC);
 // OP_DINP: W (OC,C)) when given format `any`, at LAYOUT_REF_ROWS rows.
-static int layout_get(LinearEngine *e, int op, int C, int OC, dnnl_memory_desc_t *md) {
+static int layout_get(OnednnEngine *e, int op, int C, int OC, dnnl_memory_desc_t *md) {
     for (int i = 0; i < e->n_layouts; i++) {
         PackedLayout *l = &e->layouts[i];
         if (l->op == op && l->C == C && l->OC == OC) { *md = l->md; return 0; }
@@ -293,7 +211,7 @@ static void reorder_destroy(Reorder *r) {
 }
 
 // The reorder from -> to for the current thread count, created at first need.
-static Reorder *reorder_get(LinearEngine *e, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to) {
+static Reorder *reorder_get(OnednnEngine *e, const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to) {
     int n_threads = omp_get_max_threads();
     for (int i = 0; i < e->n_reorders; i++) {
         Reorder *r = e->reorders[i];
@@ -335,7 +253,7 @@ fail:
 
 // (Re-)makes copy c of weight w from its master: one reorder, fp32 (W or
 // W^T, plain) -> the copy's type and layout (bf16: rounded to nearest even).
-static int weight_copy_make(LinearEngine *e, Weight *w, int c) {
+static int weight_copy_make(OnednnEngine *e, Weight *w, int c) {
     WeightCopy *cp = &w->copy[c];
     if (!cp->mem) {   // first use: the copy's buffer
         dnnl_memory_desc_t md;
@@ -375,7 +293,7 @@ fail:
 
 // The memory object holding weight w's B operand for op (OP_FWD or OP_DINP),
 // its copy re-made first if stale.
-static int weight_operand(LinearEngine *e, Weight *w, int op, dnnl_memory_t *operand) {
+static int weight_operand(OnednnEngine *e, Weight *w, int op, dnnl_memory_t *operand) {
     if (e->layout == WEIGHTS_PLAIN && e->dt == dnnl_f32) {   // the master itself
         *operand = w->master_view[op];
         return 0;
@@ -400,7 +318,7 @@ static void matmul_destroy(Matmul *m) {
 
 // Creates m's primitive (m's key filled in) and its memory objects, and
 // grows the engine's buffers to what this shape needs.
-static int matmul_create(LinearEngine *e, Matmul *m) {
+static int matmul_create(OnednnEngine *e, Matmul *m) {
     int N = m->N, C = m->C, OC = m->OC;
     dnnl_data_type_t dt = e->dt;
     dnnl_memory_desc_t src_md, wei_md, dst_md, bias_md;
@@ -461,8 +379,8 @@ static int matmul_create(LinearEngine *e, Matmul *m) {
     dnnl_primitive_desc_destroy(pd);
     return 0;
 fail:;
-    char why[sizeof e->err];
-    snprintf(why, sizeof why, "%s", e->err);
+    char why[sizeof e->msg];
+    snprintf(why, sizeof why, "%s", e->msg);
     set_err(e, "%s (%s product, N=%d C=%d OC=%d)", why, op_names[m->op], N, C, OC);
     if (post_ops) dnnl_post_ops_destroy(post_ops);
     if (attr) dnnl_primitive_attr_destroy(attr);
@@ -472,7 +390,7 @@ fail:;
 
 // The primitive for this product at the current thread count, created at
 // the first call of its shape.
-static Matmul *matmul_get(LinearEngine *e, int op, int N, int C, int OC, int has_bias) {
+static Matmul *matmul_get(OnednnEngine *e, int op, int N, int C, int OC, int has_bias) {
     int n_threads = omp_get_max_threads();
     for (int i = 0; i < e->n_matmuls; i++) {
         Matmul *m = e->matmuls[i];
@@ -498,7 +416,7 @@ static Matmul *matmul_get(LinearEngine *e, int op, int N, int C, int OC, int has
 
 // Executes m: dst = src . wei (+ bias) (DW: dst += ...). The wei operand is
 // a weight's memory object (FWD, DINP) or, for DW, the activation act_wei.
-static int matmul_run(LinearEngine *e, Matmul *m, const void *src, dnnl_memory_t wei,
+static int matmul_run(OnednnEngine *e, Matmul *m, const void *src, dnnl_memory_t wei,
                       const void *act_wei, float *dst, const float *bias) {
     dnnl_exec_arg_t args[5];
     int n = 0;
@@ -523,20 +441,13 @@ static int matmul_run(LinearEngine *e, Matmul *m, const void *src, dnnl_memory_t
     TRY("stream wait", dnnl_stream_wait(e->stream));
     return 0;
 fail:;
-    char why[sizeof e->err];
-    snprintf(why, sizeof why, "%s", e->err);
+    char why[sizeof e->msg];
+    snprintf(why, sizeof why, "%s", e->msg);
     set_err(e, "%s (%s product, N=%d C=%d OC=%d)", why, op_names[m->op], m->N, m->C, m->OC);
     return -1;
 }
 
-/* ---- the interface ---- */
-
-const char *matmul_backend_name(MatmulBackend backend) {
-    return backend == MATMUL_OPENBLAS ? "openblas" : backend == MATMUL_ONEDNN ? "onednn" : "?";
-}
-const char *precision_name(Precision precision) {
-    return precision == PRECISION_FP32 ? "fp32" : precision == PRECISION_BF16 ? "bf16" : "?";
-}
+/* ---- the engine ---- */
 
 static const char *isa_name(dnnl_cpu_isa_t isa) {
     switch (isa) {
@@ -554,200 +465,81 @@ static const char *isa_name(dnnl_cpu_isa_t isa) {
     }
 }
 
-static void describe(LinearEngine *e) {
-    if (e->backend == MATMUL_OPENBLAS) {
-        snprintf(e->desc, sizeof e->desc, "openblas fp32 (matmul.c)");
-        return;
-    }
+static void describe(OnednnEngine *e) {
     const dnnl_version_t *v = dnnl_version();
     const char *weights = e->layout == WEIGHTS_PACKED ? "2 packed copies per weight"
                           : e->dt == dnnl_f32         ? "read in place"
                                                       : "1 plain bf16 copy per weight";
-    int emulated = e->precision == PRECISION_BF16 &&
-                   (e->isa & dnnl_cpu_isa_avx512_core_bf16) != dnnl_cpu_isa_avx512_core_bf16;
-    snprintf(e->desc, sizeof e->desc, "onednn %s%s (oneDNN %d.%d.%d, isa %s), weights %s",
-             precision_name(e->precision), emulated ? " emulated: no native bf16 on this CPU, slower than fp32" : "",
-             v->major, v->minor, v->patch, isa_name(e->isa), weights);
+    int emulated = e->bf16 && (e->isa & dnnl_cpu_isa_avx512_core_bf16) != dnnl_cpu_isa_avx512_core_bf16;
+    snprintf(e->base.describe, sizeof e->base.describe,
+             "onednn %s%s (oneDNN %d.%d.%d, isa %s), weights %s; attention's products on %s",
+             e->bf16 ? "bf16" : "fp32", emulated ? " emulated: no native bf16 on this CPU, slower than fp32" : "",
+             v->major, v->minor, v->patch, isa_name(e->isa), weights, e->attention_on_onednn ? "oneDNN" : "OpenBLAS");
 }
 
-int linear_engine_create(LinearEngine **out, MatmulBackend backend, Precision precision,
-                         char *err, size_t errlen) {
-    *out = NULL;
-    if (backend != MATMUL_OPENBLAS && backend != MATMUL_ONEDNN) {
-        snprintf(err, errlen, "unknown matmul backend %d", (int)backend);
-        return -1;
-    }
-    if (precision != PRECISION_FP32 && precision != PRECISION_BF16) {
-        snprintf(err, errlen, "unknown precision %d", (int)precision);
-        return -1;
-    }
-    if (backend == MATMUL_OPENBLAS && precision != PRECISION_FP32) {
-        snprintf(err, errlen, "the openblas matmul backend computes in fp32 only (bf16 needs onednn)");
-        return -1;
-    }
-    dnnl_cpu_isa_t isa = backend == MATMUL_ONEDNN ? dnnl_get_effective_cpu_isa() : dnnl_cpu_isa_all;
-    // The ISA values are bit sets: avx512_core_amx contains avx512_core_bf16,
-    // which contains avx512_core. With native bf16 dot products (avx512_core_bf16,
-    // amx) oneDNN computes bf16 x bf16 -> fp32 in hardware; on a plain AVX-512
-    // core it emulates them (each bf16 widened to fp32, the same exact products
-    // and fp32 sums), so the numbers keep bf16's rounding of the inputs but the
-    // speed is fp32's or below. Below AVX-512 oneDNN has no bf16 products.
-    if (precision == PRECISION_BF16 && (isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core) {
-        snprintf(err, errlen, "bf16 matmuls need AVX-512 (native bf16 dot products: avx512_core_bf16 or amx; "
-                 "emulated: avx512_core); oneDNN dispatches to %s on this CPU: use fp32", isa_name(isa));
-        return -1;
-    }
-    LinearEngine *e = calloc(1, sizeof *e);
-    if (!e) { snprintf(err, errlen, "out of memory"); return -1; }
-    e->backend = backend;
-    e->precision = precision;
-    e->dt = precision == PRECISION_BF16 ? dnnl_bf16 : dnnl_f32;
-    e->layout = precision == PRECISION_BF16 ? WEIGHTS_PACKED : WEIGHTS_PLAIN;
-    e->isa = isa;
-    e->generation = 1;   // copies start at 0: stale
-    if (backend == MATMUL_ONEDNN) {
-        TRY("engine", dnnl_engine_create(&e->dnnl, dnnl_cpu, 0));
-        TRY("stream", dnnl_stream_create(&e->stream, e->dnnl, dnnl_stream_default_flags));
-    }
-    describe(e);
-    *out = e;
-    return 0;
-fail:
-    snprintf(err, errlen, "%s", e->err);
-    linear_engine_free(e);
-    return -1;
-}
-
-void linear_engine_free(LinearEngine *e) {
-    if (!e) return;
-    for (int i = 0; i < e->n_weights; i++) {
-        Weight *w = &e->weights[i];
-        dnnl_memory_t mems[] = {w->master_view[0], w->master_view[1], w->copy[0].mem, w->copy[1].mem,
-                                w->plain_fwd_view};
-        for (size_t j = 0; j < sizeof mems / sizeof mems[0]; j++)
-            if (mems[j]) dnnl_memory_destroy(mems[j]);
-    }
-    for (int i = 0; i < e->n_matmuls; i++) matmul_destroy(e->matmuls[i]);
-    for (int i = 0; i < e->n_reorders; i++) reorder_destroy(e->reorders[i]);
-    free(e->weights);
-    free(e->matmuls);
-    free(e->layouts);
-    free(e->reorders);
-    free(e->inp_bf16);
-    free(e->dout_bf16);
-    free(e->scratchpad);
-    if (e->stream) dnnl_stream_destroy(e->stream);
-    if (e->dnnl) dnnl_engine_destroy(e->dnnl);
-    free(e);
-}
-
-int linear_engine_set_weight_layout(LinearEngine *e, WeightLayout layout, char *err, size_t errlen) {
-    if (layout != WEIGHTS_DEFAULT && layout != WEIGHTS_PACKED && layout != WEIGHTS_PLAIN) {
-        snprintf(err, errlen, "unknown weight layout %d", (int)layout);
-        return -1;
-    }
-    if (e->n_weights > 0) {
-        snprintf(err, errlen, "the weight layout must be chosen before the first weight is added");
-        return -1;
-    }
-    if (layout == WEIGHTS_DEFAULT) layout = e->dt == dnnl_bf16 ? WEIGHTS_PACKED : WEIGHTS_PLAIN;
-    e->layout = layout;
-    describe(e);
-    return 0;
-}
-
-int linear_engine_add_weight(LinearEngine *e, const float *W, int OC, int C, char *err, size_t errlen) {
-    if (!W || OC < 1 || C < 1) {
-        snprintf(err, errlen, "linear weight: need a matrix of at least 1 x 1 (got %d x %d%s)", OC, C,
-                 W ? "" : ", NULL");
-        return -1;
-    }
+// The registered weight at address W (OC,C), registered now if new; NULL (message in e->msg) on failure.
+static Weight *weight_get(OnednnEngine *e, const float *W, int OC, int C) {
+    for (int i = 0; i < e->n_weights; i++)
+        if (e->weights[i].master == W && e->weights[i].OC == OC && e->weights[i].C == C) return &e->weights[i];
     Weight *weights = grow(e->weights, &e->cap_weights, e->n_weights + 1, sizeof *weights);
     if (!weights) {
-        snprintf(err, errlen, "out of memory");
-        return -1;
+        set_err(e, "out of memory");
+        return NULL;
     }
     e->weights = weights;
     Weight *w = &e->weights[e->n_weights];
     *w = (Weight){.master = W, .OC = OC, .C = C};
-    if (e->backend == MATMUL_ONEDNN) {   // the master as an fp32 operand or reorder source
-        dnnl_memory_desc_t md;
-        TRY("descriptor", md2(&md, C, OC, dnnl_f32, dnnl_ba));   // W^T (C,OC)
-        TRY("memory", dnnl_memory_create(&w->master_view[OP_FWD], &md, e->dnnl, (void *)W));
-        TRY("descriptor", md2(&md, OC, C, dnnl_f32, dnnl_ab));   // W (OC,C)
-        TRY("memory", dnnl_memory_create(&w->master_view[OP_DINP], &md, e->dnnl, (void *)W));
-    }
-    return e->n_weights++;
-fail:
-    snprintf(err, errlen, "%s (weight %d x %d)", e->err, OC, C);
+    dnnl_memory_desc_t md;   // the master as an fp32 operand or reorder source
+    TRY("descriptor", md2(&md, C, OC, dnnl_f32, dnnl_ba));   // W^T (C,OC)
+    TRY("memory", dnnl_memory_create(&w->master_view[OP_FWD], &md, e->dnnl, (void *)W));
+    TRY("descriptor", md2(&md, OC, C, dnnl_f32, dnnl_ab));   // W (OC,C)
+    TRY("memory", dnnl_memory_create(&w->master_view[OP_DINP], &md, e->dnnl, (void *)W));
+    e->n_weights++;
+    return w;
+fail:;
+    char why[sizeof e->msg];
+    snprintf(why, sizeof why, "%s", e->msg);
+    set_err(e, "%s (weight %d x %d)", why, OC, C);
     if (w->master_view[OP_FWD]) dnnl_memory_destroy(w->master_view[OP_FWD]);
     if (w->master_view[OP_DINP]) dnnl_memory_destroy(w->master_view[OP_DINP]);
-    return -1;
+    return NULL;
 }
 
-void linear_engine_weights_changed(LinearEngine *e) { e->generation++; }
-
-static Weight *weight_get(LinearEngine *e, int wid, int N) {
-    if (wid < 0 || wid >= e->n_weights) {
-        set_err(e, "linear: no weight with id %d (%d registered)", wid, e->n_weights);
-        return NULL;
-    }
-    if (N < 0) {
-        set_err(e, "linear: negative row count %d", N);
-        return NULL;
-    }
-    return &e->weights[wid];
-}
-
-int linear_engine_prepack(LinearEngine *e, int wid) {
-    Weight *w = weight_get(e, wid, 0);
-    if (!w) return -1;
-    if (e->backend == MATMUL_OPENBLAS) return 0;
-    dnnl_memory_t unused;
-    return weight_operand(e, w, OP_FWD, &unused) != 0 || weight_operand(e, w, OP_DINP, &unused) != 0 ? -1 : 0;
-}
-
-int linear_forward(LinearEngine *e, int wid, float *out, const float *inp, const float *bias, int N) {
-    Weight *w = weight_get(e, wid, N);
-    if (!w) return -1;
-    if (N == 0) return 0;
-    if (e->backend == MATMUL_OPENBLAS) {
-        matmul_forward(out, inp, w->master, bias, N, w->C, w->OC);
-        return 0;
-    }
-    // out (N,OC) = inp (N,C) . W^T (C,OC) + bias
-    Matmul *m = matmul_get(e, OP_FWD, N, w->C, w->OC, bias != NULL);
+// out (N,OC) = inp (N,C) . W^T (C,OC) + bias
+static void linear_forward(Engine *base, float *out, const float *inp, const float *W, const float *bias,
+                           int N, int C, int OC) {
+    OnednnEngine *e = (OnednnEngine *)base;
+    if (N == 0) return;
+    Weight *w = weight_get(e, W, OC, C);
+    Matmul *m = w ? matmul_get(e, OP_FWD, N, C, OC, bias != NULL) : NULL;
     dnnl_memory_t wei;
-    if (!m || weight_operand(e, w, OP_FWD, &wei) != 0) return -1;
+    if (!m || weight_operand(e, w, OP_FWD, &wei) != 0) {
+        engine_fail(base, "%s", e->msg);
+        return;
+    }
     const void *src = inp;
     if (e->dt == dnnl_bf16) {
-        to_bf16(e->inp_bf16, inp, (size_t)N * w->C);
+        to_bf16(e->inp_bf16, inp, (size_t)N * C);
         src = e->inp_bf16;
     }
-    return matmul_run(e, m, src, wei, NULL, out, bias);
+    if (matmul_run(e, m, src, wei, NULL, out, bias) != 0) engine_fail(base, "%s", e->msg);
 }
 
-int linear_backward(LinearEngine *e, int wid, float *dinp, float *dweight, float *dbias,
-                    const float *dout, const float *inp, int N) {
-    Weight *w = weight_get(e, wid, N);
-    if (!w) return -1;
-    if (N == 0) return 0;
-    int C = w->C, OC = w->OC;
-    if (e->backend == MATMUL_OPENBLAS) {
-        if (dweight) {
-            matmul_backward(dinp, dweight, dbias, dout, inp, w->master, N, C, OC);
-        } else {
-            if (dinp) openblas_dinp(dinp, dout, w->master, N, C, OC);
-            if (dbias) bias_grad(dbias, dout, N, OC);
-        }
-        return 0;
-    }
+static void linear_backward(Engine *base, float *dinp, float *dweight, float *dbias, const float *dout,
+                            const float *inp, const float *W, int N, int C, int OC) {
+    OnednnEngine *e = (OnednnEngine *)base;
+    if (N == 0) return;
     // the primitives first: at a new shape they size the bf16 buffers
+    Weight *w = weight_get(e, W, OC, C);
     Matmul *m_dinp = NULL, *m_dw = NULL;
     dnnl_memory_t wei = NULL;
-    if (dinp && (!(m_dinp = matmul_get(e, OP_DINP, N, C, OC, 0)) || weight_operand(e, w, OP_DINP, &wei) != 0))
-        return -1;
-    if (dweight && !(m_dw = matmul_get(e, OP_DW, N, C, OC, 0))) return -1;
+    int ok = w != NULL;
+    if (ok && dinp) ok = (m_dinp = matmul_get(e, OP_DINP, N, C, OC, 0)) && weight_operand(e, w, OP_DINP, &wei) == 0;
+    if (ok && dweight) ok = (m_dw = matmul_get(e, OP_DW, N, C, OC, 0)) != NULL;
+    if (!ok) {
+        engine_fail(base, "%s", e->msg);
+        return;
+    }
     const void *dout_src = dout, *inp_src = inp;
     if (e->dt == dnnl_bf16 && (dinp || dweight)) {   // dout once for both products
         to_bf16(e->dout_bf16, dout, (size_t)N * OC);
@@ -757,18 +549,52 @@ int linear_backward(LinearEngine *e, int wid, float *dinp, float *dweight, float
             inp_src = e->inp_bf16;
         }
     }
-    // dinp (N,C) = dout (N,OC) . W (OC,C)
-    if (dinp && matmul_run(e, m_dinp, dout_src, wei, NULL, dinp, NULL) != 0) return -1;
-    // dW (OC,C) += dout^T (OC,N) . inp (N,C)
-    if (dweight && matmul_run(e, m_dw, dout_src, NULL, inp_src, dweight, NULL) != 0) return -1;
+    // dinp (N,C) = dout (N,OC) . W (OC,C);  dW (OC,C) += dout^T (OC,N) . inp (N,C)
+    if ((dinp && matmul_run(e, m_dinp, dout_src, wei, NULL, dinp, NULL) != 0) ||
+        (dweight && matmul_run(e, m_dw, dout_src, NULL, inp_src, dweight, NULL) != 0)) {
+        engine_fail(base, "%s", e->msg);
+        return;
+    }
     if (dbias) bias_grad(dbias, dout, N, OC);
-    return 0;
 }
 
-const char *linear_engine_error(const LinearEngine *e) { return e->err; }
-const char *linear_engine_describe(const LinearEngine *e) { return e->desc; }
+// The OpenBLAS attention's scratch, when attention runs there (benchmarks).
+static float *openblas_scratch(OnednnEngine *e, int T) {
+    size_t bytes = (size_t)omp_get_max_threads() * 2 * attention_block_rows(T) * T * sizeof(float);
+    if (grow_buffer((void **)&e->openblas_scratch, &e->openblas_scratch_bytes, bytes) == 0) return e->openblas_scratch;
+    engine_fail(&e->base, "out of memory for the attention scratch (%zu bytes)", bytes);
+    return NULL;
+}
 
-void linear_engine_stats(const LinearEngine *e, LinearEngineStats *s) {
+static void attention_forward(Engine *base, float *out, float *lse, const float *qkv, const float *bias,
+                              int B, int T, int C, int H) {
+    OnednnEngine *e = (OnednnEngine *)base;
+    if (e->attention_on_onednn) {
+        if (onednn_attention_forward(e->attention, out, lse, qkv, bias, omp_get_max_threads(), B, T, C, H) != 0)
+            engine_fail(base, "%s", onednn_attention_error(e->attention));
+    } else {
+        float *scratch = openblas_scratch(e, T);
+        if (scratch) openblas_attention_forward(out, lse, qkv, bias, scratch, B, T, C, H);
+    }
+}
+
+static void attention_backward(Engine *base, float *dqkv, float *dbias, const float *dout, const float *qkv,
+                               const float *lse, const float *bias, int B, int T, int C, int H) {
+    OnednnEngine *e = (OnednnEngine *)base;
+    if (e->attention_on_onednn) {
+        if (onednn_attention_backward(e->attention, dqkv, dbias, dout, qkv, lse, bias, omp_get_max_threads(), B, T,
+                                      C, H) != 0)
+            engine_fail(base, "%s", onednn_attention_error(e->attention));
+    } else {
+        float *scratch = openblas_scratch(e, T);
+        if (scratch) openblas_attention_backward(dqkv, dbias, dout, qkv, lse, bias, scratch, B, T, C, H);
+    }
+}
+
+static void weights_changed(Engine *base) { ((OnednnEngine *)base)->generation++; }
+
+void engine_onednn_stats(const Engine *base, OnednnStats *s) {
+    const OnednnEngine *e = (const OnednnEngine *)base;
     memset(s, 0, sizeof *s);
     s->repacks = e->repacks;
     s->primitives = e->n_matmuls;
@@ -780,4 +606,95 @@ void linear_engine_stats(const LinearEngine *e, LinearEngineStats *s) {
                     s->weight_copy_bytes += dnnl_memory_desc_get_size(md);
             }
     s->scratch_bytes = e->inp_bf16_bytes + e->dout_bf16_bytes + e->scratchpad_bytes;
+}
+
+static size_t bytes(const Engine *base) {
+    const OnednnEngine *e = (const OnednnEngine *)base;
+    OnednnStats s;
+    engine_onednn_stats(base, &s);
+    return s.weight_copy_bytes + s.scratch_bytes + onednn_attention_bytes(e->attention) + e->openblas_scratch_bytes;
+}
+
+int engine_onednn_prepack(Engine *base, const float *W, int OC, int C) {
+    OnednnEngine *e = (OnednnEngine *)base;
+    Weight *w = weight_get(e, W, OC, C);
+    dnnl_memory_t unused;
+    if (!w || weight_operand(e, w, OP_FWD, &unused) != 0 || weight_operand(e, w, OP_DINP, &unused) != 0) {
+        engine_fail(base, "%s", e->msg);
+        return -1;
+    }
+    return 0;
+}
+
+void engine_onednn_attention_on_onednn(Engine *base, int on) {
+    OnednnEngine *e = (OnednnEngine *)base;
+    e->attention_on_onednn = on;
+    describe(e);
+}
+
+static void engine_free(Engine *base) {
+    OnednnEngine *e = (OnednnEngine *)base;
+    if (!e) return;
+    for (int i = 0; i < e->n_weights; i++) {
+        Weight *w = &e->weights[i];
+        dnnl_memory_t mems[] = {w->master_view[0], w->master_view[1], w->copy[0].mem, w->copy[1].mem,
+                                w->plain_fwd_view};
+        for (size_t j = 0; j < sizeof mems / sizeof mems[0]; j++)
+            if (mems[j]) dnnl_memory_destroy(mems[j]);
+    }
+    for (int i = 0; i < e->n_matmuls; i++) matmul_destroy(e->matmuls[i]);
+    for (int i = 0; i < e->n_reorders; i++) reorder_destroy(e->reorders[i]);
+    onednn_attention_free(e->attention);
+    free(e->weights);
+    free(e->matmuls);
+    free(e->layouts);
+    free(e->reorders);
+    free(e->inp_bf16);
+    free(e->dout_bf16);
+    free(e->scratchpad);
+    free(e->openblas_scratch);
+    if (e->stream) dnnl_stream_destroy(e->stream);
+    if (e->dnnl) dnnl_engine_destroy(e->dnnl);
+    free(e);
+}
+
+int engine_onednn_create(Engine **out, int bf16, WeightLayout layout, char *err, size_t errlen) {
+    *out = NULL;
+    if (layout != WEIGHTS_DEFAULT && layout != WEIGHTS_PACKED && layout != WEIGHTS_PLAIN) {
+        snprintf(err, errlen, "unknown weight layout %d", (int)layout);
+        return -1;
+    }
+    dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+    // The ISA values are bit sets: avx512_core_amx contains avx512_core_bf16,
+    // which contains avx512_core. With native bf16 dot products (avx512_core_bf16,
+    // amx) oneDNN computes bf16 x bf16 -> fp32 in hardware; on a plain AVX-512
+    // core it emulates them (each bf16 widened to fp32, the same exact products
+    // and fp32 sums), so the numbers keep bf16's rounding of the inputs but the
+    // speed is fp32's or below. Below AVX-512 oneDNN has no bf16 products.
+    if (bf16 && (isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core) {
+        snprintf(err, errlen, "bf16 matmuls need AVX-512 (native bf16 dot products: avx512_core_bf16 or amx; "
+                 "emulated: avx512_core); oneDNN dispatches to %s on this CPU: use fp32", isa_name(isa));
+        return -1;
+    }
+    OnednnEngine *e = calloc(1, sizeof *e);
+    if (!e) { snprintf(err, errlen, "out of memory"); return -1; }
+    e->base = (Engine){.linear_forward = linear_forward, .linear_backward = linear_backward,
+                       .attention_forward = attention_forward, .attention_backward = attention_backward,
+                       .weights_changed = weights_changed, .bytes = bytes, .free = engine_free};
+    e->bf16 = bf16;
+    e->dt = bf16 ? dnnl_bf16 : dnnl_f32;
+    e->layout = layout != WEIGHTS_DEFAULT ? layout : bf16 ? WEIGHTS_PACKED : WEIGHTS_PLAIN;
+    e->isa = isa;
+    e->generation = 1;   // copies start at 0: stale
+    e->attention_on_onednn = 1;
+    TRY("engine", dnnl_engine_create(&e->dnnl, dnnl_cpu, 0));
+    TRY("stream", dnnl_stream_create(&e->stream, e->dnnl, dnnl_stream_default_flags));
+    if (onednn_attention_create(&e->attention, bf16, e->msg, sizeof e->msg) != 0) goto fail;
+    describe(e);
+    *out = &e->base;
+    return 0;
+fail:
+    snprintf(err, errlen, "%s", e->msg);
+    engine_free(&e->base);
+    return -1;
 }

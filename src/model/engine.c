@@ -1,0 +1,61 @@
+// engine.c: what every engine shares: the first-failure record the model
+// reads after each pass, and the loops the OpenBLAS and oneDNN engines both
+// run (row slices per thread, the bias gradient, buffer growth).
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <omp.h>
+
+#include "model/engine.h"
+
+void engine_fail(Engine *e, const char *fmt, ...) {
+    if (e->err[0]) return;   // the first failure is the cause; later ones follow from it
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(e->err, sizeof e->err, fmt, ap);
+    va_end(ap);
+    if (!e->err[0]) snprintf(e->err, sizeof e->err, "engine failure");
+}
+
+int engine_failed(Engine *e, char *err, size_t errlen) {
+    if (!e->err[0]) return 0;
+    snprintf(err, errlen, "%s", e->err);
+    e->err[0] = '\0';
+    return -1;
+}
+
+// Whole register tiles of the sgemm kernel per thread (16 rows); the last
+// share takes the rest.
+void thread_slice(int n, int *lo, int *hi) {
+    int t = omp_get_thread_num(), n_threads = omp_get_num_threads();
+    int per = ((n + n_threads - 1) / n_threads + 15) / 16 * 16;
+    *lo = t * per < n ? t * per : n;
+    *hi = (t + 1) * per < n ? (t + 1) * per : n;
+}
+
+// Each thread owns a slice of the outputs o and adds the rows in order, so
+// the sums do not depend on the thread count.
+void bias_grad(float *dbias, const float *dout, int N, int OC) {
+    #pragma omp parallel
+    {
+        int o0, o1;
+        thread_slice(OC, &o0, &o1);
+        for (int n = 0; n < N; n++) {
+            const float *g = dout + (size_t)n * OC;
+            #pragma omp simd
+            for (int o = o0; o < o1; o++) dbias[o] += g[o];
+        }
+    }
+}
+
+int grow_buffer(void **buf, size_t *have, size_t bytes) {
+    if (bytes <= *have) return 0;
+    size_t rounded = (bytes + 63) / 64 * 64;
+    void *p = aligned_alloc(64, rounded);
+    if (!p) return -1;
+    free(*buf);
+    *buf = p;
+    *have = rounded;
+    return 0;
+}

@@ -1,0 +1,292 @@
+// engine_openblas.c: the engine of engine.h on OpenBLAS: every product one
+// cblas_sgemm call, row-major, transposes as sgemm flags, never copies. fp32.
+//
+// Linear layers (PyTorch nn.Linear, W (OC,C)):
+//   forward:  out (N,OC)  = inp (N,C) . W^T (C,OC) + b
+//   backward: dinp (N,C)  = dout (N,OC) . W (OC,C)
+//             dW (OC,C)  += dout^T (OC,N) . inp (N,C)
+//             db (OC)    += sum_n dout[n,:]
+// Threads: each product is split into one slice per OpenMP thread, and each
+// thread runs a single-threaded sgemm on its slice (OpenBLAS's OpenMP build
+// runs a call made inside a parallel region on the calling thread). The
+// forward and dinp are split by rows n, dW and db by output rows o, so every
+// slice is a whole, independent product: no two threads write the same
+// element and nobody waits for anybody until the region ends. The
+// alternative, one sgemm call on all threads, makes OpenBLAS partition the
+// product itself and synchronise its threads inside every call (they wait
+// with sched_yield), which is slower at these shapes (docs/PERFORMANCE.md
+// has the measurement). Slicing also lets the bias copy and the bias
+// gradient run in the same parallel region as the product, on the same rows.
+//
+// Attention: reference.c's maths, one (batch, head) pair per task, as
+// matrices per block of query rows I = i0..i1-1 (keys J = 0..i1-1, all a
+// causal row of the block can see):
+//   forward   S = scale Q_I K_J^T (+ bias),  P = softmax(S) masked,  Y_I = P V_J
+//   backward  dP = dY_I V_J^T,  dS = P * (dP - rowsum(P * dP)),
+//             dQ_I = scale dS K_J,  dK_J += scale dS^T Q_I,  dV_J += P^T dY_I
+// Each product is one cblas_sgemm call on q, k, v where c_attn wrote them:
+// head h of q is the (T, D) matrix at qkv + h*D with row stride 3C. The
+// calls run inside our parallel loop over (batch, head), so OpenBLAS runs
+// each on the calling thread. The query rows are split into blocks of
+// ATT_BLOCK so that only the diagonal blocks compute scores above the
+// diagonal (then masked): for T = 256 that is 5/8 of the full T x T square,
+// and the per-thread scratch is 2 x ATT_BLOCK x T floats instead of T x T.
+// The loops between the products (attention_block_probs, _dscores) are
+// shared with the oneDNN engine.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+#include <omp.h>
+
+#include "model/engine.h"
+#include "model/fastmath.h"
+
+#ifndef ATT_BLOCK
+#define ATT_BLOCK 64   // query rows per block
+#endif
+
+typedef struct {
+    Engine base;
+    float *scratch;        // attention: per thread, a block of scores and one of their gradients
+    size_t scratch_bytes;
+} OpenblasEngine;
+
+/* ---- linear layers ---- */
+
+static void linear_forward(Engine *e, float *out, const float *inp, const float *W, const float *b,
+                           int N, int C, int OC) {
+    #pragma omp parallel
+    {
+        int n0, n1;
+        thread_slice(N, &n0, &n1);
+        if (n1 > n0) {
+            float beta = 0.0f;
+            if (b) {   // start every row from the bias, then let sgemm add inp W^T
+                for (int n = n0; n < n1; n++) memcpy(out + (size_t)n * OC, b, (size_t)OC * sizeof(float));
+                beta = 1.0f;
+            }
+            // out[n0:n1] (rows, OC) = inp[n0:n1] (rows, C) . W^T (C, OC) (+ bias)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n1 - n0, OC, C,
+                        1.0f, inp + (size_t)n0 * C, C, W, C, beta, out + (size_t)n0 * OC, OC);
+        }
+    }
+}
+
+static void linear_backward(Engine *e, float *dinp, float *dW, float *db, const float *dout, const float *inp,
+                            const float *W, int N, int C, int OC) {
+    #pragma omp parallel
+    {
+        int n0, n1, o0, o1;
+        thread_slice(N, &n0, &n1);
+        thread_slice(OC, &o0, &o1);
+        // dinp[n0:n1] (rows, C) = dout[n0:n1] (rows, OC) . W (OC, C)
+        if (dinp && n1 > n0)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n1 - n0, C, OC,
+                        1.0f, dout + (size_t)n0 * OC, OC, W, C, 0.0f, dinp + (size_t)n0 * C, C);
+        // dW[o0:o1] (outs, C) += dout[:, o0:o1]^T (outs, N) . inp (N, C)
+        if (dW && o1 > o0)
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, C, N,
+                        1.0f, dout + o0, OC, inp, C, 1.0f, dW + (size_t)o0 * C, C);
+        // db[o0:o1] += column sums of dout, rows added in order (as bias_grad)
+        if (db)
+            for (int n = 0; n < N; n++) {
+                const float *g = dout + (size_t)n * OC;
+                #pragma omp simd
+                for (int o = o0; o < o1; o++) db[o] += g[o];
+            }
+    }
+}
+
+/* ---- attention ---- */
+
+int attention_block_rows(int T) { return T < ATT_BLOCK ? T : ATT_BLOCK; }
+
+void attention_block_probs(float *s, int i0, int rows, int keys, const float *bias_h,
+                           const float *lse_in, float *lse_out) {
+    for (int r = 0; r < rows; r++) {
+        int i = i0 + r, n = i + 1;   // keys 0..i are visible
+        float *row = s + (size_t)r * keys;
+        if (bias_h)
+            for (int j = 0; j < n; j++) row[j] += bias_h[i - j];
+        if (lse_out) {
+            float mx = -INFINITY;
+            #pragma omp simd reduction(max : mx)
+            for (int j = 0; j < n; j++) mx = row[j] > mx ? row[j] : mx;
+            float sum = 0.0f;
+            #pragma omp simd reduction(+ : sum)
+            for (int j = 0; j < n; j++) { row[j] = exp_fast(row[j] - mx); sum += row[j]; }
+            float inv = 1.0f / sum;
+            for (int j = 0; j < n; j++) row[j] *= inv;
+            lse_out[i] = mx + logf(sum);
+        } else {
+            float row_lse = lse_in[i];
+            for (int j = 0; j < n; j++) row[j] = exp_fast(row[j] - row_lse);
+        }
+        for (int j = n; j < keys; j++) row[j] = 0.0f;   // causal mask
+    }
+}
+
+void attention_block_dscores(float *dp, const float *p, int i0, int rows, int keys, float *dbias_bh) {
+    for (int r = 0; r < rows; r++) {
+        int i = i0 + r, n = i + 1;
+        const float *pr = p + (size_t)r * keys;
+        float *dpr = dp + (size_t)r * keys;
+        float sum_pd = 0.0f;
+        #pragma omp simd reduction(+ : sum_pd)
+        for (int j = 0; j < n; j++) sum_pd += pr[j] * dpr[j];
+        for (int j = 0; j < n; j++) dpr[j] = pr[j] * (dpr[j] - sum_pd);
+        for (int j = n; j < keys; j++) dpr[j] = 0.0f;
+        if (dbias_bh)
+            for (int j = 0; j < n; j++) dbias_bh[i - j] += dpr[j];
+    }
+}
+
+// Scratch floats per thread: a block of probabilities and one of their gradients.
+static size_t scratch_floats(int T) { return 2 * (size_t)attention_block_rows(T) * T; }
+
+// Scores of query rows i0..i0+rows-1 against keys 0..keys-1 into s (rows, keys);
+// q and k are (T, D) head matrices with row stride ld: the product, then
+// attention_block_probs.
+static void att_probs(float *s, const float *q, const float *k, size_t ld, const float *bias_h,
+                      const float *lse_in, float *lse_out, int i0, int rows, int keys, int D, float scale) {
+    // S (rows, keys) = scale Q_I K_J^T
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, D, scale, q + i0 * ld, ld, k, ld,
+                0.0f, s, keys);
+    attention_block_probs(s, i0, rows, keys, bias_h, lse_in, lse_out);
+}
+
+// The task of one (batch b, head h) pair: where its head's columns start in
+// the packed (B,T,3C) qkv (q there, k at +C, v at +2C, row stride 3C), its
+// rows of a (B,T,C) tensor, and this thread's scratch.
+typedef struct {
+    int b, h, D, nb;
+    size_t C3;            // qkv's row stride
+    float scale;          // 1/sqrt(D)
+    size_t qkv_off;       // head h of batch b in qkv (and dqkv)
+    size_t out_off;       // head h of batch b in a (B,T,C) tensor
+    float *scratch;       // scratch_floats(T) floats of this thread
+} AttTask;
+
+static AttTask att_task(int bh, float *scratch, int T, int C, int H) {
+    AttTask a;
+    a.b = bh / H;
+    a.h = bh % H;
+    a.D = C / H;
+    a.nb = attention_block_rows(T);
+    a.C3 = 3 * (size_t)C;
+    a.scale = 1.0f / sqrtf((float)a.D);
+    a.qkv_off = (size_t)a.b * T * a.C3 + (size_t)a.h * a.D;
+    a.out_off = (size_t)a.b * T * C + (size_t)a.h * a.D;
+    a.scratch = scratch + (size_t)omp_get_thread_num() * scratch_floats(T);
+    return a;
+}
+
+// qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
+void openblas_attention_forward(float *out, float *lse, const float *qkv, const float *bias, float *scratch,
+                                int B, int T, int C, int H) {
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+        const AttTask a = att_task(bh, scratch, T, C, H);
+        const int D = a.D, nb = a.nb, h = a.h;
+        const size_t C3 = a.C3;
+        float *s = a.scratch;
+        const float *q = qkv + a.qkv_off, *k = q + C, *v = q + 2 * C;
+        const float *bias_h = bias ? bias + (size_t)h * T : NULL;
+        for (int i0 = 0; i0 < T; i0 += nb) {
+            int rows = T - i0 < nb ? T - i0 : nb, keys = i0 + rows;
+            att_probs(s, q, k, C3, bias_h, NULL, lse + (size_t)bh * T, i0, rows, keys, D, a.scale);
+            // Y_I (rows, D) = P (rows, keys) V_J (keys, D), written into out's head columns
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, keys, 1.0f, s, keys, v, C3,
+                        0.0f, out + a.out_off + (size_t)i0 * C, C);
+        }
+    }
+}
+
+// dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
+void openblas_attention_backward(float *dqkv, float *dbias, const float *dout, const float *qkv,
+                                 const float *lse, const float *bias, float *scratch, int B, int T, int C, int H) {
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+        const AttTask a = att_task(bh, scratch, T, C, H);
+        const int D = a.D, nb = a.nb, h = a.h;
+        const size_t C3 = a.C3;
+        const float scale = a.scale;
+        float *p = a.scratch, *dp = p + (size_t)nb * T;   // probabilities, then their gradient
+        const float *q = qkv + a.qkv_off, *k = q + C, *v = q + 2 * C;
+        float *dq = dqkv + a.qkv_off, *dk = dq + C, *dv = dq + 2 * C;
+        const float *dy = dout + a.out_off;
+        const float *bias_h = bias ? bias + (size_t)h * T : NULL;
+        float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
+        // this task owns the dk, dv columns of head h in batch row b; they
+        // are sums over query blocks, so they start from zero
+        for (int t = 0; t < T; t++) {
+            memset(dk + t * C3, 0, (size_t)D * sizeof(float));
+            memset(dv + t * C3, 0, (size_t)D * sizeof(float));
+        }
+        for (int i0 = 0; i0 < T; i0 += nb) {
+            int rows = T - i0 < nb ? T - i0 : nb, keys = i0 + rows;
+            att_probs(p, q, k, C3, bias_h, lse + (size_t)bh * T, NULL, i0, rows, keys, D, scale);
+            // dP (rows, keys) = dY_I (rows, D) V_J^T
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, D, 1.0f, dy + (size_t)i0 * C, C,
+                        v, C3, 0.0f, dp, keys);
+            // dS = P * (dP - rowsum(P * dP)), in place in dp
+            attention_block_dscores(dp, p, i0, rows, keys, dbias_bh);
+            // dQ_I (rows, D) = scale dS K_J  (each query row is in one block: overwrite)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, keys, scale, dp, keys, k, C3,
+                        0.0f, dq + (size_t)i0 * C3, C3);
+            // dK_J (keys, D) += scale dS^T Q_I ;  dV_J (keys, D) += P^T dY_I
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, D, rows, scale, dp, keys,
+                        q + (size_t)i0 * C3, C3, 1.0f, dk, C3);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, D, rows, 1.0f, p, keys,
+                        dy + (size_t)i0 * C, C, 1.0f, dv, C3);
+        }
+    }
+}
+
+// This engine's scratch for sequences of length T on the current thread
+// count, grown at the first call that needs more; NULL (recorded) if out of memory.
+static float *scratch_for(OpenblasEngine *ob, int T) {
+    size_t bytes = (size_t)omp_get_max_threads() * scratch_floats(T) * sizeof(float);
+    if (grow_buffer((void **)&ob->scratch, &ob->scratch_bytes, bytes) != 0) {
+        engine_fail(&ob->base, "out of memory for the attention scratch (%zu bytes)", bytes);
+        return NULL;
+    }
+    return ob->scratch;
+}
+
+static void attention_forward(Engine *e, float *out, float *lse, const float *qkv, const float *bias,
+                              int B, int T, int C, int H) {
+    float *scratch = scratch_for((OpenblasEngine *)e, T);
+    if (scratch) openblas_attention_forward(out, lse, qkv, bias, scratch, B, T, C, H);
+}
+
+static void attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
+                               const float *lse, const float *bias, int B, int T, int C, int H) {
+    float *scratch = scratch_for((OpenblasEngine *)e, T);
+    if (scratch) openblas_attention_backward(dqkv, dbias, dout, qkv, lse, bias, scratch, B, T, C, H);
+}
+
+static size_t bytes(const Engine *e) { return ((const OpenblasEngine *)e)->scratch_bytes; }
+
+static void engine_free(Engine *e) {
+    if (!e) return;
+    free(((OpenblasEngine *)e)->scratch);
+    free(e);
+}
+
+int engine_openblas_create(Engine **out, char *err, size_t errlen) {
+    *out = NULL;
+    OpenblasEngine *ob = calloc(1, sizeof *ob);
+    if (!ob) { snprintf(err, errlen, "out of memory"); return -1; }
+    ob->base = (Engine){.linear_forward = linear_forward, .linear_backward = linear_backward,
+                        .attention_forward = attention_forward, .attention_backward = attention_backward,
+                        .bytes = bytes, .free = engine_free};
+    snprintf(ob->base.describe, sizeof ob->base.describe,
+             "openblas fp32 (cblas_sgemm: linear layers one slice per thread, attention in blocks of %d query rows)",
+             ATT_BLOCK);
+    *out = &ob->base;
+    return 0;
+}

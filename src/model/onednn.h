@@ -1,0 +1,71 @@
+// onednn.h: what the oneDNN engine's two files share: the error macro and
+// messages, the bf16 rounding of activations, and the attention half's
+// interface.
+//
+//   engine_onednn.c     the Engine: linear layers (weights and their copies,
+//                       matmul primitives), and the calls into the attention half
+//   onednn_attention.c  attention's five products per block on matmul primitives
+#ifndef ROPELAB_ONEDNN_H
+#define ROPELAB_ONEDNN_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <oneapi/dnnl/dnnl.h>
+#include <oneapi/dnnl/dnnl_debug.h>
+
+// Runs a oneDNN call; on failure writes "PREFIX<what>: <status>" into the
+// char array msg and jumps to the calling function's `fail` label (which
+// cleans up and returns -1). Each file defines TRY(what, call) with its msg.
+#define ONEDNN_TRY(msg, prefix, what, call)                                                   \
+    do {                                                                                      \
+        dnnl_status_t st_ = (call);                                                           \
+        if (st_ != dnnl_success) {                                                            \
+            snprintf((msg), sizeof(msg), "%s%s: %s", (prefix), (what), dnnl_status2str(st_)); \
+            goto fail;                                                                        \
+        }                                                                                     \
+    } while (0)
+
+// printf into the message buffer buf (n bytes) of a oneDNN file's state.
+static inline void onednn_message(char *buf, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static inline void onednn_message(char *buf, size_t n, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(buf, n, fmt, ap);
+    va_end(ap);
+}
+
+// fp32 -> bf16 (the top 16 bits), rounded to nearest, ties to even: add
+// 0x7FFF plus the lowest kept bit, then truncate. A NaN stays a quiet NaN
+// (adding could carry it into infinity).
+static inline uint16_t bf16_round(float x) {
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
+    uint32_t quiet_nan = (u >> 16) | 0x0040u;
+    return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
+}
+
+// x (n) -> y (n) bf16. On the pool from 64K elements (below that, starting
+// the threads costs more than the conversion).
+static inline void to_bf16(uint16_t *y, const float *x, size_t n) {
+    #pragma omp parallel for simd schedule(static) if (n >= 65536)
+    for (size_t i = 0; i < n; i++) y[i] = bf16_round(x[i]);
+}
+
+// onednn_attention.c: the Engine's attention_forward/backward (engine.h) on
+// oneDNN, with n_threads threads; 0 or -1 with the message in onednn_attention_error.
+typedef struct OnednnAttention OnednnAttention;
+int onednn_attention_create(OnednnAttention **ae, int bf16, char *err, size_t errlen);
+void onednn_attention_free(OnednnAttention *ae);
+const char *onednn_attention_error(const OnednnAttention *ae);
+size_t onednn_attention_bytes(const OnednnAttention *ae);   // its buffers; 0 for NULL
+int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const float *qkv, const float *bias,
+                             int n_threads, int B, int T, int C, int H);
+int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, const float *dout, const float *qkv,
+                              const float *lse, const float *bias, int n_threads, int B, int T, int C, int H);
+
+#endif

@@ -1,0 +1,541 @@
+// reference.c: the whole model, forward and backward, in plain loops: the
+// file to read first. A GPT-2-style pre-LayerNorm decoder (docs/MODEL.md,
+// docs/FORMAT.md), with one positional scheme's hooks (pos.h):
+//
+//   x = wte[tokens] (+ P[t])                              embedding (+ learned/sinusoidal)
+//   per layer l:
+//     qkv = LN1(x) Wattn^T + battn                        (B,T,3C)
+//     rotate q, k                                         rope
+//     y = softmax(q k^T / sqrt(D) + bias[i-j], causal) v  per head (+ t5/alibi bias)
+//     x = x + (y Wproj^T + bproj)
+//     x = x + (GELU(LN2(x) Wfc^T + bfc) Wmlp^T + bmlp)    MLP, hidden width 4C
+//   logits = LN_f(x) wte^T                                the head is tied to wte
+//   loss = mean over positions of -log softmax(logits)[target]
+//
+// and backward the same path in reverse. Shapes: B batch, T positions, C =
+// d_model, H heads of D = C/H, V vocabulary, L layers; every tensor is fp32,
+// row-major; N = B*T rows.
+//
+// The order of this file: the layers, each a *_forward / *_backward pair
+// (embedding, LayerNorm, linear, attention, residual, GELU, cross-entropy),
+// then the model (gpt_forward, gpt_backward) that chains them.
+//
+// The linear layers' and attention's products run on an engine (engine.h):
+// the model calls e->linear_forward, e->attention_forward, ... The plain
+// loops below (reference_linear_*, reference_attention_*) are the reference
+// engine (`--matmul=reference`): slow, and what the fast engines (OpenBLAS,
+// oneDNN) are checked against. Everything else is the same code for every
+// engine.
+//
+// Backward conventions: parameter gradients are added to (+=), so gradient
+// accumulation over micro-batches is zero_grad then k forward/backward
+// pairs; input gradients are "=" into a fresh buffer, or "+=" into the
+// residual stream's gradient, as each function says.
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <omp.h>
+
+#include "model/engine.h"
+#include "model/fastmath.h"
+#include "model/gpt_internal.h"
+#include "model/layers.h"
+
+/* ---- embedding ---- */
+
+// out[n,:] = wte[inp[n],:]:  inp (N) token ids, wte (V,C) -> out (N,C)
+void encoder_forward(float *out, const int *inp, const float *wte, int N, int C) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++)
+        memcpy(out + (size_t)n * C, wte + (size_t)inp[n] * C, (size_t)C * sizeof(float));
+}
+
+// dwte[inp[n], c] += dout[n, c]. Two positions with the same token write the
+// same row, so the loop is split over channel blocks instead of positions:
+// each thread owns its columns and adds positions in order 0..N-1.
+void encoder_backward(float *dwte, const float *dout, const int *inp, int N, int C) {
+    enum { BLOCK = 32 };
+    int n_blocks = (C + BLOCK - 1) / BLOCK;
+    #pragma omp parallel for
+    for (int blk = 0; blk < n_blocks; blk++) {
+        int c0 = blk * BLOCK, c1 = c0 + BLOCK < C ? c0 + BLOCK : C;
+        for (int n = 0; n < N; n++) {
+            float *drow = dwte + (size_t)inp[n] * C;
+            const float *g = dout + (size_t)n * C;
+            for (int c = c0; c < c1; c++) drow[c] += g[c];
+        }
+    }
+}
+
+/* ---- LayerNorm, over the channel dim (eps 1e-5, biased variance) ----
+ *
+ * Forward: xhat = (x - mean) * rstd, rstd = 1/sqrt(var + eps), y = w*xhat + b.
+ * Backward (per row, g = dy * w):
+ *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+ *   dw += dy * xhat,  db += dy   (summed over rows)
+ * Only mean and rstd are saved; xhat is recomputed from the input. The row
+ * sums are `omp simd` reductions: without them the compiler may not reorder
+ * a float sum, so it would add one element at a time. */
+
+// inp (N,C) -> out (N,C), mean (N), rstd (N); eps LN_EPS (layers.h)
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                       const float *weight, const float *bias, int N, int C) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float *y = out + (size_t)n * C;
+        float m = 0.0f;
+        #pragma omp simd reduction(+ : m)
+        for (int c = 0; c < C; c++) m += x[c];
+        m /= C;
+        float v = 0.0f;
+        #pragma omp simd reduction(+ : v)
+        for (int c = 0; c < C; c++) { float d = x[c] - m; v += d * d; }
+        v /= C;
+        float s = 1.0f / sqrtf(v + LN_EPS);
+        for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+        mean[n] = m;
+        rstd[n] = s;
+    }
+}
+
+// dinp += ..., dweight += ..., dbias += ...
+void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                        const float *inp, const float *weight, const float *mean,
+                        const float *rstd, int N, int C) {
+    // 1. input gradient: rows are independent.
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+        float *dx = dinp + (size_t)n * C;
+        float m = mean[n], s = rstd[n];
+        float g_mean = 0.0f, gx_mean = 0.0f;
+        #pragma omp simd reduction(+ : g_mean, gx_mean)
+        for (int c = 0; c < C; c++) {
+            float g = dy[c] * weight[c];
+            g_mean += g;
+            gx_mean += g * (x[c] - m) * s;
+        }
+        g_mean /= C;
+        gx_mean /= C;
+        for (int c = 0; c < C; c++) {
+            float xhat = (x[c] - m) * s;
+            dx[c] += s * (dy[c] * weight[c] - g_mean - xhat * gx_mean);
+        }
+    }
+    // 2. weight and bias gradients: a sum over rows, split over channel
+    //    blocks so every thread owns its outputs (no races, fixed order).
+    enum { BLOCK = 32 };
+    int n_blocks = (C + BLOCK - 1) / BLOCK;
+    #pragma omp parallel for
+    for (int blk = 0; blk < n_blocks; blk++) {
+        int c0 = blk * BLOCK, c1 = c0 + BLOCK < C ? c0 + BLOCK : C;
+        float dw[BLOCK] = {0}, db[BLOCK] = {0};
+        for (int n = 0; n < N; n++) {
+            const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+            float m = mean[n], s = rstd[n];
+            for (int c = c0; c < c1; c++) {
+                dw[c - c0] += dy[c] * (x[c] - m) * s;
+                db[c - c0] += dy[c];
+            }
+        }
+        for (int c = c0; c < c1; c++) { dweight[c] += dw[c - c0]; dbias[c] += db[c - c0]; }
+    }
+}
+
+/* ---- linear layer (PyTorch nn.Linear: weight W (OC,C)), the reference engine's ---- */
+
+// out (N,OC) = inp (N,C) W^T + b:  out[n,o] = b[o] + sum_k inp[n,k] W[o,k]
+static void reference_linear_forward(Engine *e, float *out, const float *inp, const float *W, const float *b,
+                                     int N, int C, int OC) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            const float *x = inp + (size_t)n * C, *w = W + (size_t)o * C;
+            float y = b ? b[o] : 0.0f;
+            for (int k = 0; k < C; k++) y += x[k] * w[k];
+            out[(size_t)n * OC + o] = y;
+        }
+}
+
+// dinp (N,C) = dout W:           dinp[n,k] = sum_o dout[n,o] W[o,k]
+// dW (OC,C) += dout^T inp:      dW[o,k] += sum_n dout[n,o] inp[n,k]
+// db (OC) += sum_n dout[n,:]    (a NULL dinp, dW or db is skipped)
+static void reference_linear_backward(Engine *e, float *dinp, float *dW, float *db, const float *dout,
+                                      const float *inp, const float *W, int N, int C, int OC) {
+    if (dinp) {
+        #pragma omp parallel for
+        for (int n = 0; n < N; n++) {
+            float *dx = dinp + (size_t)n * C;
+            for (int k = 0; k < C; k++) dx[k] = 0.0f;
+            for (int o = 0; o < OC; o++) {
+                float g = dout[(size_t)n * OC + o];
+                const float *w = W + (size_t)o * C;
+                for (int k = 0; k < C; k++) dx[k] += g * w[k];
+            }
+        }
+    }
+    #pragma omp parallel for
+    for (int o = 0; o < OC; o++)
+        for (int n = 0; n < N; n++) {
+            float g = dout[(size_t)n * OC + o];
+            const float *x = inp + (size_t)n * C;
+            if (dW)
+                for (int k = 0; k < C; k++) dW[(size_t)o * C + k] += g * x[k];
+            if (db) db[o] += g;
+        }
+}
+
+/* ---- causal multi-head attention, the reference engine's ----
+ *
+ * For query i and key j <= i of head h (D = C/H, scale = 1/sqrt(D)):
+ *   s_ij = scale q_i.k_j + bias[h][i-j]             (bias: t5, alibi; else 0)
+ *   p_ij = softmax_j(s_ij) = exp(s_ij - lse_i),     lse_i = log sum_j exp(s_ij)
+ *   y_i  = sum_j p_ij v_j
+ * Backward, with dy_i given:
+ *   dp_ij = dy_i.v_j,   ds_ij = p_ij (dp_ij - sum_j' p_ij' dp_ij')
+ *   dq_i  = scale sum_j ds_ij k_j,   dk_j += scale ds_ij q_i,   dv_j += p_ij dy_i
+ *   dbias[h][i-j] += ds_ij
+ * q, k and v are read where c_attn wrote them: in qkv (B,T,3C), head h of q
+ * is columns h*D..h*D+D-1, of k the same plus C, of v plus 2C. The forward
+ * keeps only lse per row; backward recomputes p from it. */
+
+// One query row: query q (D) at position i over keys and values 0..i (rows
+// ld floats apart), distance bias bias_h[i-j] (NULL: none). p (i+1) gets the
+// probabilities, y (D) the output; returns the row's lse. The KV cache's
+// decoding step (kvcache.c) is this row for the newest position.
+float attention_row(float *y, float *p, const float *q, const float *k, const float *v, size_t ld,
+                    const float *bias_h, int i, int D, float scale) {
+    float mx = -INFINITY, sum = 0.0f;
+    for (int j = 0; j <= i; j++) {   // scores, and their max for a stable exp
+        const float *kj = k + (size_t)j * ld;
+        float dot = 0.0f;
+        for (int d = 0; d < D; d++) dot += q[d] * kj[d];
+        p[j] = dot * scale;
+        if (bias_h) p[j] += bias_h[i - j];
+        if (p[j] > mx) mx = p[j];
+    }
+    for (int j = 0; j <= i; j++) { p[j] = expf(p[j] - mx); sum += p[j]; }
+    for (int d = 0; d < D; d++) y[d] = 0.0f;
+    for (int j = 0; j <= i; j++) {
+        const float *vj = v + (size_t)j * ld;
+        p[j] = p[j] / sum;
+        for (int d = 0; d < D; d++) y[d] += p[j] * vj[d];
+    }
+    return mx + logf(sum);
+}
+
+typedef struct {
+    Engine base;
+    float *scratch;          // per thread: two rows of T floats (p, then dp)
+    size_t scratch_bytes;
+} ReferenceEngine;
+
+// Two rows of T floats per thread, grown at the first call of a longer T.
+static float *reference_scratch(Engine *e, int T) {
+    ReferenceEngine *r = (ReferenceEngine *)e;
+    size_t bytes = (size_t)omp_get_max_threads() * 2 * T * sizeof(float);
+    if (grow_buffer((void **)&r->scratch, &r->scratch_bytes, bytes) == 0) return r->scratch;
+    engine_fail(e, "out of memory for the attention scratch (%zu bytes)", bytes);
+    return NULL;
+}
+
+// qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
+static void reference_attention_forward(Engine *e, float *out, float *lse, const float *qkv, const float *bias,
+                                        int B, int T, int C, int H) {
+    float *scratch = reference_scratch(e, T);
+    if (!scratch) return;
+    const int D = C / H;
+    const float scale = 1.0f / sqrtf((float)D);
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+        int b = bh / H, h = bh % H;
+        float *p = scratch + (size_t)omp_get_thread_num() * 2 * T;
+        const float *q = qkv + (size_t)b * T * 3 * C + h * D, *k = q + C, *v = q + 2 * C;
+        const float *bias_h = bias ? bias + (size_t)h * T : NULL;
+        for (int i = 0; i < T; i++)
+            lse[(size_t)bh * T + i] = attention_row(out + ((size_t)b * T + i) * C + h * D, p,
+                                                    q + (size_t)i * 3 * C, k, v, 3 * (size_t)C, bias_h, i, D, scale);
+    }
+}
+
+// dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (NULL: skipped)
+static void reference_attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
+                                         const float *lse, const float *bias, int B, int T, int C, int H) {
+    float *scratch = reference_scratch(e, T);
+    if (!scratch) return;
+    const int D = C / H;
+    const size_t ld = 3 * (size_t)C;
+    const float scale = 1.0f / sqrtf((float)D);
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+        int b = bh / H, h = bh % H;
+        float *p = scratch + (size_t)omp_get_thread_num() * 2 * T, *dp = p + T;
+        const float *q = qkv + (size_t)b * T * ld + h * D, *k = q + C, *v = q + 2 * C;
+        float *dq = dqkv + (size_t)b * T * ld + h * D, *dk = dq + C, *dv = dq + 2 * C;
+        const float *bias_h = bias ? bias + (size_t)h * T : NULL;
+        float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
+        for (int t = 0; t < T; t++)   // dk, dv are sums over the queries that see them
+            for (int d = 0; d < D; d++) dk[t * ld + d] = dv[t * ld + d] = 0.0f;
+        for (int i = 0; i < T; i++) {
+            const float *qi = q + i * ld, *dy = dout + ((size_t)b * T + i) * C + h * D;
+            float *dqi = dq + i * ld, row_lse = lse[(size_t)bh * T + i], rho = 0.0f;
+            for (int j = 0; j <= i; j++) {   // p_ij again, from lse; dp_ij = dy_i.v_j
+                float s = 0.0f, g = 0.0f;
+                for (int d = 0; d < D; d++) { s += qi[d] * k[j * ld + d]; g += dy[d] * v[j * ld + d]; }
+                s *= scale;
+                if (bias_h) s += bias_h[i - j];
+                p[j] = expf(s - row_lse);
+                dp[j] = g;
+                rho += p[j] * dp[j];
+            }
+            for (int d = 0; d < D; d++) dqi[d] = 0.0f;
+            for (int j = 0; j <= i; j++) {
+                float ds = p[j] * (dp[j] - rho);
+                if (dbias_bh) dbias_bh[i - j] += ds;
+                for (int d = 0; d < D; d++) {
+                    dqi[d] += scale * ds * k[j * ld + d];
+                    dk[j * ld + d] += scale * ds * qi[d];
+                    dv[j * ld + d] += p[j] * dy[d];
+                }
+            }
+        }
+    }
+}
+
+/* ---- residual ---- */
+
+// out = a + b. Its backward is the identity into both inputs: the model
+// keeps one gradient of the residual stream (dres) and each branch adds its
+// input's gradient into it (layernorm_backward's +=), so no pass is needed.
+void residual_forward(float *out, const float *a, const float *b, size_t n) {
+    #pragma omp parallel for
+    for (size_t i = 0; i < n; i++) out[i] = a[i] + b[i];
+}
+
+/* ---- GELU, tanh approximation (as GPT-2) ----
+ *   gelu(x)  = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
+ *   gelu'(x) = 0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) sqrt(2/pi) (1 + 3*0.044715 x^2)
+ * tanh is tanh_fast (fastmath.h): glibc's tanhf is a scalar call, and these
+ * loops run over (B,T,4C) per layer, so a vectorised tanh makes them
+ * memory-bound instead of call-bound. */
+
+#define GELU_SCALE 0.7978845608028654f  // sqrt(2/pi)
+
+// inp (n) -> out (n)
+void gelu_forward(float *out, const float *inp, size_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + 0.044715f * x * x * x)));
+    }
+}
+
+// dinp = gelu'(inp) * dout (overwritten; dinp may be dout)
+void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        float th = tanh_fast(GELU_SCALE * (x + 0.044715f * x * x * x));
+        float d = 0.5f * (1.0f + th) +
+                  0.5f * x * (1.0f - th * th) * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] = d * dout[i];
+    }
+}
+
+/* ---- softmax cross-entropy, fused ----
+ *   loss_n = lse_n - logits[n, target_n],  lse_n = log sum_v exp(logits[n,v])
+ *   d loss_n / d logits[n,v] = softmax(logits[n])_v - [v == target_n]
+ * Forward keeps lse (N); backward rebuilds the softmax from it in place, so
+ * no separate probability tensor is stored. Each pass touches every logit
+ * once (N x V floats: 32 MB at B*T = 4096, V = 2048): the exponentials are
+ * exp_fast and the row max and sum `omp simd` reductions, so the passes run
+ * in vector lanes. The row sum is float in 8 or 16 lanes (a short sum of
+ * positive terms, then the lanes): its rounding error is far below the
+ * float rounding of lse itself. */
+
+// logits (N,V), targets (N) -> losses (N), lse (N); returns the mean loss (summed in double)
+double crossentropy_forward(float *losses, float *lse, const float *logits,
+                            const int *targets, int N, int V) {
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        const float *z = logits + (size_t)n * V;
+        float mx = z[0];
+        #pragma omp simd reduction(max : mx)
+        for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
+        float sum = 0.0f;
+        #pragma omp simd reduction(+ : sum)
+        for (int v = 0; v < V; v++) sum += exp_fast(z[v] - mx);
+        lse[n] = mx + logf(sum);
+        losses[n] = lse[n] - z[targets[n]];
+    }
+    double total = 0.0;   // in a fixed order, in double
+    for (int n = 0; n < N; n++) total += losses[n];
+    return total / N;
+}
+
+// logits (N,V) := dlogits = scale * (softmax(logits) - onehot(target)), in place;
+// scale is d(loss)/d(each position's loss) (loss_scale / N for a mean)
+void crossentropy_backward(float *logits, const float *lse, const int *targets,
+                           int N, int V, float scale) {
+    #pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; n++) {
+        float *z = logits + (size_t)n * V;
+        float row_lse = lse[n];
+        #pragma omp simd
+        for (int v = 0; v < V; v++) z[v] = scale * exp_fast(z[v] - row_lse);
+        z[targets[n]] -= scale;
+    }
+}
+
+/* ---- the model ---- */
+
+// The activations of layer l (each per-layer buffer holds L slices of B_max*T_max rows).
+typedef struct {
+    float *ln1, *ln1_mean, *ln1_rstd;   // (B,T,C), (B,T), (B,T)   LN1 output (c_attn's input)
+    float *qkv;                         // (B,T,3C)   c_attn output, q and k rotated for rope
+    float *atty, *att_lse;              // (B,T,C), (B,H,T)   attention output, softmax lse
+    float *res2;                        // (B,T,C)    residual stream after attention
+    float *ln2, *ln2_mean, *ln2_rstd;   // (B,T,C), (B,T), (B,T)
+    float *fch, *fch_gelu;              // (B,T,4C)   c_fc output, GELU output
+    float *res3;                        // (B,T,C)    residual stream after the MLP: the layer's output
+} LayerActs;
+
+static LayerActs layer_acts(const GPT *m, int l) {
+    const Activations *a = &m->acts;
+    size_t S = (size_t)a->B_max * a->T_max, C = m->cfg.d_model, H = m->cfg.n_head;
+    return (LayerActs){
+        a->ln1 + l * S * C, a->ln1_mean + l * S, a->ln1_rstd + l * S, a->qkv + l * S * 3 * C,
+        a->atty + l * S * C, a->att_lse + l * S * H, a->res2 + l * S * C,
+        a->ln2 + l * S * C, a->ln2_mean + l * S, a->ln2_rstd + l * S, a->fch + l * S * 4 * C,
+        a->fch_gelu + l * S * 4 * C, a->res3 + l * S * C,
+    };
+}
+
+// inputs, targets (B,T) (targets NULL: logits only) -> logits (B,T,V), *loss_out the mean loss
+int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, float *loss_out,
+                char *err, size_t errlen) {
+    const GPTConfig *c = &m->cfg;
+    const PosScheme *pos = m->pos;
+    Activations *a = &m->acts;
+    Engine *e = m->engine;
+    m->have_targets = 0;
+    if (gpt_check_inputs(m, inputs, targets, B, T, err, errlen) != 0) return -1;
+    int BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
+    memcpy(a->tokens, inputs, (size_t)BT * sizeof(int));
+    if (targets) memcpy(a->targets, targets, (size_t)BT * sizeof(int));
+    m->B = B;
+    m->T = T;
+
+    // x = wte[tok] (+ P[t])  (B,T,C); the distance-bias table bias[h][i-j] (H,T)
+    encoder_forward(a->encoded, a->tokens, m->p.wte, BT, C);
+    if (pos->embed_forward) pos->embed_forward(&m->pos_ctx, a->encoded, B, T, 0);
+    const float *bias = NULL;
+    if (pos->bias_fill) { pos->bias_fill(&m->pos_ctx, a->pos_bias, T); bias = a->pos_bias; }
+
+    const float *x = a->encoded;
+    for (int l = 0; l < c->n_layer; l++) {
+        const LayerTensors *w = &m->p.h[l];
+        LayerActs la = layer_acts(m, l);
+        // attention block: x + c_proj(attn(rot(c_attn(LN1(x)))))
+        layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, w->ln_1_w, w->ln_1_b, BT, C);
+        e->linear_forward(e, la.qkv, la.ln1, w->c_attn_w, w->c_attn_b, BT, C, 3 * C);    // (B,T,3C)
+        if (pos->qk_forward) pos->qk_forward(&m->pos_ctx, la.qkv, B, T, 0);
+        e->attention_forward(e, la.atty, la.att_lse, la.qkv, bias, B, T, C, H);         // (B,T,C)
+        e->linear_forward(e, a->proj_out, la.atty, w->attn_proj_w, w->attn_proj_b, BT, C, C);
+        residual_forward(la.res2, x, a->proj_out, (size_t)BT * C);
+        // MLP block: x + c_proj(GELU(c_fc(LN2(x))))
+        layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.res2, w->ln_2_w, w->ln_2_b, BT, C);
+        e->linear_forward(e, la.fch, la.ln2, w->c_fc_w, w->c_fc_b, BT, C, 4 * C);       // (B,T,4C)
+        gelu_forward(la.fch_gelu, la.fch, (size_t)BT * 4 * C);
+        e->linear_forward(e, a->proj_out, la.fch_gelu, w->mlp_proj_w, w->mlp_proj_b, BT, 4 * C, C);
+        residual_forward(la.res3, la.res2, a->proj_out, (size_t)BT * C);
+        x = la.res3;
+    }
+    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w, m->p.ln_f_b, BT, C);
+    e->linear_forward(e, a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                  // (B,T,V)
+    if (engine_failed(e, err, errlen)) return -1;
+    if (!targets) return 0;
+    double loss = crossentropy_forward(a->losses, a->ce_lse, a->logits, a->targets, BT, V);
+    if (loss_out) *loss_out = (float)loss;
+    m->have_targets = 1;
+    return 0;
+}
+
+// Adds the gradient of loss_scale * (the last forward's mean loss) into the gradients.
+int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
+    if (!m->have_targets) {
+        snprintf(err, errlen, "backward: the last forward had no targets (or was already backpropagated)");
+        return -1;
+    }
+    m->have_targets = 0;   // the logits buffer is about to hold dlogits
+    const GPTConfig *c = &m->cfg;
+    const PosScheme *pos = m->pos;
+    Activations *a = &m->acts;
+    Engine *e = m->engine;
+    int B = m->B, T = m->T, BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
+    const float *bias = pos->bias_fill ? a->pos_bias : NULL;
+    float *dbias = pos->bias_backward ? a->dpos_bias : NULL;
+    if (dbias) memset(dbias, 0, (size_t)BT * H * sizeof(float));
+
+    // loss = loss_scale * mean_n loss_n -> dlogits (in place), then the tied head
+    crossentropy_backward(a->logits, a->ce_lse, a->targets, BT, V, loss_scale / BT);
+    e->linear_backward(e, a->dact, m->g.wte, NULL, a->logits, a->lnf, m->p.wte, BT, C, V);
+    const float *x_last = c->n_layer > 0 ? layer_acts(m, c->n_layer - 1).res3 : a->encoded;
+    memset(a->dres, 0, (size_t)BT * C * sizeof(float));
+    layernorm_backward(a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dact, x_last, m->p.ln_f_w,
+                       a->lnf_mean, a->lnf_rstd, BT, C);
+
+    // dres holds d(loss)/d(residual stream); each block adds its branch's input gradient
+    for (int l = c->n_layer - 1; l >= 0; l--) {
+        const LayerTensors *w = &m->p.h[l];
+        LayerTensors *g = &m->g.h[l];
+        LayerActs la = layer_acts(m, l);
+        const float *x_in = l == 0 ? a->encoded : layer_acts(m, l - 1).res3;
+        // MLP block
+        e->linear_backward(e, a->dhidden, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_gelu, w->mlp_proj_w,
+                           BT, 4 * C, C);
+        gelu_backward(a->dhidden, la.fch, a->dhidden, (size_t)BT * 4 * C);
+        e->linear_backward(e, a->dact, g->c_fc_w, g->c_fc_b, a->dhidden, la.ln2, w->c_fc_w, BT, C, 4 * C);
+        layernorm_backward(a->dres, g->ln_2_w, g->ln_2_b, a->dact, la.res2, w->ln_2_w,
+                           la.ln2_mean, la.ln2_rstd, BT, C);
+        // attention block
+        e->linear_backward(e, a->dact, g->attn_proj_w, g->attn_proj_b, a->dres, la.atty, w->attn_proj_w,
+                           BT, C, C);
+        e->attention_backward(e, a->dqkv, dbias, a->dact, la.qkv, la.att_lse, bias, B, T, C, H);
+        if (pos->qk_backward) pos->qk_backward(&m->pos_ctx, a->dqkv, B, T);
+        e->linear_backward(e, a->dact, g->c_attn_w, g->c_attn_b, a->dqkv, la.ln1, w->c_attn_w, BT, C, 3 * C);
+        layernorm_backward(a->dres, g->ln_1_w, g->ln_1_b, a->dact, x_in, w->ln_1_w,
+                           la.ln1_mean, la.ln1_rstd, BT, C);
+    }
+    if (dbias) pos->bias_backward(&m->pos_ctx, dbias, B, T);
+    if (pos->embed_backward) pos->embed_backward(&m->pos_ctx, a->dres, B, T);
+    encoder_backward(m->g.wte, a->dres, a->tokens, BT, C);
+    return engine_failed(e, err, errlen);
+}
+
+/* ---- the reference engine ---- */
+
+static size_t reference_bytes(const Engine *e) { return ((const ReferenceEngine *)e)->scratch_bytes; }
+
+static void reference_free(Engine *e) {
+    if (!e) return;
+    free(((ReferenceEngine *)e)->scratch);
+    free(e);
+}
+
+int engine_reference_create(Engine **out, char *err, size_t errlen) {
+    *out = NULL;
+    ReferenceEngine *r = calloc(1, sizeof *r);
+    if (!r) { snprintf(err, errlen, "out of memory"); return -1; }
+    r->base = (Engine){.linear_forward = reference_linear_forward, .linear_backward = reference_linear_backward,
+                       .attention_forward = reference_attention_forward,
+                       .attention_backward = reference_attention_backward,
+                       .bytes = reference_bytes, .free = reference_free};
+    snprintf(r->base.describe, sizeof r->base.describe,
+             "reference fp32 (reference.c: plain loops, a naive matmul and attention one query row at a time)");
+    *out = &r->base;
+    return 0;
+}

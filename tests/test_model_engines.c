@@ -1,0 +1,329 @@
+// test_model_engines.c: the whole model on every engine against the
+// reference engine (reference.c): the same loss up to float rounding, for
+// every positional scheme (the list in gpt.h), with a tolerance derived for
+// each forward; and the engine seam itself (the model tells the engine when
+// the parameters are written; an engine's failure is the pass's error).
+//
+// The tolerance, derived from the probabilistic model of rounding errors
+// (Higham and Mary, SIAM J. Sci. Comput. 41(5), 2019): every floating-point
+// operation returns op(x)(1 + d) with the d independent, of mean zero and
+// |d| <= u (u = 2^-24; u_b = 2^-8 for an input rounded to bf16). To first
+// order a float evaluation of the loss is L + sum_r c_r d_r, c_r the value
+// the r-th rounding multiplies times dloss/d(that value). By Hoeffding's
+// inequality |sum_r c_r d_r| <= lambda u sqrt(sum_r c_r^2) but with
+// probability 2 exp(-lambda^2 / 2); the engine's and the reference's
+// roundings are independent, so with lambda = 6 (a chance of 3e-8 to fail
+// by accident)
+//   |L_e - L_ref| <= 6 u sqrt(S_e + S_ref),   S = sum_r c_r^2 / u^2 (its roundings in units of u).
+// S is bounded from what backward sees, per product, by a probe engine that
+// wraps the reference engine (dout = dloss/d(output), dinp, dqkv, the
+// reference's products on absolute values):
+//   linear out = inp W^T + b, K = C: K products and K+1 additions per element,
+//     each rounding a value <= P + |b| (P = |inp| |W|^T):  (K+2) (g_out (P + |b|))^2
+//   its input (a LayerNorm's output, whose row sums over C round coherently
+//     for the whole row, or GELU's: a few roundings):  (C+8) (sum_c |g_inp inp|)^2 per row
+//   attention, per row i (D head dim, S_i = scale ||q_i|| max ||k_j|| + max |bias|
+//     >= |s_ij|, M_i = ||dy_i|| max ||v_j|| >= |dy_i.v_j| = |dP_ij|; dloss/ds_ij =
+//     dS_ij = p_ij (dP_ij - rho_i), so sum_j dS_ij^2 <= max_j p_ij times the variance
+//     of dP under p <= M_i^2; dloss/dp_ij p_ij <= p_ij M_i):
+//     y's sums: (T+2) (g_y sum_j p_ij |v_j|)^2; the scores (D+2 roundings each, and
+//     the subtraction of the max): (D+4) M_i^2 S_i^2; exp (relative EXP_ERR, not u),
+//     the row sum and the division: ((EXP_ERR/u)^2 + T + 4) M_i^2; rope's rotation of
+//     q and k before (a few roundings): 8 sum (g_qkv qkv)^2
+//   bf16, on top, in units of u_b: every input of a linear layer and of
+//     attention rounded once, c = x dloss/dx: sum (inp g_inp)^2 + sum (W dW)^2
+//     + sum (qkv g_qkv)^2, and P rounded where it enters P V: sum_i M_i^2.
+// The residual adds and the embedding (one rounding each, against at least
+// 34 of a product of K = 32) are left out. The bound must be able to fail:
+// a 1% change of one weight matrix moves the loss by more than the fp32
+// bound, and the bf16 engine's loss is outside it (bf16 really rounds).
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <omp.h>
+
+#include "model/gpt_internal.h"
+#include "util_engine.h"
+#include "util_gradcheck.h"
+
+/* ---- the probe: the reference engine, summing each product's c_r^2 ---- */
+
+enum { MAX_FRAMES = 64 };
+typedef struct {
+    Engine base;
+    Engine *ref;
+    const float *bias[MAX_FRAMES];   // each forward product's bias (NULL: none or attention), undone in reverse
+    int n_frames;
+    double S, S_bf16;                // sum c^2 in units of u^2 (fp32) and of u_b^2 (bf16's input roundings)
+} Probe;
+
+static void push(Probe *p, const float *b) {
+    assert_true(p->n_frames < MAX_FRAMES);
+    p->bias[p->n_frames++] = b;
+}
+
+static const float *pop(Probe *p) {
+    assert_true(p->n_frames > 0);
+    return p->bias[--p->n_frames];
+}
+
+static void probe_linear_forward(Engine *e, float *out, const float *inp, const float *W, const float *b,
+                                 int N, int C, int OC) {
+    Probe *p = (Probe *)e;
+    p->ref->linear_forward(p->ref, out, inp, W, b, N, C, OC);
+    push(p, b);
+}
+
+static void probe_linear_backward(Engine *e, float *dinp, float *dW, float *db, const float *dout, const float *inp,
+                                  const float *W, int N, int C, int OC) {
+    Probe *p = (Probe *)e;
+    const float *b = pop(p);
+    float *dWc = calloc((size_t)OC * C, sizeof(float));   // this call's share of dW: dloss/dW
+    p->ref->linear_backward(p->ref, dinp, dW, db, dout, inp, W, N, C, OC);
+    p->ref->linear_backward(p->ref, NULL, dWc, NULL, dout, inp, W, N, C, OC);
+    float *ia = ue_abs_copy(inp, (size_t)N * C), *wa = ue_abs_copy(W, (size_t)OC * C), *P = malloc((size_t)N * OC * 4);
+    p->ref->linear_forward(p->ref, P, ia, wa, NULL, N, C, OC);
+    for (int n = 0; n < N; n++) {
+        for (int o = 0; o < OC; o++) {
+            double c = dout[(size_t)n * OC + o] * (P[(size_t)n * OC + o] + (b ? fabs(b[o]) : 0));
+            p->S += (C + 2.0) * c * c;
+        }
+        double row = 0;
+        for (int k = 0; dinp && k < C; k++) {
+            double c = (double)dinp[(size_t)n * C + k] * inp[(size_t)n * C + k];
+            row += fabs(c);
+            p->S_bf16 += c * c;
+        }
+        p->S += (C + 8.0) * row * row;
+    }
+    for (size_t i = 0; i < (size_t)OC * C; i++) p->S_bf16 += ((double)W[i] * dWc[i]) * ((double)W[i] * dWc[i]);
+    free(dWc); free(ia); free(wa); free(P);
+}
+
+static void probe_attention_forward(Engine *e, float *out, float *lse, const float *qkv, const float *bias,
+                                    int B, int T, int C, int H) {
+    Probe *p = (Probe *)e;
+    p->ref->attention_forward(p->ref, out, lse, qkv, bias, B, T, C, H);
+    push(p, NULL);
+}
+
+static double norm(const float *x, int D) {
+    double s = 0;
+    for (int d = 0; d < D; d++) s += (double)x[d] * x[d];
+    return sqrt(s);
+}
+
+static void probe_attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
+                                     const float *lse, const float *bias, int B, int T, int C, int H) {
+    Probe *p = (Probe *)e;
+    pop(p);
+    p->ref->attention_backward(p->ref, dqkv, dbias, dout, qkv, lse, bias, B, T, C, H);
+    const int D = C / H;
+    const size_t C3 = 3 * (size_t)C, n_out = (size_t)B * T * C;
+    const double scale = 1.0 / sqrt((double)D), eu = EXP_ERR / U32;
+    // sum_j p_ij |v_j|: the reference's forward with v replaced by |v|
+    float *qkv2 = ue_copy(qkv, 3 * n_out), *yv = malloc(n_out * 4), *lse2 = malloc((size_t)B * H * T * 4);
+    for (size_t r = 0; r < (size_t)B * T; r++)
+        for (int c = 0; c < C; c++) qkv2[r * C3 + 2 * C + c] = fabsf(qkv[r * C3 + 2 * C + c]);
+    p->ref->attention_forward(p->ref, yv, lse2, qkv2, bias, B, T, C, H);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++) {
+            double Km = 0, Vm = 0, Bm = 0;
+            for (int i = 0; i < T; i++) {
+                const float *q = qkv + ((size_t)b * T + i) * C3 + h * D;
+                const float *dy = dout + ((size_t)b * T + i) * C + h * D, *y = yv + ((size_t)b * T + i) * C + h * D;
+                Km = fmax(Km, norm(q + C, D));
+                Vm = fmax(Vm, norm(q + 2 * C, D));
+                if (bias) Bm = fmax(Bm, fabs(bias[h * T + i]));
+                double S = scale * norm(q, D) * Km + Bm, M = norm(dy, D) * Vm;
+                for (int d = 0; d < D; d++) p->S += (T + 2.0) * ((double)dy[d] * y[d]) * ((double)dy[d] * y[d]);
+                p->S += (D + 4.0) * M * M * S * S + (eu * eu + T + 4.0) * M * M;
+                p->S_bf16 += M * M;
+            }
+        }
+    for (size_t i = 0; i < 3 * n_out; i++) {
+        double c = (double)dqkv[i] * qkv[i];
+        p->S += 8 * c * c;
+        p->S_bf16 += c * c;
+    }
+    free(qkv2); free(yv); free(lse2);
+}
+
+static void probe_free(Engine *e) {
+    Probe *p = (Probe *)e;
+    p->ref->free(p->ref);
+    free(p);
+}
+
+static Probe *probe_create(void) {
+    Probe *p = calloc(1, sizeof *p);
+    p->base = (Engine){.linear_forward = probe_linear_forward, .linear_backward = probe_linear_backward,
+                       .attention_forward = probe_attention_forward, .attention_backward = probe_attention_backward,
+                       .free = probe_free};
+    snprintf(p->base.describe, sizeof p->base.describe, "probe");
+    p->ref = ue_reference();
+    return p;
+}
+
+/* ---- the tests ---- */
+
+enum { B = 4, T = 16, V = 64 };
+
+static GPT *make_model(PosKind pos) {
+    GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 32, .vocab_size = V, .block_size = T};
+    gpt_config_defaults(&cfg);
+    cfg.pos = pos;
+    if (pos == POS_T5) { cfg.t5_num_buckets = 8; cfg.t5_max_distance = 12; }
+    char err[256];
+    GPT *m;
+    assert_int_equal(gpt_create(&m, &cfg, 5, err, sizeof err), 0);
+    gc_randomize_params(m, 6);   // O(1) weights: attention far from uniform, every path carries signal
+    assert_int_equal(gpt_alloc_activations(m, B, T, err, sizeof err), 0);
+    return m;
+}
+
+static void batch(int *inp, int *tgt) {
+    for (int i = 0; i < B * T; i++) { inp[i] = (i * 37 + 11) % V; tgt[i] = (i * 13 + 5) % V; }
+}
+
+// The model's loss on the engine in force.
+static float loss_of(GPT *m) {
+    int inp[B * T], tgt[B * T];
+    batch(inp, tgt);
+    return gc_forward(m, inp, tgt, B, T);
+}
+
+// The reference's loss, and the bounds on |L_engine - L_ref| for an fp32
+// engine (bound[0]) and the bf16 engine (bound[1]), from the probe's forward and backward.
+#define LAMBDA 6.0
+static float probe_bound(GPT *m, double bound[2]) {
+    Engine *saved = m->engine;
+    Probe *p = probe_create();
+    m->engine = &p->base;
+    int inp[B * T], tgt[B * T];
+    batch(inp, tgt);
+    gpt_zero_grad(m);
+    float loss = gc_forward(m, inp, tgt, B, T);
+    gc_backward(m, 1.0f);
+    assert_int_equal(p->n_frames, 0);   // every product undone, in reverse order
+    bound[0] = LAMBDA * U32 * sqrt(2 * p->S);
+    bound[1] = LAMBDA * sqrt(2 * U32 * U32 * p->S + U16 * U16 * p->S_bf16);
+    p->base.free(&p->base);
+    m->engine = saved;
+    return loss;
+}
+
+static void test_loss_against_reference(void **s) {
+    (void)s;
+    static const struct { GPTMatmul matmul; GPTPrecision precision; const char *name; } engines[] = {
+        {GPT_MATMUL_OPENBLAS, GPT_FP32, "openblas"},
+        {GPT_MATMUL_ONEDNN, GPT_FP32, "onednn fp32"},
+        {GPT_MATMUL_ONEDNN, GPT_BF16, "onednn bf16"},
+    };
+    double worst[2] = {0, 0};
+    for (int k = 0; k < POS_COUNT; k++) {
+        GPT *m = make_model((PosKind)k);
+        char err[256];
+        printf("  pos=%s\n", pos_kind_name((PosKind)k));
+        double bound[2];
+        float ref = probe_bound(m, bound);
+        assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_REFERENCE, GPT_FP32, err, sizeof err), 0);
+        assert_true(loss_of(m) == ref);   // the probe is the reference
+        for (size_t ei = 0; ei < sizeof engines / sizeof engines[0]; ei++) {
+            int bf16 = engines[ei].precision == GPT_BF16;
+            if (gpt_set_matmul(m, engines[ei].matmul, engines[ei].precision, err, sizeof err) != 0) {
+                printf("    %s: skipped (%s)\n", engines[ei].name, err);
+                continue;
+            }
+            float loss = loss_of(m);
+            double diff = fabs((double)loss - ref), ratio = diff / bound[bf16];
+            printf("    %-12s loss %.7f, reference %.7f: |diff| %.2e, bound %.2e (%.3f of it)\n", engines[ei].name,
+                   loss, ref, diff, bound[bf16], ratio);
+            assert_true(diff <= bound[bf16]);
+            if (bf16) assert_true(diff > bound[0]);   // bf16 really rounds
+            worst[bf16] = fmax(worst[bf16], ratio);
+        }
+        // the bound has teeth: a 1% change of one weight matrix moves the loss by more
+        assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_REFERENCE, GPT_FP32, err, sizeof err), 0);
+        const ParamEntry *w = gpt_find_param(m, "h.1.mlp.c_fc.weight");
+        float *p = gpt_params(m) + w->offset;
+        for (size_t i = 0; i < w->numel; i++) p[i] *= 1.01f;
+        double moved = fabs((double)loss_of(m) - ref);
+        printf("    c_fc.weight x 1.01 in layer 1: the loss moves by %.2e (%.1f x the fp32 bound)\n", moved,
+               moved / bound[0]);
+        assert_true(moved > bound[0]);
+        gpt_free(m);
+    }
+    printf("worst |diff| / bound: fp32 %.3f, bf16 %.3f\n", worst[0], worst[1]);
+}
+
+// Every write to the parameters goes through gpt_params, which tells the
+// engine: the bf16 engine's forward after a write is, bit for bit, a fresh
+// engine's on the new weights, with no other call. (A pointer kept from
+// before a forward and written through afterwards is not seen: the copies
+// stay as they were, which is why gpt.h says to take it again.)
+static void test_written_weights_reach_the_engine(void **s) {
+    (void)s;
+    if (!ue_bf16_available()) skip();
+    GPT *m = make_model(POS_ROPE);
+    char err[256];
+    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_ONEDNN, GPT_BF16, err, sizeof err), 0);
+    float before = loss_of(m);   // the bf16 copies are made here
+    const ParamEntry *w = gpt_find_param(m, "h.0.attn.c_attn.weight");
+    float *p = gpt_params(m) + w->offset;
+    for (size_t i = 0; i < w->numel; i++) p[i] = -p[i];
+    float after = loss_of(m);
+    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_ONEDNN, GPT_BF16, err, sizeof err), 0);
+    float fresh = loss_of(m);
+    printf("  loss %.7f; c_attn.weight negated: %.7f, a fresh engine %.7f\n", before, after, fresh);
+    assert_true(after == fresh && after != before);
+    for (size_t i = 0; i < w->numel; i++) p[i] = -p[i];   // through the old pointer: not seen
+    float stale = loss_of(m);
+    printf("  written back through a pointer taken before the forward: %.7f (stale copies)\n", stale);
+    assert_true(stale == fresh);
+    gpt_params(m);
+    assert_true(loss_of(m) == before);
+    gpt_free(m);
+}
+
+// An engine's failure is the pass's error, named once, and the next pass runs.
+static void fail_linear(Engine *e, float *out, const float *inp, const float *W, const float *b, int N, int C, int OC) {
+    engine_fail(e, "the probe fails (%d x %d)", N, OC);
+}
+static void test_engine_failure_is_the_pass_error(void **s) {
+    (void)s;
+    GPT *m = make_model(POS_T5);
+    Engine *saved = m->engine;
+    Probe *failing = probe_create();   // the reference with a failing linear forward
+    failing->base.linear_forward = fail_linear;
+    m->engine = &failing->base;
+    int inp[B * T], tgt[B * T];
+    batch(inp, tgt);
+    char err[256];
+    float loss;
+    assert_int_equal(gpt_forward(m, inp, tgt, B, T, &loss, err, sizeof err), -1);
+    printf("  %s\n", err);
+    assert_string_equal(err, "the probe fails (64 x 96)");   // the first failure: c_attn of layer 0
+    assert_int_equal(gpt_backward(m, 1.0f, err, sizeof err), -1);   // nothing to backpropagate
+    assert_int_equal(gpt_forward(m, inp, tgt, B, T, &loss, err, sizeof err), -1);   // each pass says it again
+    failing->base.free(&failing->base);
+    m->engine = saved;
+    assert_int_equal(gpt_forward(m, inp, tgt, B, T, &loss, err, sizeof err), 0);
+    gpt_free(m);
+}
+
+int main(void) {
+    omp_set_num_threads(1);   // tiny model
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_loss_against_reference),
+        cmocka_unit_test(test_written_weights_reach_the_engine),
+        cmocka_unit_test(test_engine_failure_is_the_pass_error),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
