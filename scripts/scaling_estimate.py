@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Data-parallel scaling on paper (README, "Scaling out").
+"""Data-parallel scaling on paper (docs/SCALING.md).
 
 A step on N machines = the compute of one machine on its share of the batch
 (measured: tokens per step per machine / tokens/s) + one ring all-reduce of

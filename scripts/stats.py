@@ -57,11 +57,12 @@ def verdict(r, margin, a="a", b="b"):
     """One phrase for a paired difference a - b: which is lower, or equivalent, or undecided."""
     if r["n"] < 2 or math.isnan(r["lo95"]):
         return "too few seeds"
+    small = f", by less than {margin:g} (equivalent within {margin:g})" if equivalent(r, margin) else ""
     if r["hi95"] < 0:
-        return f"{a} lower"
+        return f"{a} lower{small}"
     if r["lo95"] > 0:
-        return f"{b} lower"
-    if equivalent(r, margin):
+        return f"{b} lower{small}"
+    if small:
         return f"equivalent within {margin:g}"
     return "undecided"
 

@@ -16,14 +16,10 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/rng.h"
 #include "data/bpe.h"
 
-static double now_seconds(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
 
 // Returns 0 and prints one row: vocab, train seconds (best of reps), encode MB/s, tokens, bytes/token.
 static int bench_row(const uint8_t *text, size_t n, int vocab, int reps, uint8_t *back, uint32_t *ids) {
@@ -31,15 +27,15 @@ static int bench_row(const uint8_t *text, size_t n, int vocab, int reps, uint8_t
     Tokenizer tok;
     double best = 1e30;
     for (int rep = 0; rep < reps; rep++) {
-        double t0 = now_seconds();
+        double t0 = clock_seconds();
         if (bpe_train(&tok, text, n, vocab, NULL, NULL, err, sizeof err)) { fprintf(stderr, "%s\n", err); return 1; }
-        double dt = now_seconds() - t0;
+        double dt = clock_seconds() - t0;
         if (dt < best) best = dt;
         if (rep + 1 < reps) bpe_free(&tok);
     }
-    double t0 = now_seconds();
+    double t0 = clock_seconds();
     size_t m = bpe_encode(&tok, text, n, ids);
-    double enc = now_seconds() - t0;
+    double enc = clock_seconds() - t0;
     if (bpe_decode(&tok, ids, m, back, n) != n || memcmp(back, text, n) != 0) {
         fprintf(stderr, "vocab %d: decode(encode(text)) != text\n", vocab);
         return 1;

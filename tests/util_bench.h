@@ -3,6 +3,7 @@
 #ifndef ROPELAB_UTIL_BENCH_H
 #define ROPELAB_UTIL_BENCH_H
 
+#include "common/clock.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -14,12 +15,8 @@ static const BenchConfig CONFIGS[] = {
     {"M", 6, 256, 8, 256, 8, 4096},
 };
 
-// Seconds on a monotonic clock.
-static inline double now_s(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
+// Seconds on a monotonic clock: the program's one clock (common/clock.h).
+static inline double now_s(void) { return clock_seconds(); }
 
 static inline int cmp_double(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
