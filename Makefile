@@ -26,7 +26,7 @@ TEST_LDLIBS := -lcmocka
 # libopenmpi-dev). Only dist.o is compiled with them and only ./train links libmpi.
 MPI_CFLAGS = $(shell mpicc --showme:compile 2>/dev/null)
 MPI_LIBS   = $(shell mpicc --showme:link 2>/dev/null)
-MPI_MISSING = OpenMPI is missing (mpicc not found): ./train needs it; run\n  sudo apt-get update && sudo apt-get install -y openmpi-bin libopenmpi-dev\n(or: sudo bash scripts/install_deps.sh)
+MPI_MISSING = OpenMPI is missing (mpicc not found): ./train needs it; run\n  sudo apt-get update && sudo apt-get install -y openmpi-bin libopenmpi-dev\n(or: sudo bash scripts/run/install_deps.sh)
 
 LIB_SRC   := $(filter-out %_main.c,$(wildcard src/*/*.c))
 MAIN_SRC  := $(wildcard src/*/*_main.c)
@@ -105,9 +105,9 @@ build/bench_%: build/tests/bench_%.o $(TUTIL_OBJ) $(LIB)
 # On a clean machine it installs what the tests need first (as root; otherwise
 # it prints the one apt line and fails), so no test is skipped for a missing package.
 test:
-	@bash scripts/install_deps.sh
+	@bash scripts/run/install_deps.sh
 	@$(MAKE) -s --no-print-directory $(PROGRAMS) $(FAULT_DIR)/train $(TESTS)
-	@bash scripts/run_tests.sh $(TESTS)
+	@bash scripts/run/run_tests.sh $(TESTS)
 
 # The exported models run in llama.cpp (tests/llamacpp_check.c); it runs make run first
 # and installs node-llama-cpp from tests/llamacpp/package-lock.json (tests/llamacpp/run.sh).
@@ -115,27 +115,27 @@ test-llamacpp:
 	@bash tests/llamacpp/run.sh
 
 bench-data: $(PROGRAMS) $(BENCHES)
-	@bash scripts/bench_data.sh
+	@bash scripts/run/bench_data.sh
 
 # On a clean machine: install what is missing first (python3-torch for the
 # PyTorch side), then build, then measure.
 bench:
-	@bash scripts/install_deps.sh
+	@bash scripts/run/install_deps.sh
 	@$(MAKE) -s --no-print-directory $(PROGRAMS) $(BENCHES)
-	@bash scripts/bench.sh
+	@bash scripts/run/bench.sh
 
 # Data-parallel speed: ./train np=1 x 2 threads against np=2 x 1 thread, and
-# PyTorch DDP (gloo) the same way (scripts/bench_mpi.sh).
+# PyTorch DDP (gloo) the same way (scripts/run/bench_mpi.sh).
 bench-mpi:
-	@bash scripts/install_deps.sh
+	@bash scripts/run/install_deps.sh
 	@$(MAKE) -s --no-print-directory $(PROGRAMS)
-	@bash scripts/bench_mpi.sh
+	@bash scripts/run/bench_mpi.sh
 
 run:
-	@bash scripts/run.sh
+	@bash scripts/run/run.sh
 
 compare: $(PROGRAMS)
-	@bash scripts/compare.sh --setup $(if $(QUICK),quick,$(or $(SETUP),default)) $(if $(JOBS),--jobs $(JOBS))
+	@bash scripts/run/compare.sh --setup $(if $(QUICK),quick,$(or $(SETUP),default)) $(if $(JOBS),--jobs $(JOBS))
 
 clean: clean-sanitize
 	rm -rf build $(PROGRAMS)

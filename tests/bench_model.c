@@ -2,7 +2,7 @@
 // random tokens, on each matmul engine (gpt_set_matmul: openblas fp32,
 // onednn fp32 or bf16), its FLOP utilisation against a measured peak of that
 // engine, its memory (peak RSS against the program's own accounting), and a
-// RoPE micro-benchmark. Run by scripts/bench.sh (`make bench`).
+// RoPE micro-benchmark. Run by scripts/run/bench.sh (`make bench`).
 //
 //   build/bench_model --config S --pos rope [--matmul openblas|onednn] [--precision fp32|bf16]
 //                     [--attention openblas|onednn]  (where attention's products run; default:

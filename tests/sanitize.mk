@@ -96,7 +96,7 @@ sanitize-build: $(SAN_PROGRAMS) $(SAN_TESTS) $(SAN_FAULT_TRAIN)
 
 # The run root: symlinks to the repository, the programs from build-san/ (or
 # build-tsan/), their test build of ./train as build/test-programs/train. Its
-# Makefile is not the repository's: scripts/compare.sh (test_compare) runs
+# Makefile is not the repository's: scripts/run/compare.sh (test_compare) runs
 # `make all` first, which in the root would compile ./train, ./prepare, ...
 # again without sanitizers (build/ is empty there) over the links, and every
 # later test would run those. There `make all` has nothing to do.
@@ -110,10 +110,10 @@ define san_make_root
 endef
 
 sanitize:
-	@bash scripts/install_deps.sh
+	@bash scripts/run/install_deps.sh
 	@$(MAKE) -s --no-print-directory sanitize-build
 	$(call san_make_root,$(SAN_ROOT),$(SAN_DIR))
-	@cd $(SAN_ROOT) && $(SAN_ENV) bash scripts/run_tests.sh $(addprefix $(CURDIR)/,$(SAN_TESTS))
+	@cd $(SAN_ROOT) && $(SAN_ENV) bash scripts/run/run_tests.sh $(addprefix $(CURDIR)/,$(SAN_TESTS))
 
 # ---- ThreadSanitizer: clang, its libomp (which carries TSan annotations of
 # its barriers and locks) and Archer (LLVM's OMPT tool that tells TSan about
@@ -173,13 +173,13 @@ $(TSAN_DIR)/tests/%: $(TSAN_DIR)/obj/tests/%.o $(TSAN_TUTIL_OBJ) $(TSAN_LIB)
 
 # clang is installed first, then a new make finds Archer where clang says it is.
 tsan:
-	@ROPELAB_CLANG_DEPS=1 bash scripts/install_deps.sh
+	@ROPELAB_CLANG_DEPS=1 bash scripts/run/install_deps.sh
 	@$(MAKE) -s --no-print-directory tsan-run
 
 tsan-run:
 	@test -f '$(ARCHER)' || { echo "tsan: needs clang with libomp and Archer (Debian: clang libomp-dev libclang-rt-dev; $(ARCHER) not found)"; exit 1; }
 	@$(MAKE) -s --no-print-directory $(TSAN_PROGRAMS) $(TSAN_TESTS) $(TSAN_FAULT_TRAIN)
 	$(call san_make_root,$(TSAN_DIR)/root,$(TSAN_DIR))
-	@cd $(TSAN_DIR)/root && $(TSAN_ENV) bash scripts/run_tests.sh $(addprefix $(CURDIR)/,$(TSAN_TESTS))
+	@cd $(TSAN_DIR)/root && $(TSAN_ENV) bash scripts/run/run_tests.sh $(addprefix $(CURDIR)/,$(TSAN_TESTS))
 
 -include $(shell find $(SAN_DIR) $(TSAN_DIR) -name '*.d' 2>/dev/null)

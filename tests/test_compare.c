@@ -1,4 +1,4 @@
-// test_compare.c: the comparison pipeline (scripts/compare.sh) end to end on a
+// test_compare.c: the comparison pipeline (scripts/run/compare.sh) end to end on a
 // corpus the test writes itself, and the property it rests on: runs that
 // differ only in --pos start from the same values in every shared tensor and
 // see the same batches.
@@ -67,7 +67,7 @@ static int teardown(void **state) {
 static void test_quick_comparison_writes_report(void **state) {
     if (sh("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null")) { fprintf(stderr, "no matplotlib: skipped\n"); skip(); }
     char cmd[1024], path[256];
-    snprintf(cmd, sizeof cmd, "bash scripts/compare.sh --seeds 2 --config %s/quick.ini --out %s/cmp > %s/cmp.log 2>&1 "
+    snprintf(cmd, sizeof cmd, "bash scripts/run/compare.sh --seeds 2 --config %s/quick.ini --out %s/cmp > %s/cmp.log 2>&1 "
              "|| { cat %s/cmp.log; exit 1; }", dir, dir, dir, dir);
     assert_int_equal(sh(cmd), 0);
     const char *schemes[] = {"rope", "learned", "sinusoidal", "t5"};
@@ -105,7 +105,7 @@ static void test_quick_comparison_writes_report(void **state) {
         assert_non_null(strstr(md, plots[i]));
     }
     // Interrupted or finished runs are reused: a second call trains nothing.
-    snprintf(cmd, sizeof cmd, "bash scripts/compare.sh --seeds 2 --config %s/quick.ini --out %s/cmp 2>&1 "
+    snprintf(cmd, sizeof cmd, "bash scripts/run/compare.sh --seeds 2 --config %s/quick.ini --out %s/cmp 2>&1 "
              "| grep -c 'finished earlier, reused'", dir, dir);
     FILE *p = popen(cmd, "r");
     int reused = 0;

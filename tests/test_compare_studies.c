@@ -1,7 +1,7 @@
 // test_compare_studies.c: the studies built on the comparison, end to end on
 // a corpus the test writes: the fair sinusoidal baseline learns (at least as
 // fast as `none`, the scheme without positions), and a quick version of the
-// long-context study (scripts/long_context.sh) writes every row. No winner is
+// long-context study (scripts/run/long_context.sh) writes every row. No winner is
 // asserted among the real schemes. Run from the repository root.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -115,10 +115,10 @@ static int count_lines(const char *path, const char *prefix) {
 // A comparison of every scheme the study reads (1 seed), then the study with
 // --quick (lengths T, 2T, 4T; 4 fine-tune steps at 4T): every row is there.
 static void test_long_context_quick_study(void **state) {
-    assert_int_equal(sh("bash scripts/compare.sh --config %s/quick.ini --out %s/cmp --seeds 1 "
+    assert_int_equal(sh("bash scripts/run/compare.sh --config %s/quick.ini --out %s/cmp --seeds 1 "
                         "--variants \"rope learned sinusoidal t5 alibi none\" > %s/cmp.log 2>&1 "
                         "|| { cat %s/cmp.log; exit 1; }", dir, dir, dir, dir), 0);
-    assert_int_equal(sh("bash scripts/long_context.sh --compare %s/cmp --out %s/lc --quick > %s/lc.log 2>&1 "
+    assert_int_equal(sh("bash scripts/run/long_context.sh --compare %s/cmp --out %s/lc --quick > %s/lc.log 2>&1 "
                         "|| { cat %s/lc.log; exit 1; }", dir, dir, dir, dir), 0);
     char path[256];
     snprintf(path, sizeof path, "%s/lc/results.csv", dir);
@@ -208,7 +208,7 @@ static void test_init_from(void **state) {
     assert_int_equal(sh("test -f %s/old/checkpoint.safetensors", dir), 0);
     // the debug state of a run started from the file holds the file's weights
     assert_int_equal(sh("./train %s --pos=rope --debug-state %s/ifds.safetensors", args, dir), 0);
-    assert_int_equal(sh("/usr/bin/python3 -c \"import sys; sys.path.insert(0, 'scripts'); import torch_model as tm; "
+    assert_int_equal(sh("/usr/bin/python3 -c \"import sys; sys.path.insert(0, 'scripts/torch'); import torch_model as tm; "
                         "a, _ = tm.load_safetensors('%s'); b, _ = tm.load_safetensors('%s/ifds.safetensors'); "
                         "sys.exit(0 if all(bool((a[n] == b[n]).all()) for n in a) else 1)\"", base, dir), 0);
 }

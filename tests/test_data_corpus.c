@@ -1,5 +1,5 @@
 // test_data_corpus.c: the second corpus, GCIDE (Debian package dict-gcide),
-// through `scripts/get_data.sh gcide` end to end, into a temporary directory
+// through `scripts/run/get_data.sh gcide` end to end, into a temporary directory
 // (ROPELAB_DATA_DIR), so data/ is never touched; the script's command line;
 // and configs/compare-gcide.ini against configs/compare.ini. Runs from the
 // repository root.
@@ -77,7 +77,7 @@ static int have_gcide(void) {
     return access(GCIDE_DICT, R_OK) == 0 && access(GCIDE_INDEX, R_OK) == 0;
 }
 
-// Runs `scripts/get_data.sh gcide` once into dir; skips the calling test
+// Runs `scripts/run/get_data.sh gcide` once into dir; skips the calling test
 // (with the reason printed) when dict-gcide is missing and cannot be installed.
 static void need_corpus(void) {
     if (corpus_state == 0) {
@@ -88,7 +88,7 @@ static void need_corpus(void) {
             corpus_state = -1;
         } else {
             char cmd[512];
-            snprintf(cmd, sizeof cmd, "ROPELAB_DATA_DIR=%s scripts/get_data.sh gcide >%s/run1.txt 2>&1", dir, dir);
+            snprintf(cmd, sizeof cmd, "ROPELAB_DATA_DIR=%s scripts/run/get_data.sh gcide >%s/run1.txt 2>&1", dir, dir);
             struct timespec t0, t1;
             clock_gettime(CLOCK_MONOTONIC, &t0);
             int rc = sh(cmd);
@@ -113,7 +113,7 @@ static void need_corpus(void) {
         skip();
     }
     if (corpus_state == -2) {
-        print_error("scripts/get_data.sh gcide failed or wrote no %s; it printed:\n%s\n", out_path, run_output);
+        print_error("scripts/run/get_data.sh gcide failed or wrote no %s; it printed:\n%s\n", out_path, run_output);
         fail();
     }
 }
@@ -242,7 +242,7 @@ static void test_gcide_idempotent(void **state) {
     struct stat before, after;
     assert_int_equal(stat(out_path, &before), 0);
     char cmd[512], out[1024];
-    snprintf(cmd, sizeof cmd, "ROPELAB_DATA_DIR=%s scripts/get_data.sh gcide >%s/run2.txt 2>&1", dir, dir);
+    snprintf(cmd, sizeof cmd, "ROPELAB_DATA_DIR=%s scripts/run/get_data.sh gcide >%s/run2.txt 2>&1", dir, dir);
     assert_int_equal(sh(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s/run2.txt", dir);
     read_into(cmd, out, sizeof out);
@@ -262,7 +262,7 @@ static void test_gcide_limit_is_prefix(void **state) {
     need_corpus();
     char cmd[512], path[128];
     snprintf(path, sizeof path, "%s/prefix.txt", dir);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/gcide_to_text.py --limit 3000 -o %s >%s/run3.txt 2>&1",
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/run/gcide_to_text.py --limit 3000 -o %s >%s/run3.txt 2>&1",
              path, dir);
     assert_int_equal(sh(cmd), 0);
     size_t n;
@@ -285,14 +285,14 @@ static void test_gcide_limit_is_prefix(void **state) {
 // and writes nothing. Needs no package.
 static void test_get_data_command_line(void **state) {
     char cmd[512], out[2048], err[1024];
-    snprintf(cmd, sizeof cmd, "scripts/get_data.sh --help >%s/help.txt 2>&1", dir);
+    snprintf(cmd, sizeof cmd, "scripts/run/get_data.sh --help >%s/help.txt 2>&1", dir);
     assert_int_equal(sh(cmd), 0);
     snprintf(cmd, sizeof cmd, "%s/help.txt", dir);
     read_into(cmd, out, sizeof out);
     assert_non_null(strstr(out, "kjv"));
     assert_non_null(strstr(out, "gcide"));
 
-    snprintf(cmd, sizeof cmd, "ROPELAB_DATA_DIR=%s/unknown scripts/get_data.sh nosuchcorpus >%s/u.out 2>%s/u.err",
+    snprintf(cmd, sizeof cmd, "ROPELAB_DATA_DIR=%s/unknown scripts/run/get_data.sh nosuchcorpus >%s/u.out 2>%s/u.err",
              dir, dir, dir);
     assert_int_equal(sh(cmd), 2);
     snprintf(cmd, sizeof cmd, "%s/u.out", dir);

@@ -307,6 +307,11 @@ static int group_setup(void **state) {
             fprintf(stderr, "./train failed: %s\n", out);
             return -1;
         }
+    if (run("./train configs/tiny.ini %s --block=llama --steps=2 --eval_every=0 --quiet --threads=1 --out_dir=%s/llama",
+            data_args, dir) != 0) {
+        fprintf(stderr, "./train failed: %s\n", out);
+        return -1;
+    }
     return 0;
 }
 
@@ -437,19 +442,21 @@ static void test_export_rope_scalings(void **state) {
 // --out is left as it was.
 static void test_export_refusals(void **state) {
     (void)state;
-    char keep[512], w_rope[512], w_t5[512], w_alibi[512], w_learned[512], tk[512];
+    char keep[512], w_rope[512], w_t5[512], w_alibi[512], w_learned[512], w_llama[512], tk[512];
     snprintf(keep, sizeof keep, "%s/keep.gguf", dir);
     snprintf(tk, sizeof tk, "%s/data/tokenizer.bin", dir);
     weights_of("rope", w_rope, sizeof w_rope);
     weights_of("t5", w_t5, sizeof w_t5);
     weights_of("alibi", w_alibi, sizeof w_alibi);
     weights_of("learned", w_learned, sizeof w_learned);
+    weights_of("llama", w_llama, sizeof w_llama);
     FILE *f = fopen(keep, "w");
     assert_non_null(f);
     fputs("old", f);
     fclose(f);
     static const struct { const char *weights_kind, *flags, *msg; int code; } CASES[] = {
         {"t5", "", "pos=t5 has no home in llama.cpp", 2},
+        {"llama", "", "block=llama is not exported yet", 2},
         {"rope", "--rope_scaling=yarn_paper --rope_scaling_factor=4", "rope_scaling=yarn_paper has no home", 2},
         {"rope", "--rope_scaling=dynamic --rope_scaling_factor=2", "rope_scaling=dynamic has no home", 2},
         {"rope", "--rope_scaling=yarn --rope_scaling_factor=4 --rope_yarn_beta_fast=16", "llama.cpp reads no beta", 2},
@@ -459,7 +466,8 @@ static void test_export_refusals(void **state) {
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         const char *w = !strcmp(CASES[i].weights_kind, "t5") ? w_t5 : !strcmp(CASES[i].weights_kind, "rope") ? w_rope
-                      : !strcmp(CASES[i].weights_kind, "alibi") ? w_alibi : w_learned;
+                      : !strcmp(CASES[i].weights_kind, "alibi") ? w_alibi
+                      : !strcmp(CASES[i].weights_kind, "llama") ? w_llama : w_learned;
         int rc = run("./export --weights %s --tokenizer %s --out %s %s", w, tk, keep, CASES[i].flags);
         if (rc != CASES[i].code || !strstr(out, CASES[i].msg) || strchr(out, '\n') != out + strlen(out) - 1)
             fail_msg("./export %s: exit %d, want %d and one line with '%s':\n%s", CASES[i].flags, rc, CASES[i].code,

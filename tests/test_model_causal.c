@@ -1,4 +1,4 @@
-// test_model_causal.c: causality for every scheme on every engine (changing
+// test_model_causal.c: causality for every scheme and block on every engine (changing
 // tokens after position t leaves the logits at positions <= t unchanged,
 // bit for bit), and KV-cache decoding equal to the full forward, including
 // beyond block_size for the schemes that allow it: on the reference engine
@@ -28,8 +28,9 @@ static const struct { GPTMatmul matmul; GPTPrecision precision; const char *name
 };
 enum { N_ENGINES = sizeof engines / sizeof engines[0] };
 
-static GPT *make_model(PosKind pos, int block_size) {
-    GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 16, .vocab_size = 32, .block_size = block_size};
+static GPT *make_model(PosKind pos, int block_size, BlockKind block) {
+    GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 16, .vocab_size = 32, .block_size = block_size,
+                     .block = block};
     gpt_config_defaults(&cfg);
     cfg.pos = pos;
     if (pos == POS_ROPE) cfg.rope_dims = 6;   // partial rotary on the way
@@ -41,9 +42,9 @@ static GPT *make_model(PosKind pos, int block_size) {
     return m;
 }
 
-static void causal_case(PosKind pos, int engine) {
+static void causal_case(PosKind pos, int engine, BlockKind block) {
     enum { B = 2, T = 8, V = 32 };
-    GPT *m = make_model(pos, T);
+    GPT *m = make_model(pos, T, block);
     char err[256];
     if (gpt_set_matmul(m, engines[engine].matmul, engines[engine].precision, err, sizeof err) != 0) {
         printf("  causal %s: skipped (%s)\n", engines[engine].name, err);   // bf16 without AVX-512
@@ -79,15 +80,18 @@ static void causal_case(PosKind pos, int engine) {
 static void test_causal_all(void **s) {
     (void)s;
     for (int e = 0; e < N_ENGINES; e++)
-        for (int k = 0; k < POS_COUNT; k++) causal_case((PosKind)k, e);
+        for (int k = 0; k < POS_COUNT; k++) {
+            causal_case((PosKind)k, e, BLOCK_GPT2);
+            causal_case((PosKind)k, e, BLOCK_LLAMA);
+        }
 }
 
 // Decoding token by token with the cache gives the logits of the full
 // forward: on the reference engine bit for bit, on OpenBLAS within 1e-5 of
 // the largest |logit| (absolute 1e-5 when they are below 1).
-static void kv_case(PosKind pos, int block_size, int T, GPTMatmul matmul) {
+static void kv_case(PosKind pos, int block_size, int T, GPTMatmul matmul, BlockKind block) {
     enum { V = 32 };
-    GPT *m = make_model(pos, block_size);
+    GPT *m = make_model(pos, block_size, block);
     char err[256];
     assert_int_equal(gpt_set_matmul(m, matmul, GPT_FP32, err, sizeof err), 0);
     const double tol = matmul == GPT_MATMUL_REFERENCE ? 0.0 : 1e-5;
@@ -106,8 +110,9 @@ static void kv_case(PosKind pos, int block_size, int T, GPTMatmul matmul) {
         worst = fmax(worst, gc_max_abs_diff(logits, full + (size_t)t * V, V));
         for (int v = 0; v < V; v++) scale = fmax(scale, fabs(full[(size_t)t * V + v]));
     }
-    printf("  kv-cache %-9s pos=%-10s T=%2d (block %d): max |diff| %.2e (logits up to %.1f)\n",
-           matmul == GPT_MATMUL_REFERENCE ? "reference" : "openblas", pos_kind_name(pos), T, block_size, worst, scale);
+    printf("  kv-cache %-9s %-5s pos=%-10s T=%2d (block_size %d): max |diff| %.2e (logits up to %.1f)\n",
+           matmul == GPT_MATMUL_REFERENCE ? "reference" : "openblas", block == BLOCK_LLAMA ? "llama" : "gpt2",
+           pos_kind_name(pos), T, block_size, worst, scale);
     assert_true(worst <= tol * fmax(1.0, scale));
     assert_int_equal(gpt_decode_step(m, kv, tok[0], logits, err, sizeof err), -1);   // full
     kv_cache_reset(kv);
@@ -122,12 +127,13 @@ static void test_kvcache_all(void **s) {
     (void)s;
     GPTMatmul matmuls[] = {GPT_MATMUL_REFERENCE, GPT_MATMUL_OPENBLAS};
     for (int e = 0; e < 2; e++)
-        for (int k = 0; k < POS_COUNT; k++) {
-            kv_case((PosKind)k, 8, 8, matmuls[e]);
-            if (k != POS_LEARNED) kv_case((PosKind)k, 8, 20, matmuls[e]);   // beyond block_size
-        }
+        for (int k = 0; k < POS_COUNT; k++)
+            for (int block = BLOCK_GPT2; block <= BLOCK_LLAMA; block++) {
+                kv_case((PosKind)k, 8, 8, matmuls[e], (BlockKind)block);
+                if (k != POS_LEARNED) kv_case((PosKind)k, 8, 20, matmuls[e], (BlockKind)block);   // beyond block_size
+            }
     // learned cannot go beyond block_size: a clear error, not a crash
-    GPT *m = make_model(POS_LEARNED, 8);
+    GPT *m = make_model(POS_LEARNED, 8, BLOCK_GPT2);
     KVCache *kv;
     char err[256];
     assert_int_equal(kv_cache_create(&kv, m, 9, err, sizeof err), -1);

@@ -175,8 +175,8 @@ static Probe *probe_create(void) {
 
 enum { B = 4, T = 16, V = 64 };
 
-static GPT *make_model(PosKind pos) {
-    GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 32, .vocab_size = V, .block_size = T};
+static GPT *make_block_model(PosKind pos, BlockKind block) {
+    GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 32, .vocab_size = V, .block_size = T, .block = block};
     gpt_config_defaults(&cfg);
     cfg.pos = pos;
     if (pos == POS_T5) { cfg.t5_num_buckets = 8; cfg.t5_max_distance = 12; }
@@ -187,6 +187,7 @@ static GPT *make_model(PosKind pos) {
     assert_int_equal(gpt_alloc_activations(m, B, T, err, sizeof err), 0);
     return m;
 }
+static GPT *make_model(PosKind pos) { return make_block_model(pos, BLOCK_GPT2); }
 
 static void batch(int *inp, int *tgt) {
     for (int i = 0; i < B * T; i++) { inp[i] = (i * 37 + 11) % V; tgt[i] = (i * 13 + 5) % V; }
@@ -227,10 +228,12 @@ static void test_loss_against_reference(void **s) {
         {GPT_MATMUL_ONEDNN, GPT_BF16, "onednn bf16"},
     };
     double worst[2] = {0, 0};
-    for (int k = 0; k < POS_COUNT; k++) {
-        GPT *m = make_model((PosKind)k);
+    for (int kb = 0; kb < 2 * POS_COUNT; kb++) {   // every scheme on both blocks
+        int k = kb % POS_COUNT;
+        BlockKind block = kb < POS_COUNT ? BLOCK_GPT2 : BLOCK_LLAMA;
+        GPT *m = make_block_model((PosKind)k, block);
         char err[256];
-        printf("  pos=%s\n", pos_kind_name((PosKind)k));
+        printf("  pos=%s block=%s\n", pos_kind_name((PosKind)k), block == BLOCK_LLAMA ? "llama" : "gpt2");
         double bound[2];
         float ref = probe_bound(m, bound);
         assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_REFERENCE, GPT_FP32, err, sizeof err), 0);

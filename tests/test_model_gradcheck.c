@@ -1,7 +1,7 @@
 // test_model_gradcheck.c: the whole model's gradient, every parameter
 // tensor, every positional scheme (the list in gpt.h: a new scheme is
-// checked as soon as it is on it), plus partial rope, against central
-// finite differences.
+// checked as soon as it is on it) on both blocks (gpt2, llama), plus partial
+// rope, against central finite differences.
 //
 // Tiny config: L=2, C=16, H=2 (D=8), T=8, V=32, B=4. Parameters are redrawn
 // at O(1) scale (gc_randomize_params) so attention is far from uniform and
@@ -61,20 +61,22 @@ static double model_loss(void *p) {
     return total / (c->B * c->T);
 }
 
-static GPTConfig tiny_config(PosKind pos, int rope_dims) {
-    GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 16, .vocab_size = 32, .block_size = 8};
+static GPTConfig tiny_config(PosKind pos, int rope_dims, BlockKind block) {
+    GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 16, .vocab_size = 32, .block_size = 8, .block = block};
     gpt_config_defaults(&cfg);
     cfg.pos = pos;
     if (rope_dims) cfg.rope_dims = rope_dims;
     return cfg;
 }
 
-static double results[POS_COUNT + 1], results_dir[POS_COUNT + 1];
-static const char *labels[POS_COUNT + 1];
+static double results[2 * POS_COUNT + 1], results_dir[2 * POS_COUNT + 1];
+static char labels[2 * POS_COUNT + 1][32];
 static int n_results;
 
-static void check_scheme(PosKind pos, int rope_dims, const char *label) {
-    GPTConfig cfg = tiny_config(pos, rope_dims);
+static void check_scheme(PosKind pos, int rope_dims, BlockKind block, const char *scheme_label) {
+    GPTConfig cfg = tiny_config(pos, rope_dims, block);
+    char label[32];
+    snprintf(label, sizeof label, "%s%s", scheme_label, block == BLOCK_LLAMA ? " llama" : "");
     char err[256];
     GPT *m;
     assert_int_equal(gpt_create(&m, &cfg, 1234, err, sizeof err), 0);
@@ -118,7 +120,7 @@ static void check_scheme(PosKind pos, int rope_dims, const char *label) {
            label, worst, worst_name, worst_dir, n);
     results[n_results] = worst;
     results_dir[n_results] = worst_dir;
-    labels[n_results++] = label;
+    snprintf(labels[n_results++], sizeof labels[0], "%s", label);
 
     // The tolerance has teeth: a gradient 5% off in one tensor fails it.
     const ParamEntry *victim = gpt_find_param(m, "h.0.attn.c_attn.weight");
@@ -133,14 +135,18 @@ static void check_scheme(PosKind pos, int rope_dims, const char *label) {
 
 static void test_every_scheme(void **s) {
     (void)s;
-    for (int k = 0; k < POS_COUNT; k++) check_scheme((PosKind)k, 0, pos_kind_name((PosKind)k));
+    for (int k = 0; k < POS_COUNT; k++) check_scheme((PosKind)k, 0, BLOCK_GPT2, pos_kind_name((PosKind)k));
 }
-static void test_rope_partial(void **s) { (void)s; check_scheme(POS_ROPE, 4, "rope(dims=4)"); }
+static void test_every_scheme_llama(void **s) {
+    (void)s;
+    for (int k = 0; k < POS_COUNT; k++) check_scheme((PosKind)k, 0, BLOCK_LLAMA, pos_kind_name((PosKind)k));
+}
+static void test_rope_partial(void **s) { (void)s; check_scheme(POS_ROPE, 4, BLOCK_GPT2, "rope(dims=4)"); }
 
 // loss_scale scales the gradient; a second backward adds to the first.
 static void test_scale_and_accumulation(void **s) {
     (void)s;
-    GPTConfig cfg = tiny_config(POS_T5, 0);
+    GPTConfig cfg = tiny_config(POS_T5, 0, BLOCK_GPT2);
     char err[256];
     GPT *m;
     assert_int_equal(gpt_create(&m, &cfg, 3, err, sizeof err), 0);
@@ -168,8 +174,8 @@ static void test_scale_and_accumulation(void **s) {
 static int print_summary(void **s) {
     (void)s;
     printf("gradcheck summary, max relative error over all parameter tensors (tolerance %.0e):\n", TOL);
-    printf("  %-12s %-10s %s\n", "pos", "entries", "directions");
-    for (int i = 0; i < n_results; i++) printf("  %-12s %.2e   %.2e\n", labels[i], results[i], results_dir[i]);
+    printf("  %-16s %-10s %s\n", "pos", "entries", "directions");
+    for (int i = 0; i < n_results; i++) printf("  %-16s %.2e   %.2e\n", labels[i], results[i], results_dir[i]);
     return 0;
 }
 
@@ -179,7 +185,8 @@ int main(void) {
     // covers the threaded paths.
     omp_set_num_threads(1);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_every_scheme), cmocka_unit_test(test_rope_partial),
+        cmocka_unit_test(test_every_scheme), cmocka_unit_test(test_every_scheme_llama),
+        cmocka_unit_test(test_rope_partial),
         cmocka_unit_test(test_scale_and_accumulation),
     };
     return cmocka_run_group_tests(tests, NULL, print_summary);

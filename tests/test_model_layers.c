@@ -101,6 +101,35 @@ static void test_layernorm(void **s) {
     free(c.inp); free(c.w); free(c.b); free(c.out); free(c.mean); free(c.rstd); free(c.r);
 }
 
+/* ---- rmsnorm (block=llama) ---- */
+typedef struct { float *inp, *w, *out, *rstd, *r; } RmsCtx;
+static double rms_loss(void *p) {
+    RmsCtx *c = p;
+    rmsnorm_forward(c->out, c->rstd, c->inp, c->w, LN_N, LN_C);
+    return gc_dot(c->out, c->r, LN_N * LN_C);
+}
+static void test_rmsnorm(void **s) {
+    (void)s;
+    RmsCtx c = {randn(LN_N * LN_C, 1, 15), randn(LN_C, 1, 16), randn(LN_N * LN_C, 1, 0), randn(LN_N, 1, 0),
+                randn(LN_N * LN_C, 1, 17)};
+    rms_loss(&c);
+    for (int n = 0; n < LN_N; n++) {   // forward against the definition, in double
+        double ms = 0;
+        for (int k = 0; k < LN_C; k++) ms += (double)c.inp[n * LN_C + k] * c.inp[n * LN_C + k];
+        ms /= LN_C;
+        for (int k = 0; k < LN_C; k++) {
+            double ref = c.inp[n * LN_C + k] / sqrt(ms + 1e-5) * c.w[k];
+            assert_true(fabs(ref - c.out[n * LN_C + k]) < 1e-5);
+        }
+    }
+    float *dinp = calloc(LN_N * LN_C, 4), *dw = calloc(LN_C, 4);
+    rmsnorm_backward(dinp, dw, c.r, c.inp, c.w, c.rstd, LN_N, LN_C);
+    expect_grad("rmsnorm dinp", rms_loss, &c, c.inp, dinp, LN_N * LN_C);
+    expect_grad("rmsnorm dweight", rms_loss, &c, c.w, dw, LN_C);
+    free(dinp); free(dw);
+    free(c.inp); free(c.w); free(c.out); free(c.rstd); free(c.r);
+}
+
 /* ---- gelu ---- */
 enum { GN = 40 };
 typedef struct { float *inp, *out, *r; } GeluCtx;
@@ -120,6 +149,32 @@ static void test_gelu(void **s) {
     float *dinp = calloc(GN, 4);
     gelu_backward(dinp, c.inp, c.r, GN);
     expect_grad("gelu dinp", gelu_loss, &c, c.inp, dinp, GN);
+    free(dinp); free(c.inp); free(c.out); free(c.r);
+}
+
+/* ---- swiglu (block=llama) ---- */
+enum { SW_N = 4, SW_F = 10 };
+typedef struct { float *inp, *out, *r; } SwigluCtx;
+static double swiglu_loss(void *p) {
+    SwigluCtx *c = p;
+    swiglu_forward(c->out, c->inp, SW_N, SW_F);
+    return gc_dot(c->out, c->r, SW_N * SW_F);
+}
+static void test_swiglu(void **s) {
+    (void)s;
+    SwigluCtx c = {randn(SW_N * 2 * SW_F, 1.5, 23), randn(SW_N * SW_F, 1, 0), randn(SW_N * SW_F, 1, 24)};
+    swiglu_loss(&c);
+    // forward against the definition in double: exp_fast's relative error (2e-7) and four
+    // float roundings (6e-8 each) bound the relative error by 5e-7
+    for (int n = 0; n < SW_N; n++)
+        for (int j = 0; j < SW_F; j++) {
+            double a = c.inp[n * 2 * SW_F + j], u = c.inp[n * 2 * SW_F + SW_F + j];
+            double ref = a / (1 + exp(-a)) * u;
+            assert_true(fabs(ref - c.out[n * SW_F + j]) <= 5e-7 * fabs(ref) + 1e-12);
+        }
+    float *dinp = calloc(SW_N * 2 * SW_F, 4);
+    swiglu_backward(dinp, c.inp, c.r, SW_N, SW_F);
+    expect_grad("swiglu dinp (gate and up)", swiglu_loss, &c, c.inp, dinp, SW_N * 2 * SW_F);
     free(dinp); free(c.inp); free(c.out); free(c.r);
 }
 
@@ -269,6 +324,7 @@ int main(void) {
     if (engine_reference_create(&ref, err, sizeof err) != 0) return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_linear),       cmocka_unit_test(test_layernorm),
+        cmocka_unit_test(test_rmsnorm),      cmocka_unit_test(test_swiglu),
         cmocka_unit_test(test_gelu),         cmocka_unit_test(test_residual),
         cmocka_unit_test(test_attention),    cmocka_unit_test(test_crossentropy),
         cmocka_unit_test(test_encoder),      cmocka_unit_test(test_rope_hook),

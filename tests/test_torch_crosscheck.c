@@ -1,10 +1,10 @@
 // test_torch_crosscheck.c: the C program against the independent PyTorch
-// reference (scripts/torch_model.py), through the contract's files.
+// reference (scripts/torch/torch_model.py), through the contract's files.
 //
 // For every scheme (and partial rope, and t5 with few buckets so the
 // logarithmic buckets and the cap are reached), `./train --debug-state`
 // writes one batch's parameters, loss and every gradient; then
-// scripts/check_debug_state.py recomputes loss and gradients in float64 in
+// scripts/torch/check_debug_state.py recomputes loss and gradients in float64 in
 // PyTorch and fails on any difference beyond float32 rounding (loss rel 1e-5,
 // each gradient 1e-3 of its tensor's largest entry); on every engine:
 // OpenBLAS (the default), oneDNN fp32 and bf16, and the reference engine
@@ -69,7 +69,7 @@ static void check_scheme(const char *name, const char *flags) {
              "--block_size=24 --n_layer=2 --d_model=32 --n_head=4 %s --debug-state %s",
              dir, dir, dir, flags, file);
     assert_int_equal(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/check_debug_state.py %s > %s.check.txt 2>&1", file, file);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/torch/check_debug_state.py %s > %s.check.txt 2>&1", file, file);
     int rc = system(cmd);
     if (rc != 0) {                       // show the per-tensor table of the failure
         snprintf(cmd, sizeof cmd, "cat %s.check.txt", file);
@@ -95,7 +95,7 @@ static void test_rope_yarn_paper(void **state) { skip_without_torch(); check_sch
 static void test_rope_dynamic(void **state) { skip_without_torch(); check_scheme("rope_dyn", "--pos=rope --rope_scaling=dynamic "
                                              "--rope_scaling_factor=2 --rope_original_length=8"); }
 // The fp32 oneDNN backend passes the same float32 check; bf16 products pass
-// against a reference that rounds the same product inputs (scripts/check_debug_state.py).
+// against a reference that rounds the same product inputs (scripts/torch/check_debug_state.py).
 static void test_onednn_fp32(void **state) {
     skip_without_torch();
     check_scheme("dnn_rope", "--pos=rope --matmul=onednn");
@@ -117,6 +117,13 @@ static void test_bf16_every_scheme(void **state) { skip_without_torch(); check_e
 static void test_reference_every_scheme(void **state) {
     skip_without_torch();
     check_every_scheme("ref", "--matmul=reference");
+}
+// The llama block (RMSNorm, SwiGLU, no biases) under every scheme, on the default engine and in bf16.
+static void test_llama_every_scheme(void **state) { skip_without_torch(); check_every_scheme("llama", "--block=llama"); }
+static void test_llama_bf16(void **state) {
+    skip_without_torch();
+    check_scheme("llama_bf16_rope", "--block=llama --pos=rope --precision=bf16");
+    check_scheme("llama_bf16_alibi", "--block=llama --pos=alibi --precision=bf16");
 }
 static void test_t5(void **state)           { skip_without_torch(); check_scheme("t5", "--pos=t5 --t5_num_buckets=8 --t5_max_distance=16"); }
 static void test_alibi(void **state)        { skip_without_torch(); check_scheme("alibi", "--pos=alibi"); }
@@ -156,7 +163,7 @@ static void test_checkpoint_loss_in_pytorch(void **state) {
         snprintf(cmd, sizeof cmd, "./eval --weights %s/run_%s/model.safetensors --data %s/data/val.bin "
                  "--batch-size 4 --batches 2 --threads 1", dir, schemes[i], dir);
         double c_eval = number_after(cmd, " loss=");
-        snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/torch_eval.py --weights %s/run_%s/model.safetensors "
+        snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/torch/torch_eval.py --weights %s/run_%s/model.safetensors "
                  "--data %s/data/val.bin --batch-size 4 --batches 2", dir, schemes[i], dir);
         double torch_eval = number_after(cmd, "loss=");
         fprintf(stderr, "%s: logged %.6f, ./eval %.6f, PyTorch %.6f\n", schemes[i], logged, c_eval, torch_eval);
@@ -182,6 +189,7 @@ int main(void) {
         cmocka_unit_test(test_alibi_6_heads), cmocka_unit_test(test_none),
         cmocka_unit_test(test_onednn_fp32), cmocka_unit_test(test_bf16_every_scheme),
         cmocka_unit_test(test_reference_every_scheme),
+        cmocka_unit_test(test_llama_every_scheme), cmocka_unit_test(test_llama_bf16),
         cmocka_unit_test(test_checkpoint_loss_in_pytorch),
         cmocka_unit_test(test_reference_self_checks),
     };

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""test_torch_model.py: checks scripts/torch_model.py against the contract.
+"""test_torch_model.py: checks scripts/torch/torch_model.py against the contract.
 
 The main check is an independent float64 NumPy forward pass written as plain
 loops straight from docs/FORMAT.md (explicit 2x2 rotations, per-(i, j)
@@ -26,7 +26,7 @@ import numpy as np
 import torch
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "scripts", "torch"))   # torch_model.py
 import torch_model as tm  # noqa: E402
 
 # ALiBi slopes of the paper's get_slopes, written out by hand.

@@ -52,26 +52,36 @@ static long long checkpoint_step(const char *path) {
 }
 
 static void test_every_scheme_learns(void **state) {
-    // every scheme of the list (pos.h): a new scheme is covered by adding it there
+    // every scheme of the list (pos.h) on both blocks: a new scheme is covered by adding it there
     static char rows[200][160];
-    for (int k = 0; k < POS_COUNT; k++) {
-        const char *scheme = pos_kind_name((PosKind)k);
+    static const char *const blocks[] = {"gpt2", "llama"};
+    for (int kb = 0; kb < 2 * POS_COUNT; kb++) {
+        const char *scheme = pos_kind_name((PosKind)(kb % POS_COUNT)), *block = blocks[kb / POS_COUNT];
         char run_dir[512], path[600], err[512];
-        snprintf(run_dir, sizeof run_dir, "%s/learn-%s", dir, scheme);
-        int rc = run("./train configs/tiny.ini %s --threads=1 --pos=%s --out_dir=%s --quiet", data_args, scheme, run_dir);
-        if (rc != 0) fail_msg("%s: exit %d: %s", scheme, rc, out);
+        snprintf(run_dir, sizeof run_dir, "%s/learn-%s-%s", dir, scheme, block);
+        int rc = run("./train configs/tiny.ini %s --threads=1 --pos=%s --block=%s --out_dir=%s --quiet", data_args,
+                     scheme, block, run_dir);
+        if (rc != 0) fail_msg("%s %s: exit %d: %s", scheme, block, rc, out);
         int n = read_log(run_dir, rows, 200);
         assert_int_equal(n, 61);                        // row 0 + 60 steps of configs/tiny.ini
         double first = row_val(rows[0]), last = row_val(rows[n - 1]);
-        printf("  %-10s val loss %.3f -> %.3f\n", scheme, first, last);
-        if (!(last <= 0.7 * first)) fail_msg("%s: val loss %.4f -> %.4f, not below 70%%", scheme, first, last);
+        printf("  %-10s %-5s val loss %.3f -> %.3f\n", scheme, block, first, last);
+        if (!(last <= 0.7 * first))
+            fail_msg("%s %s: val loss %.4f -> %.4f, not below 70%%", scheme, block, first, last);
         // the weights file is the contract file; the checkpoint is one too, with extras
         GPT *m;
         snprintf(path, sizeof path, "%s/model.safetensors", run_dir);
         if (gpt_load(&m, path, 0, err, sizeof err) != 0) fail_msg("%s", err);
         assert_string_equal(pos_kind_name(gpt_config(m)->pos), scheme);
+        assert_int_equal(gpt_config(m)->block, kb / POS_COUNT == 0 ? BLOCK_GPT2 : BLOCK_LLAMA);
         assert_int_equal(gpt_config(m)->vocab_size, 320);
+        // llama has no biases: none in the file
+        assert_true((gpt_find_param(m, "h.0.mlp.c_fc.bias") != NULL) == (kb < POS_COUNT));
         gpt_free(m);
+        StFile *f;
+        if (st_open(&f, path, err, sizeof err) != 0) fail_msg("%s", err);
+        assert_string_equal(st_meta(f, "block"), block);   // the metadata names the block
+        st_close(f);
         snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
         assert_int_equal(gpt_load(&m, path, 0, err, sizeof err), -1);
         if (gpt_load(&m, path, 1, err, sizeof err) != 0) fail_msg("%s", err);
@@ -79,7 +89,7 @@ static void test_every_scheme_learns(void **state) {
         assert_int_equal(checkpoint_step(path), 60);
     }
     // A second run into the same directory is refused (exit 2) unless --overwrite.
-    assert_int_equal(run("./train configs/tiny.ini %s --out_dir=%s/learn-rope --quiet", data_args, dir), 2);
+    assert_int_equal(run("./train configs/tiny.ini %s --out_dir=%s/learn-rope-gpt2 --quiet", data_args, dir), 2);
     assert_non_null(strstr(out, "already holds a run"));
     // A missing data file is an I/O error (exit 1) naming the file.
     assert_int_equal(run("./train configs/tiny.ini --tokenizer=%s/nope.bin --out_dir=%s/x --quiet", dir, dir), 1);
@@ -128,6 +138,46 @@ static void test_interrupt_and_resume_is_exact(void **state) {
     assert_int_equal(read_log(run_dir, got, 100), 41);
     assert_int_equal(run("./train --resume %s --d_model=64", run_dir), 2);
     assert_non_null(strstr(out, "--d_model: cannot be changed on --resume"));
+}
+
+// block=llama through every program: an interrupted and resumed run logs the
+// straight run's rows and ends with the same weights; ./eval and ./sample
+// (KV cache) read its model; --init-from starts a llama run from it and
+// refuses a gpt2 run, naming the key.
+static void test_llama_resume_eval_sample_init_from(void **state) {
+    static char ref[100][160], got[100][160];
+    char straight[512], stopped[512], a[600], b[600];
+    snprintf(straight, sizeof straight, "%s/llama-straight", dir);
+    snprintf(stopped, sizeof stopped, "%s/llama-stopped", dir);
+#define LLAMA_ARGS "configs/tiny.ini %s --threads=1 --block=llama --pos=rope --steps=30 --save_every=10"
+    if (run("./train " LLAMA_ARGS " --out_dir=%s --quiet", data_args, straight) != 0) fail_msg("%s", out);
+    int n_ref = read_log(straight, ref, 100);
+    assert_int_equal(n_ref, 31);
+    assert_int_equal(run("ROPELAB_TEST_SIGINT_AT_STEP=12 " TRAIN_WITH_FAULTS " " LLAMA_ARGS " --out_dir=%s --quiet",
+                         data_args, stopped), 130);
+    if (run("./train --resume %s --quiet", stopped) != 0) fail_msg("resume: %s", out);
+    assert_same_rows(ref, n_ref, got, read_log(stopped, got, 100));
+    snprintf(a, sizeof a, "%s/model.safetensors", straight);
+    snprintf(b, sizeof b, "%s/model.safetensors", stopped);
+    assert_true(files_equal(a, b));
+    // ./eval: the model's loss on the validation file, finite and below the untrained one
+    assert_int_equal(run("./eval --weights %s --data %s/data/val.bin --threads 1", a, dir), 0);
+    const char *loss = strstr(out, "loss=");
+    assert_non_null(loss);
+    double l = atof(loss + 5);
+    printf("  llama: ./eval loss %.4f (log: %.4f at step 0)\n", l, row_val(ref[0]));
+    assert_true(isfinite(l) && l < 0.5 * row_val(ref[0]));
+    // ./sample: decodes with the KV cache
+    assert_int_equal(run("./sample --weights %s --tokenizer %s/data/tokenizer.bin --tokens 20 --seed 3 --threads 1",
+                         a, dir), 0);
+    assert_true(strlen(out) > 0);
+    // --init-from: a llama run starts from it; a gpt2 run is another model
+    assert_int_equal(run("./train " LLAMA_ARGS " --steps=5 --init-from=%s --out_dir=%s/llama-init --quiet",
+                         data_args, a, dir), 0);
+    assert_int_equal(run("./train configs/tiny.ini %s --threads=1 --pos=rope --steps=5 --init-from=%s "
+                         "--out_dir=%s/gpt2-init --quiet", data_args, a, dir), 2);
+    assert_non_null(strstr(out, "block"));
+#undef LLAMA_ARGS
 }
 
 static void test_crash_in_save_keeps_previous_checkpoint(void **state) {
@@ -279,6 +329,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_scheme_learns),
         cmocka_unit_test(test_interrupt_and_resume_is_exact),
+        cmocka_unit_test(test_llama_resume_eval_sample_init_from),
         cmocka_unit_test(test_crash_in_save_keeps_previous_checkpoint),
         cmocka_unit_test(test_kill9_during_saves),
         cmocka_unit_test(test_debug_state),

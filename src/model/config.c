@@ -50,6 +50,9 @@ static const ModelKey MODEL_KEYS[] = {
      "model width (C); head_dim = d_model / n_head"},
     {"block_size", "model", MODEL_KEY_INT, F(block_size), "128", 2, 65536, 0, 1, -1, NULL, 1, NULL,
      "context length (T) of every training window; also the size of wpe for pos=learned"},
+    {"block", "model", MODEL_KEY_CHOICE, F(block), "gpt2", 0, 1, 0, 1, -1, "gpt2", 0, "gpt2|llama",
+     "the block: gpt2 (LayerNorm, GELU MLP of width 4C, biases) or llama (RMSNorm, SwiGLU MLP of width "
+     "8C/3 rounded up to a multiple of 8, no biases); docs/MODEL.md"},
     {"pos", "positions", MODEL_KEY_SCHEME, F(pos), "rope", 0, 0, 0, 1, -1, NULL, 0, NULL,
      "positional scheme"},
     {"rope_base", "positions", MODEL_KEY_FLOAT, F(rope_base), "10000", 1, 1e12, 1, 1, POS_ROPE, NULL, 0, NULL,
@@ -192,6 +195,13 @@ void gpt_config_defaults(GPTConfig *c) {
     gpt_config_resolve(c);
 }
 
+int gpt_mlp_hidden(const GPTConfig *c) {
+    if (c->block == BLOCK_LLAMA) return ((8 * c->d_model + 2) / 3 + 7) / 8 * 8;   // ceil(8C/3), then up to 8k
+    return 4 * c->d_model;
+}
+
+int gpt_mlp_fc_width(const GPTConfig *c) { return (c->block == BLOCK_LLAMA ? 2 : 1) * gpt_mlp_hidden(c); }
+
 void gpt_config_resolve(GPTConfig *c) {
     if (c->rope_dims == 0 && c->n_head > 0 && c->d_model % c->n_head == 0) c->rope_dims = c->d_model / c->n_head;
 }
@@ -248,9 +258,9 @@ int gpt_config_validate_keys(const GPTConfig *c, char *err, size_t errlen, const
     if (c->pos == POS_T5 && c->t5_max_distance <= c->t5_num_buckets / 2)
         FAIL("t5_max_distance", "t5_num_buckets", "t5_max_distance (%d) must be larger than t5_num_buckets/2 (%d)",
              c->t5_max_distance, c->t5_num_buckets / 2);
-    // Parameters: L (12 C^2 + 13 C) + V C + ... stay below 2^34 floats (64 GiB).
-    if ((size_t)c->n_layer * 12 * (size_t)c->d_model * c->d_model + (size_t)c->vocab_size * c->d_model
-        > ((size_t)1 << 34))
+    // Parameters: L (4 C^2 + C x (c_fc's outputs + F)) + V C + ... stay below 2^34 floats (64 GiB).
+    size_t C = (size_t)c->d_model, mlp = (size_t)gpt_mlp_fc_width(c) + (size_t)gpt_mlp_hidden(c);
+    if ((size_t)c->n_layer * (4 * C * C + C * mlp) + (size_t)c->vocab_size * C > ((size_t)1 << 34))
         FAIL("n_layer", "d_model", "model too large (more than 2^34 parameters)");
     if (keys) keys[0] = keys[1] = NULL;
     return 0;

@@ -31,6 +31,9 @@ static const struct { const char *ours, *theirs; } TOP_NAMES[] = {
 #define ALIBI_MAX_BIAS 8.0f
 
 const char *gguf_model_refusal(const GPTConfig *cfg) {
+    if (cfg->block == BLOCK_LLAMA)
+        return "block=llama is not exported yet: the export writes the gpt2, gptneox and mpt architectures of "
+               "block=gpt2 (LayerNorm, GELU, biases) only";
     switch (cfg->pos) {
     case POS_T5:
         return "pos=t5 has no home in llama.cpp: its t5 architecture is the encoder-decoder model, and no "

@@ -141,11 +141,13 @@ int gpt_check_batch(const GPTConfig *c, int B, int T, char *err, size_t errlen) 
                  pos_kind_name(c->pos), T, c->block_size);
         return -1;
     }
-    // The widest activation row is max(V, 4C) floats; every index stays below 2^31.
-    size_t widest = (size_t)c->vocab_size > (size_t)4 * c->d_model ? (size_t)c->vocab_size : (size_t)4 * c->d_model;
+    // The widest activation row is max(V, 3C, c_fc's outputs) floats; every index stays below 2^31.
+    size_t widest = (size_t)c->vocab_size, fc = (size_t)gpt_mlp_fc_width(c), qkv = (size_t)3 * c->d_model;
+    if (fc > widest) widest = fc;
+    if (qkv > widest) widest = qkv;
     if ((size_t)B * T > ((size_t)1 << 31) / widest) {
-        snprintf(err, errlen, "batch (%d x %d) too large for the activation buffers (B*T*max(V, 4C) must stay "
-                 "below 2^31)", B, T);
+        snprintf(err, errlen, "batch (%d x %d) too large for the activation buffers (B*T*max(V, 3C, c_fc's "
+                 "outputs) must stay below 2^31)", B, T);
         return -1;
     }
     return 0;
@@ -164,17 +166,18 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     free(a->tokens);
     memset(a, 0, sizeof *a);
     size_t L = c->n_layer, C = c->d_model, H = c->n_head, V = c->vocab_size;
-    size_t BT = (size_t)B * T;
+    size_t F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c), BT = (size_t)B * T;
     struct { float **ptr; size_t n; } table[] = {
         {&a->encoded, BT * C},      {&a->ln1, L * BT * C},     {&a->ln1_mean, L * BT},
         {&a->ln1_rstd, L * BT},     {&a->qkv, L * BT * 3 * C}, {&a->atty, L * BT * C},
         {&a->att_lse, L * BT * H},  {&a->res2, L * BT * C},    {&a->ln2, L * BT * C},
-        {&a->ln2_mean, L * BT},     {&a->ln2_rstd, L * BT},    {&a->fch, L * BT * 4 * C},
-        {&a->fch_gelu, L * BT * 4 * C}, {&a->res3, L * BT * C}, {&a->lnf, BT * C},
+        {&a->ln2_mean, L * BT},     {&a->ln2_rstd, L * BT},    {&a->fch, L * BT * FC},
+        {&a->fch_act, L * BT * F}, {&a->res3, L * BT * C}, {&a->lnf, BT * C},
         {&a->lnf_mean, BT},         {&a->lnf_rstd, BT},        {&a->logits, BT * V},
         {&a->ce_lse, BT},           {&a->losses, BT},          {&a->pos_bias, H * T},
         {&a->dres, BT * C},         {&a->dact, BT * C},      {&a->dqkv, BT * 3 * C},
-        {&a->dhidden, BT * 4 * C},  {&a->dpos_bias, BT * H},   {&a->proj_out, BT * C},
+        {&a->dhidden, BT * FC},     {&a->dpos_bias, BT * H},   {&a->proj_out, BT * C},
+        {&a->dact_out, c->block == BLOCK_LLAMA ? BT * F : 0},
     };
     int n = (int)(sizeof table / sizeof table[0]);
     size_t total = 0;

@@ -33,6 +33,7 @@ const char *pos_kind_list(void);
 // each key's type, default, range, help text and metadata rule.
 typedef struct {
     int n_layer, n_head, d_model, vocab_size, block_size;
+    int block;              // BlockKind: the transformer block's architecture
     PosKind pos;
     float rope_base;        // rope: theta_i = rope_base^(-2i/rope_dims)
     int rope_dims;          // rope: rotated dims per head (0 = head_dim, resolved by gpt_config_resolve)
@@ -45,6 +46,18 @@ typedef struct {
     int rope_original_length;    // yarn, yarn_paper, dynamic: the length L the model was trained at (0: block_size)
     float rope_yarn_beta_fast, rope_yarn_beta_slow;   // yarn, yarn_paper: the ramp's ends, in rotations per L
 } GPTConfig;
+
+// The block architectures, in the order of config.c's choices "gpt2|llama" (docs/MODEL.md):
+//   gpt2   LayerNorm (weight, bias), MLP C -> 4C -> C with GELU, every linear layer with a bias
+//   llama  RMSNorm (weight only), SwiGLU MLP: c_proj(silu(gate) * up), [gate; up] = c_fc(x) of
+//          2F rows, F = gpt_mlp_hidden; no biases anywhere
+// Both: pre-norm residual blocks, a final norm, the head tied to wte.
+typedef enum { BLOCK_GPT2, BLOCK_LLAMA } BlockKind;
+// The MLP's hidden width F: 4C for gpt2; for llama 8C/3 (the parameter count of a 4C
+// GELU MLP, spread over three matrices) rounded up to a multiple of 8.
+int gpt_mlp_hidden(const GPTConfig *cfg);
+// The width of c_fc's output: F for gpt2, 2F for llama (gate and up, stacked).
+int gpt_mlp_fc_width(const GPTConfig *cfg);
 
 // The order of config.c's choices "none|linear|ntk|yarn|yarn_paper|dynamic" (docs/POSITIONS.md).
 typedef enum {
@@ -101,7 +114,8 @@ int gpt_config_validate_keys(const GPTConfig *cfg, char *err, size_t errlen, con
 
 // One entry per tensor of the safetensors contract, in a fixed order
 // (wte, the scheme's own tensors (wpe or rel_bias), then h.0.ln_1.weight ...
-// h.{L-1}.mlp.c_proj.bias, ln_f.*). Tensors the scheme does not use are not listed.
+// h.{L-1}.mlp.c_proj.bias, ln_f.*). Tensors the scheme or the block does not use are
+// not listed (block=llama has no biases).
 // offset/numel index into the flat params (and grads, and AdamW moments) buffer.
 typedef struct {
     char name[64];

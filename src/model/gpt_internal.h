@@ -8,20 +8,22 @@
 #include "model/pos.h"
 
 // Named pointers into one flat buffer (params, or grads with the same layout).
+// F = gpt_mlp_hidden, FC = gpt_mlp_fc_width (gpt2: F = FC = 4C; llama: FC = 2F).
+// block=llama has no biases: those pointers are NULL.
 typedef struct {
     float *ln_1_w, *ln_1_b;          // (C), (C)
     float *c_attn_w, *c_attn_b;      // (3C,C), (3C)
     float *attn_proj_w, *attn_proj_b;// (C,C), (C)
     float *ln_2_w, *ln_2_b;          // (C), (C)
-    float *c_fc_w, *c_fc_b;          // (4C,C), (4C)
-    float *mlp_proj_w, *mlp_proj_b;  // (C,4C), (C)
+    float *c_fc_w, *c_fc_b;          // (FC,C), (FC)
+    float *mlp_proj_w, *mlp_proj_b;  // (C,F), (C)
 } LayerTensors;
 
 typedef struct {
     float *wte;                      // (V,C)
     float *pos[POS_MAX_PARAMS];      // the scheme's tensors (learned: wpe, t5: rel_bias), NULL past its count
     LayerTensors *h;                 // L entries
-    float *ln_f_w, *ln_f_b;          // (C), (C)
+    float *ln_f_w, *ln_f_b;          // (C), (C); ln_f_b NULL for llama
 } ModelTensors;
 
 // Activations, sized once for (B_max, T_max). Per-layer buffers hold L
@@ -29,16 +31,16 @@ typedef struct {
 typedef struct {
     int B_max, T_max;
     float *encoded;    // (B,T,C)      token (+ position) embedding
-    float *ln1;        // (L,B,T,C)    LN1 output (input of c_attn)
-    float *ln1_mean, *ln1_rstd;      // (L,B,T)
+    float *ln1;        // (L,B,T,C)    LN1 output (input of c_attn); LN = LayerNorm or RMSNorm
+    float *ln1_mean, *ln1_rstd;      // (L,B,T)      (RMSNorm keeps rstd only)
     float *qkv;        // (L,B,T,3C)   c_attn output, q and k rotated for rope
     float *atty;       // (L,B,T,C)    attention output (input of attn c_proj)
     float *att_lse;    // (L,B,H,T)    softmax log-sum-exp per query row
     float *res2;       // (L,B,T,C)    residual after attention
     float *ln2;        // (L,B,T,C)
     float *ln2_mean, *ln2_rstd;      // (L,B,T)
-    float *fch;        // (L,B,T,4C)   c_fc output (GELU input)
-    float *fch_gelu;   // (L,B,T,4C)   GELU output (input of mlp c_proj)
+    float *fch;        // (L,B,T,FC)   c_fc output (GELU's input; llama: gate and up)
+    float *fch_act;    // (L,B,T,F)    the activation's output, GELU or SwiGLU (input of mlp c_proj)
     float *res3;       // (L,B,T,C)    residual after MLP (the layer's output)
     float *lnf;        // (B,T,C)
     float *lnf_mean, *lnf_rstd;      // (B,T)
@@ -51,7 +53,8 @@ typedef struct {
     float *dact;       // (B,T,C)      gradient of the width-C activation being backpropagated
                        //              (a LayerNorm's output, or attention's output)
     float *dqkv;       // (B,T,3C)     gradient of c_attn's output (q, k, v)
-    float *dhidden;    // (B,T,4C)     gradient of the MLP's hidden layer (GELU output, then input)
+    float *dhidden;    // (B,T,FC)     gradient of c_fc's output (gpt2: first of GELU's output, in place)
+    float *dact_out;   // (B,T,F)      llama: gradient of SwiGLU's output (gpt2: unused, 0 floats)
     float *dpos_bias;  // (B,H,T)      attention's bias gradients (all layers)
     float *proj_out;   // (B,T,C)      a block's projection output, before the residual add
     int *tokens, *targets;           // (B,T) copies of the last forward's batch

@@ -5,7 +5,8 @@
 // position, its linear products on the model's engine:
 // embedding (+ P[pos]), then per layer LN1, c_attn, rope at pos, attention
 // to positions 0..pos with the distance bias bias[h][pos-j], c_proj,
-// residual, LN2, MLP, residual; then LN_f and the tied head.
+// residual, LN2, MLP, residual; then LN_f and the tied head (LN and the MLP's
+// activation as the block says: block_norm_forward, block_act_forward).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +23,7 @@ struct KVCache {
     float *x, *ln;         // (C) residual stream, LN output
     float *qkv;            // (3C)
     float *atty, *tmp;     // (C)
-    float *fch, *fch_gelu; // (4C)
+    float *fch, *fch_act;  // (FC), (F): c_fc's output, the activation's
     float *scores;         // (max_len)
     float *bias;           // (H, max_len) distance-bias table
 };
@@ -38,12 +39,12 @@ int kv_cache_create(KVCache **out, const GPT *m, int max_len, char *err, size_t 
     }
     KVCache *kv = calloc(1, sizeof(KVCache));
     if (!kv) { snprintf(err, errlen, "out of memory for the KV cache"); return -1; }
-    size_t C = c->d_model, L = c->n_layer, H = c->n_head;
+    size_t C = c->d_model, L = c->n_layer, H = c->n_head, F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
     kv->model = m;
     kv->max_len = max_len;
     kv->k = malloc(L * max_len * C * sizeof(float));
     kv->v = malloc(L * max_len * C * sizeof(float));
-    kv->x = malloc((C * 15 + max_len + H * max_len) * sizeof(float));   // x ln qkv atty tmp fch fch_gelu, scores, bias
+    kv->x = malloc((C * 7 + FC + F + max_len + H * max_len) * sizeof(float));   // x ln qkv atty tmp fch fch_act, scores, bias
     if (!kv->k || !kv->v || !kv->x) {
         snprintf(err, errlen, "out of memory for a KV cache of %d positions", max_len);
         kv_cache_free(kv);
@@ -54,8 +55,8 @@ int kv_cache_create(KVCache **out, const GPT *m, int max_len, char *err, size_t 
     kv->atty = kv->qkv + 3 * C;
     kv->tmp = kv->atty + C;
     kv->fch = kv->tmp + C;
-    kv->fch_gelu = kv->fch + 4 * C;
-    kv->scores = kv->fch_gelu + 4 * C;
+    kv->fch_act = kv->fch + FC;
+    kv->scores = kv->fch_act + F;
     kv->bias = kv->scores + max_len;
     // Same config and parameters as the model, own tables, no gradients.
     if (pos_ctx_init(&kv->pos, m->pos, &m->cfg, max_len, err, errlen) != 0) {
@@ -94,7 +95,7 @@ static void attend_one(KVCache *kv, const float *q, const float *keys, const flo
 
 int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits, char *err, size_t errlen) {
     const GPTConfig *c = &m->cfg;
-    int C = c->d_model, pos = kv->len;
+    int C = c->d_model, F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c), pos = kv->len;
     if (kv->model != m) { snprintf(err, errlen, "decode: the KV cache belongs to another model"); return -1; }
     if (pos >= kv->max_len) { snprintf(err, errlen, "decode: the KV cache is full (%d positions)", kv->max_len); return -1; }
     if (token < 0 || token >= c->vocab_size) {
@@ -110,7 +111,7 @@ int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits, char *err, si
     for (int l = 0; l < c->n_layer; l++) {
         const LayerTensors *w = &m->p.h[l];
         float *keys = kv->k + (size_t)l * kv->max_len * C, *values = kv->v + (size_t)l * kv->max_len * C;
-        layernorm_forward(kv->ln, &mean, &rstd, kv->x, w->ln_1_w, w->ln_1_b, 1, C);
+        block_norm_forward(c, kv->ln, &mean, &rstd, kv->x, w->ln_1_w, w->ln_1_b, 1);
         e->linear_forward(e, kv->qkv, kv->ln, w->c_attn_w, w->c_attn_b, 1, C, 3 * C);
         if (m->pos->qk_forward) m->pos->qk_forward(&kv->pos, kv->qkv, 1, 1, pos);
         memcpy(keys + (size_t)pos * C, kv->qkv + C, (size_t)C * sizeof(float));
@@ -118,13 +119,13 @@ int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits, char *err, si
         attend_one(kv, kv->qkv, keys, values, pos);
         e->linear_forward(e, kv->tmp, kv->atty, w->attn_proj_w, w->attn_proj_b, 1, C, C);
         for (int i = 0; i < C; i++) kv->x[i] += kv->tmp[i];
-        layernorm_forward(kv->ln, &mean, &rstd, kv->x, w->ln_2_w, w->ln_2_b, 1, C);
-        e->linear_forward(e, kv->fch, kv->ln, w->c_fc_w, w->c_fc_b, 1, C, 4 * C);
-        gelu_forward(kv->fch_gelu, kv->fch, (size_t)4 * C);
-        e->linear_forward(e, kv->tmp, kv->fch_gelu, w->mlp_proj_w, w->mlp_proj_b, 1, 4 * C, C);
+        block_norm_forward(c, kv->ln, &mean, &rstd, kv->x, w->ln_2_w, w->ln_2_b, 1);
+        e->linear_forward(e, kv->fch, kv->ln, w->c_fc_w, w->c_fc_b, 1, C, FC);
+        block_act_forward(c, kv->fch_act, kv->fch, 1);
+        e->linear_forward(e, kv->tmp, kv->fch_act, w->mlp_proj_w, w->mlp_proj_b, 1, F, C);
         for (int i = 0; i < C; i++) kv->x[i] += kv->tmp[i];
     }
-    layernorm_forward(kv->ln, &mean, &rstd, kv->x, m->p.ln_f_w, m->p.ln_f_b, 1, C);
+    block_norm_forward(c, kv->ln, &mean, &rstd, kv->x, m->p.ln_f_w, m->p.ln_f_b, 1);
     e->linear_forward(e, logits, kv->ln, m->p.wte, NULL, 1, C, c->vocab_size);
     if (engine_failed(e, err, errlen)) return -1;
     kv->len++;

@@ -10,6 +10,8 @@
 
 #include <stddef.h>
 
+#include "model/gpt.h"
+
 // Token embedding: inp (N) ids, wte (V,C) -> out (N,C), out[n,:] = wte[inp[n],:]
 void encoder_forward(float *out, const int *inp, const float *wte, int N, int C);
 // dwte[inp[n],:] += dout[n,:], deterministic whatever the thread count
@@ -33,6 +35,14 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
 float attention_row(float *y, float *p, const float *q, const float *k, const float *v, size_t ld,
                     const float *bias_h, int i, int D, float scale);
 
+// RMSNorm over the last dim (block=llama): y = x / sqrt(mean(x^2) + RMS_EPS) * w.
+#define RMS_EPS 1e-5f
+// inp (N,C) -> out (N,C); saves rstd (N) for backward.
+void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C);
+// dinp += dRMS/dinp . dout; dweight += sum_n dout*xhat.
+void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                      const float *rstd, int N, int C);
+
 // out = a + b (its backward is the identity into both inputs).
 void residual_forward(float *out, const float *a, const float *b, size_t n);
 
@@ -40,6 +50,22 @@ void residual_forward(float *out, const float *a, const float *b, size_t n);
 void gelu_forward(float *out, const float *inp, size_t n);
 // dinp = gelu'(inp) * dout (overwritten; dinp may equal dout).
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
+
+// SwiGLU (block=llama): inp (N,2F) rows [gate a | up u] -> out (N,F) = silu(a) * u.
+void swiglu_forward(float *out, const float *inp, int N, int F);
+// dout (N,F) -> dinp (N,2F) (overwritten).
+void swiglu_backward(float *dinp, const float *inp, const float *dout, int N, int F);
+
+// The block's choices (config's block): its norm, LayerNorm or RMSNorm, over C
+// channels (mean, bias unused by RMSNorm); its MLP activation, GELU or SwiGLU,
+// from c_fc's output (N, gpt_mlp_fc_width) to (N, gpt_mlp_hidden).
+void block_norm_forward(const GPTConfig *c, float *out, float *mean, float *rstd, const float *inp,
+                        const float *weight, const float *bias, int N);
+void block_norm_backward(const GPTConfig *c, float *dinp, float *dweight, float *dbias, const float *dout,
+                         const float *inp, const float *weight, const float *mean, const float *rstd, int N);
+void block_act_forward(const GPTConfig *c, float *out, const float *fch, int N);
+// dfch (N,FC) = act'(fch) dout (overwritten; gpt2: dfch may be dout)
+void block_act_backward(const GPTConfig *c, float *dfch, const float *fch, const float *dout, int N);
 
 // Softmax cross-entropy, fused. logits (N,V), targets (N) -> losses (N),
 // lse (N); returns the mean loss (summed in double).

@@ -2,6 +2,7 @@
 // contract, in a fixed order), the flat params/grads buffers with named
 // pointers into them, and the seeded initialisation.
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,18 +26,51 @@ static void add_entry(GPT *m, const char *name, int ndim, int s0, int s1, int we
     m->num_params += e->numel;
 }
 
+// One layer's tensors, in file order: name suffix, shape, AdamW decay,
+// initialisation, and the field of LayerTensors that points at it. Biases
+// (bias = 1) exist for block=gpt2 only. F = gpt_mlp_hidden, FC = c_fc's
+// outputs (gpt2: F = 4C; llama: 2F, gate rows then up rows).
+enum { ZERO, ONE, STD, PROJ };
+enum { LAYER_TENSORS = 12 };
+typedef struct { const char *suffix; int ndim, rows, cols, wd, init, bias; size_t field; } LayerEntry;
+
+static void layer_table(const GPTConfig *c, LayerEntry t[LAYER_TENSORS]) {
+    int C = c->d_model, F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
+#define FIELD(f) offsetof(LayerTensors, f)
+    const LayerEntry table[LAYER_TENSORS] = {
+        {"ln_1.weight", 1, C, 0, 0, ONE, 0, FIELD(ln_1_w)},
+        {"ln_1.bias", 1, C, 0, 0, ZERO, 1, FIELD(ln_1_b)},
+        {"attn.c_attn.weight", 2, 3 * C, C, 1, STD, 0, FIELD(c_attn_w)},
+        {"attn.c_attn.bias", 1, 3 * C, 0, 0, ZERO, 1, FIELD(c_attn_b)},
+        {"attn.c_proj.weight", 2, C, C, 1, PROJ, 0, FIELD(attn_proj_w)},
+        {"attn.c_proj.bias", 1, C, 0, 0, ZERO, 1, FIELD(attn_proj_b)},
+        {"ln_2.weight", 1, C, 0, 0, ONE, 0, FIELD(ln_2_w)},
+        {"ln_2.bias", 1, C, 0, 0, ZERO, 1, FIELD(ln_2_b)},
+        {"mlp.c_fc.weight", 2, FC, C, 1, STD, 0, FIELD(c_fc_w)},
+        {"mlp.c_fc.bias", 1, FC, 0, 0, ZERO, 1, FIELD(c_fc_b)},
+        {"mlp.c_proj.weight", 2, C, F, 1, PROJ, 0, FIELD(mlp_proj_w)},
+        {"mlp.c_proj.bias", 1, C, 0, 0, ZERO, 1, FIELD(mlp_proj_b)},
+    };
+#undef FIELD
+    memcpy(t, table, sizeof table);
+}
+
+static int has_biases(const GPTConfig *c) { return c->block == BLOCK_GPT2; }
+
 // The table in file order: wte, the scheme's tensors, h.0.* .. h.{L-1}.*, ln_f.*.
 // weight_decay is 1 exactly for the 2-D matrices of linear layers and wte.
 // Initialisation (GPT-2's, see docs/MODEL.md):
 //   wte, c_attn.weight, c_fc.weight   N(0, 0.02)
 //   attn/mlp c_proj.weight            N(0, 0.02 / sqrt(2L))  (residual projections)
 //   the scheme's tensors              as the scheme says (wpe N(0, 0.01), rel_bias 0)
-//   biases 0, LayerNorm weight 1, bias 0.
+//   biases 0, norm weights 1 (LayerNorm's bias 0).
 static void build_table(GPT *m) {
     const GPTConfig *c = &m->cfg;
     int C = c->d_model;
     const float std = 0.02f, proj_std = 0.02f / sqrtf(2.0f * (float)c->n_layer);
     char name[64];
+    LayerEntry layer[LAYER_TENSORS];
+    layer_table(c, layer);
     m->n_entries = 0;
     m->num_params = 0;
     add_entry(m, "wte", 2, c->vocab_size, C, 1, std, 0.0f);
@@ -44,41 +78,33 @@ static void build_table(GPT *m) {
         const PosParam *p = &m->pos_params[i];
         add_entry(m, p->name, 2, p->rows, p->cols, 0, p->init_std, 0.0f);
     }
-    enum { ZERO, ONE, STD, PROJ };
-    for (int l = 0; l < c->n_layer; l++) {
-        static const struct { const char *suffix; int ndim, rows, cols, wd, init; } layer[12] = {
-            {"ln_1.weight", 1, 1, 0, 0, ONE},          {"ln_1.bias", 1, 1, 0, 0, ZERO},
-            {"attn.c_attn.weight", 2, 3, 1, 1, STD},   {"attn.c_attn.bias", 1, 3, 0, 0, ZERO},
-            {"attn.c_proj.weight", 2, 1, 1, 1, PROJ},  {"attn.c_proj.bias", 1, 1, 0, 0, ZERO},
-            {"ln_2.weight", 1, 1, 0, 0, ONE},          {"ln_2.bias", 1, 1, 0, 0, ZERO},
-            {"mlp.c_fc.weight", 2, 4, 1, 1, STD},      {"mlp.c_fc.bias", 1, 4, 0, 0, ZERO},
-            {"mlp.c_proj.weight", 2, 1, 4, 1, PROJ},   {"mlp.c_proj.bias", 1, 1, 0, 0, ZERO},
-        };  // rows/cols in units of C: c_fc.weight is [4C, C], mlp.c_proj.weight [C, 4C]
-        for (int i = 0; i < 12; i++) {
-            int init = layer[i].init;
-            snprintf(name, sizeof name, "h.%d.%s", l, layer[i].suffix);
-            add_entry(m, name, layer[i].ndim, layer[i].rows * C, layer[i].cols * C, layer[i].wd,
-                      init == STD ? std : init == PROJ ? proj_std : 0.0f, init == ONE ? 1.0f : 0.0f);
+    for (int l = 0; l < c->n_layer; l++)
+        for (int i = 0; i < LAYER_TENSORS; i++) {
+            const LayerEntry *t = &layer[i];
+            if (t->bias && !has_biases(c)) continue;
+            snprintf(name, sizeof name, "h.%d.%s", l, t->suffix);
+            add_entry(m, name, t->ndim, t->rows, t->cols, t->wd,
+                      t->init == STD ? std : t->init == PROJ ? proj_std : 0.0f, t->init == ONE ? 1.0f : 0.0f);
         }
-    }
     add_entry(m, "ln_f.weight", 1, C, 0, 0, 0.0f, 1.0f);
-    add_entry(m, "ln_f.bias", 1, C, 0, 0, 0.0f, 0.0f);
+    if (has_biases(c)) add_entry(m, "ln_f.bias", 1, C, 0, 0, 0.0f, 0.0f);
 }
 
-// Points the named pointers of t at buffer base, following the table order.
+// Points the named pointers of t at buffer base, following the table order
+// (a tensor the block does not have stays NULL).
 static void point_tensors(GPT *m, ModelTensors *t, float *base) {
     int k = 0;
+    LayerEntry layer[LAYER_TENSORS];
+    layer_table(&m->cfg, layer);
     t->wte = base + m->entries[k++].offset;
     for (int i = 0; i < POS_MAX_PARAMS; i++) t->pos[i] = i < m->n_pos_params ? base + m->entries[k++].offset : NULL;
-    for (int l = 0; l < m->cfg.n_layer; l++) {
-        LayerTensors *h = &t->h[l];
-        float **slots[12] = {&h->ln_1_w, &h->ln_1_b, &h->c_attn_w, &h->c_attn_b,
-                             &h->attn_proj_w, &h->attn_proj_b, &h->ln_2_w, &h->ln_2_b,
-                             &h->c_fc_w, &h->c_fc_b, &h->mlp_proj_w, &h->mlp_proj_b};
-        for (int i = 0; i < 12; i++) *slots[i] = base + m->entries[k++].offset;
-    }
+    for (int l = 0; l < m->cfg.n_layer; l++)
+        for (int i = 0; i < LAYER_TENSORS; i++) {
+            float **slot = (float **)((char *)&t->h[l] + layer[i].field);
+            *slot = layer[i].bias && !has_biases(&m->cfg) ? NULL : base + m->entries[k++].offset;
+        }
     t->ln_f_w = base + m->entries[k++].offset;
-    t->ln_f_b = base + m->entries[k++].offset;
+    t->ln_f_b = has_biases(&m->cfg) ? base + m->entries[k++].offset : NULL;
 }
 
 // The bytes alloc_floats(n) takes: 4n rounded up to a multiple of 64
@@ -98,7 +124,7 @@ static float *alloc_floats(size_t n) {
 int params_build_table(GPT *m, char *err, size_t errlen) {
     int L = m->cfg.n_layer;
     m->n_pos_params = m->pos->params ? m->pos->params(&m->cfg, m->pos_params) : 0;
-    m->entries = calloc((size_t)1 + POS_MAX_PARAMS + 12 * (size_t)L + 2, sizeof(ParamEntry));
+    m->entries = calloc((size_t)1 + POS_MAX_PARAMS + LAYER_TENSORS * (size_t)L + 2, sizeof(ParamEntry));
     if (!m->entries) {
         snprintf(err, errlen, "out of memory for the parameter table");
         return -1;

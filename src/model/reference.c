@@ -1,5 +1,5 @@
 // reference.c: the whole model, forward and backward, in plain loops: the
-// file to read first. A GPT-2-style pre-LayerNorm decoder (docs/MODEL.md,
+// file to read first. A GPT-2-style pre-norm decoder (docs/MODEL.md,
 // docs/FORMAT.md), with one positional scheme's hooks (pos.h):
 //
 //   x = wte[tokens] (+ P[t])                              embedding (+ learned/sinusoidal)
@@ -12,12 +12,18 @@
 //   logits = LN_f(x) wte^T                                the head is tied to wte
 //   loss = mean over positions of -log softmax(logits)[target]
 //
+// block=llama (the LLaMA family's block) changes two layers and drops every bias:
+//   LN(x)  = RMSNorm: x / rms(x) * w                      no mean, no bias
+//   MLP(x) = (silu(x Wgate^T) * (x Wup^T)) Wmlp^T         SwiGLU, hidden width F ~ 8C/3
+// with [Wgate; Wup] stacked as c_fc's (2F,C) weight.
+//
 // and backward the same path in reverse. Shapes: B batch, T positions, C =
 // d_model, H heads of D = C/H, V vocabulary, L layers; every tensor is fp32,
 // row-major; N = B*T rows.
 //
 // The order of this file: the layers, each a *_forward / *_backward pair
-// (embedding, LayerNorm, linear, attention, residual, GELU, cross-entropy),
+// (embedding, LayerNorm, RMSNorm, linear, attention, residual, GELU, SwiGLU,
+// cross-entropy),
 // then the model (gpt_forward, gpt_backward) that chains them.
 //
 // The linear layers' and attention's products run on an engine (engine.h):
@@ -142,6 +148,54 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
             }
         }
         for (int c = c0; c < c1; c++) { dweight[c] += dw[c - c0]; dbias[c] += db[c - c0]; }
+    }
+}
+
+/* ---- RMSNorm, over the channel dim (block=llama; eps RMS_EPS) ----
+ *
+ * Forward: xhat = x * rstd, rstd = 1/sqrt(mean(x^2) + eps), y = w*xhat.
+ * Backward (per row, g = dy * w): LayerNorm's without the mean terms,
+ *   dx = rstd * (g - xhat * mean(g * xhat)),   dw += dy * xhat. */
+
+// inp (N,C) -> out (N,C), rstd (N)
+void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float *y = out + (size_t)n * C;
+        float ms = 0.0f;
+        #pragma omp simd reduction(+ : ms)
+        for (int c = 0; c < C; c++) ms += x[c] * x[c];
+        float s = 1.0f / sqrtf(ms / C + RMS_EPS);
+        for (int c = 0; c < C; c++) y[c] = x[c] * s * weight[c];
+        rstd[n] = s;
+    }
+}
+
+// dinp += ..., dweight += ...
+void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
+                      const float *rstd, int N, int C) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+        float *dx = dinp + (size_t)n * C;
+        float s = rstd[n], gx_mean = 0.0f;
+        #pragma omp simd reduction(+ : gx_mean)
+        for (int c = 0; c < C; c++) gx_mean += dy[c] * weight[c] * x[c] * s;
+        gx_mean /= C;
+        for (int c = 0; c < C; c++) dx[c] += s * (dy[c] * weight[c] - x[c] * s * gx_mean);
+    }
+    enum { BLOCK = 32 };   // the weight gradient: channel blocks, as layernorm_backward
+    int n_blocks = (C + BLOCK - 1) / BLOCK;
+    #pragma omp parallel for
+    for (int blk = 0; blk < n_blocks; blk++) {
+        int c0 = blk * BLOCK, c1 = c0 + BLOCK < C ? c0 + BLOCK : C;
+        float dw[BLOCK] = {0};
+        for (int n = 0; n < N; n++) {
+            const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
+            for (int c = c0; c < c1; c++) dw[c - c0] += dy[c] * x[c] * rstd[n];
+        }
+        for (int c = c0; c < c1; c++) dweight[c] += dw[c - c0];
     }
 }
 
@@ -345,6 +399,38 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
     }
 }
 
+/* ---- SwiGLU (block=llama) ----
+ * c_fc's output row holds [a | u]: the gate a (F) and the up projection u (F).
+ *   out_j  = silu(a_j) u_j,   silu(a) = a sigma(a),  sigma(a) = 1 / (1 + exp(-a))
+ *   da_j   = dout_j u_j silu'(a_j),   silu'(a) = sigma(a) (1 + a (1 - sigma(a)))
+ *   du_j   = dout_j silu(a_j) */
+
+// inp (N,2F) -> out (N,F)
+void swiglu_forward(float *out, const float *inp, int N, int F) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *a = inp + (size_t)n * 2 * F, *u = a + F;
+        float *y = out + (size_t)n * F;
+        #pragma omp simd
+        for (int j = 0; j < F; j++) y[j] = a[j] / (1.0f + exp_fast(-a[j])) * u[j];
+    }
+}
+
+// dout (N,F) -> dinp (N,2F) (overwritten)
+void swiglu_backward(float *dinp, const float *inp, const float *dout, int N, int F) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *a = inp + (size_t)n * 2 * F, *u = a + F, *dy = dout + (size_t)n * F;
+        float *da = dinp + (size_t)n * 2 * F, *du = da + F;
+        #pragma omp simd
+        for (int j = 0; j < F; j++) {
+            float sig = 1.0f / (1.0f + exp_fast(-a[j])), silu = a[j] * sig;
+            da[j] = dy[j] * u[j] * sig * (1.0f + a[j] * (1.0f - sig));
+            du[j] = dy[j] * silu;
+        }
+    }
+}
+
 /* ---- softmax cross-entropy, fused ----
  *   loss_n = lse_n - logits[n, target_n],  lse_n = log sum_v exp(logits[n,v])
  *   d loss_n / d logits[n,v] = softmax(logits[n])_v - [v == target_n]
@@ -390,6 +476,35 @@ void crossentropy_backward(float *logits, const float *lse, const int *targets,
     }
 }
 
+/* ---- the block's two choices (block = gpt2 | llama) ---- */
+
+// LN(x) (N,C): LayerNorm (gpt2) or RMSNorm (llama: no bias, no mean)
+void block_norm_forward(const GPTConfig *c, float *out, float *mean, float *rstd, const float *inp,
+                        const float *weight, const float *bias, int N) {
+    if (c->block == BLOCK_LLAMA) rmsnorm_forward(out, rstd, inp, weight, N, c->d_model);
+    else layernorm_forward(out, mean, rstd, inp, weight, bias, N, c->d_model);
+}
+
+void block_norm_backward(const GPTConfig *c, float *dinp, float *dweight, float *dbias, const float *dout,
+                         const float *inp, const float *weight, const float *mean, const float *rstd, int N) {
+    if (c->block == BLOCK_LLAMA) rmsnorm_backward(dinp, dweight, dout, inp, weight, rstd, N, c->d_model);
+    else layernorm_backward(dinp, dweight, dbias, dout, inp, weight, mean, rstd, N, c->d_model);
+}
+
+// The MLP's activation: c_fc's output (N,FC) -> (N,F). GELU (gpt2) or SwiGLU (llama).
+void block_act_forward(const GPTConfig *c, float *out, const float *fch, int N) {
+    int F = gpt_mlp_hidden(c);
+    if (c->block == BLOCK_LLAMA) swiglu_forward(out, fch, N, F);
+    else gelu_forward(out, fch, (size_t)N * F);
+}
+
+// dout (N,F) -> dfch (N,FC) (overwritten; gpt2: dfch may be dout)
+void block_act_backward(const GPTConfig *c, float *dfch, const float *fch, const float *dout, int N) {
+    int F = gpt_mlp_hidden(c);
+    if (c->block == BLOCK_LLAMA) swiglu_backward(dfch, fch, dout, N, F);
+    else gelu_backward(dfch, fch, dout, (size_t)N * F);
+}
+
 /* ---- the model ---- */
 
 // The activations of layer l (each per-layer buffer holds L slices of B_max*T_max rows).
@@ -399,18 +514,19 @@ typedef struct {
     float *atty, *att_lse;              // (B,T,C), (B,H,T)   attention output, softmax lse
     float *res2;                        // (B,T,C)    residual stream after attention
     float *ln2, *ln2_mean, *ln2_rstd;   // (B,T,C), (B,T), (B,T)
-    float *fch, *fch_gelu;              // (B,T,4C)   c_fc output, GELU output
+    float *fch, *fch_act;               // (B,T,FC), (B,T,F)   c_fc output, the activation's output
     float *res3;                        // (B,T,C)    residual stream after the MLP: the layer's output
 } LayerActs;
 
 static LayerActs layer_acts(const GPT *m, int l) {
     const Activations *a = &m->acts;
     size_t S = (size_t)a->B_max * a->T_max, C = m->cfg.d_model, H = m->cfg.n_head;
+    size_t F = gpt_mlp_hidden(&m->cfg), FC = gpt_mlp_fc_width(&m->cfg);
     return (LayerActs){
         a->ln1 + l * S * C, a->ln1_mean + l * S, a->ln1_rstd + l * S, a->qkv + l * S * 3 * C,
         a->atty + l * S * C, a->att_lse + l * S * H, a->res2 + l * S * C,
-        a->ln2 + l * S * C, a->ln2_mean + l * S, a->ln2_rstd + l * S, a->fch + l * S * 4 * C,
-        a->fch_gelu + l * S * 4 * C, a->res3 + l * S * C,
+        a->ln2 + l * S * C, a->ln2_mean + l * S, a->ln2_rstd + l * S, a->fch + l * S * FC,
+        a->fch_act + l * S * F, a->res3 + l * S * C,
     };
 }
 
@@ -424,6 +540,7 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
     m->have_targets = 0;
     if (gpt_check_inputs(m, inputs, targets, B, T, err, errlen) != 0) return -1;
     int BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
+    int F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);   // the MLP's hidden width, c_fc's outputs
     memcpy(a->tokens, inputs, (size_t)BT * sizeof(int));
     if (targets) memcpy(a->targets, targets, (size_t)BT * sizeof(int));
     m->B = B;
@@ -440,21 +557,21 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
         const LayerTensors *w = &m->p.h[l];
         LayerActs la = layer_acts(m, l);
         // attention block: x + c_proj(attn(rot(c_attn(LN1(x)))))
-        layernorm_forward(la.ln1, la.ln1_mean, la.ln1_rstd, x, w->ln_1_w, w->ln_1_b, BT, C);
+        block_norm_forward(c, la.ln1, la.ln1_mean, la.ln1_rstd, x, w->ln_1_w, w->ln_1_b, BT);
         e->linear_forward(e, la.qkv, la.ln1, w->c_attn_w, w->c_attn_b, BT, C, 3 * C);    // (B,T,3C)
         if (pos->qk_forward) pos->qk_forward(&m->pos_ctx, la.qkv, B, T, 0);
         e->attention_forward(e, la.atty, la.att_lse, la.qkv, bias, B, T, C, H);         // (B,T,C)
         e->linear_forward(e, a->proj_out, la.atty, w->attn_proj_w, w->attn_proj_b, BT, C, C);
         residual_forward(la.res2, x, a->proj_out, (size_t)BT * C);
-        // MLP block: x + c_proj(GELU(c_fc(LN2(x))))
-        layernorm_forward(la.ln2, la.ln2_mean, la.ln2_rstd, la.res2, w->ln_2_w, w->ln_2_b, BT, C);
-        e->linear_forward(e, la.fch, la.ln2, w->c_fc_w, w->c_fc_b, BT, C, 4 * C);       // (B,T,4C)
-        gelu_forward(la.fch_gelu, la.fch, (size_t)BT * 4 * C);
-        e->linear_forward(e, a->proj_out, la.fch_gelu, w->mlp_proj_w, w->mlp_proj_b, BT, 4 * C, C);
+        // MLP block: x + c_proj(act(c_fc(LN2(x)))), act GELU or SwiGLU
+        block_norm_forward(c, la.ln2, la.ln2_mean, la.ln2_rstd, la.res2, w->ln_2_w, w->ln_2_b, BT);
+        e->linear_forward(e, la.fch, la.ln2, w->c_fc_w, w->c_fc_b, BT, C, FC);          // (B,T,FC)
+        block_act_forward(c, la.fch_act, la.fch, BT);                                   // (B,T,F)
+        e->linear_forward(e, a->proj_out, la.fch_act, w->mlp_proj_w, w->mlp_proj_b, BT, F, C);
         residual_forward(la.res3, la.res2, a->proj_out, (size_t)BT * C);
         x = la.res3;
     }
-    layernorm_forward(a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w, m->p.ln_f_b, BT, C);
+    block_norm_forward(c, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w, m->p.ln_f_b, BT);
     e->linear_forward(e, a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                  // (B,T,V)
     if (engine_failed(e, err, errlen)) return -1;
     if (!targets) return 0;
@@ -476,6 +593,10 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
     Activations *a = &m->acts;
     Engine *e = m->engine;
     int B = m->B, T = m->T, BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
+    int F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
+    // the gradient of the MLP activation's output: gpt2 computes GELU's backward in place
+    // in dhidden, llama's SwiGLU reads it from its own buffer and writes dhidden (B,T,2F)
+    float *dact_out = c->block == BLOCK_LLAMA ? a->dact_out : a->dhidden;
     const float *bias = pos->bias_fill ? a->pos_bias : NULL;
     float *dbias = pos->bias_backward ? a->dpos_bias : NULL;
     if (dbias) memset(dbias, 0, (size_t)BT * H * sizeof(float));
@@ -485,8 +606,8 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
     e->linear_backward(e, a->dact, m->g.wte, NULL, a->logits, a->lnf, m->p.wte, BT, C, V);
     const float *x_last = c->n_layer > 0 ? layer_acts(m, c->n_layer - 1).res3 : a->encoded;
     memset(a->dres, 0, (size_t)BT * C * sizeof(float));
-    layernorm_backward(a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dact, x_last, m->p.ln_f_w,
-                       a->lnf_mean, a->lnf_rstd, BT, C);
+    block_norm_backward(c, a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dact, x_last, m->p.ln_f_w,
+                        a->lnf_mean, a->lnf_rstd, BT);
 
     // dres holds d(loss)/d(residual stream); each block adds its branch's input gradient
     for (int l = c->n_layer - 1; l >= 0; l--) {
@@ -495,20 +616,20 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
         LayerActs la = layer_acts(m, l);
         const float *x_in = l == 0 ? a->encoded : layer_acts(m, l - 1).res3;
         // MLP block
-        e->linear_backward(e, a->dhidden, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_gelu, w->mlp_proj_w,
-                           BT, 4 * C, C);
-        gelu_backward(a->dhidden, la.fch, a->dhidden, (size_t)BT * 4 * C);
-        e->linear_backward(e, a->dact, g->c_fc_w, g->c_fc_b, a->dhidden, la.ln2, w->c_fc_w, BT, C, 4 * C);
-        layernorm_backward(a->dres, g->ln_2_w, g->ln_2_b, a->dact, la.res2, w->ln_2_w,
-                           la.ln2_mean, la.ln2_rstd, BT, C);
+        e->linear_backward(e, dact_out, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_act, w->mlp_proj_w,
+                           BT, F, C);
+        block_act_backward(c, a->dhidden, la.fch, dact_out, BT);
+        e->linear_backward(e, a->dact, g->c_fc_w, g->c_fc_b, a->dhidden, la.ln2, w->c_fc_w, BT, C, FC);
+        block_norm_backward(c, a->dres, g->ln_2_w, g->ln_2_b, a->dact, la.res2, w->ln_2_w,
+                            la.ln2_mean, la.ln2_rstd, BT);
         // attention block
         e->linear_backward(e, a->dact, g->attn_proj_w, g->attn_proj_b, a->dres, la.atty, w->attn_proj_w,
                            BT, C, C);
         e->attention_backward(e, a->dqkv, dbias, a->dact, la.qkv, la.att_lse, bias, B, T, C, H);
         if (pos->qk_backward) pos->qk_backward(&m->pos_ctx, a->dqkv, B, T);
         e->linear_backward(e, a->dact, g->c_attn_w, g->c_attn_b, a->dqkv, la.ln1, w->c_attn_w, BT, C, 3 * C);
-        layernorm_backward(a->dres, g->ln_1_w, g->ln_1_b, a->dact, x_in, w->ln_1_w,
-                           la.ln1_mean, la.ln1_rstd, BT, C);
+        block_norm_backward(c, a->dres, g->ln_1_w, g->ln_1_b, a->dact, x_in, w->ln_1_w,
+                            la.ln1_mean, la.ln1_rstd, BT);
     }
     if (dbias) pos->bias_backward(&m->pos_ctx, dbias, B, T);
     if (pos->embed_backward) pos->embed_backward(&m->pos_ctx, a->dres, B, T);

@@ -110,7 +110,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     if (bpe_load(&tok, opt->tokenizer, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         if (!file_exists(opt->tokenizer))
-            fprintf(stderr, "(make the default data with: scripts/get_data.sh && "
+            fprintf(stderr, "(make the default data with: scripts/run/get_data.sh && "
                     "./prepare --vocab-size 2048 --out-dir data/kjv data/kjv.txt)\n");
         return TRAIN_EIO;
     }

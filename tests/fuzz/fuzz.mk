@@ -48,7 +48,7 @@ fuzz: fuzz-deps
 	@$(MAKE) -s --no-print-directory fuzz-run
 
 fuzz-deps:
-	@ROPELAB_CLANG_DEPS=1 bash scripts/install_deps.sh
+	@ROPELAB_CLANG_DEPS=1 bash scripts/run/install_deps.sh
 
 fuzz-run: fuzz-build fuzz-seeds
 	@FUZZ_SECONDS='$(FUZZ_SECONDS)' FUZZ_FLAGS='$(FUZZ_FLAGS)' bash tests/fuzz/run_fuzz.sh $(FUZZ_TARGETS)

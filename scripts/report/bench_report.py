@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """bench_report.py: the tables and verdicts of a `make bench` run, read from
-the results file scripts/bench.sh wrote.
+the results file scripts/run/bench.sh wrote.
 
-    scripts/bench_report.py RESULTS_FILE
+    scripts/report/bench_report.py RESULTS_FILE
 
 bench.sh only measures; this script only reports, so it can be run again on
 an old results file, and the report can change without measuring again.
@@ -39,7 +39,7 @@ appends (a key given twice: the last one counts).
     ropelab config=S pos=rope engine=onednn precision=bf16 ... matmul_mb=.. round=1
                                                         build/bench_model, one run, + round=
     torch pos=rope L=.. ... autocast=off|bf16 ... config=S round=1
-                                                        scripts/torch_baseline.py, + config= round=
+                                                        scripts/torch/torch_baseline.py, + config= round=
     scheme_compare config=S pos=... engine=... precision=... ...   build/bench_model --compare-schemes
     scheme_kernels config=S pos=... engine=... precision=... ...
     rope_micro dir=forward ... / rope_micro max_abs_diff=...   build/bench_model --rope-micro
@@ -287,7 +287,7 @@ def header(res, out):
             f"({eng.get('reason', '?')}): no rows, no targets")
     if bench.get("torch") == "0":
         out("torch: not installed (or NO_TORCH set): ropelab only "
-            "(bash scripts/install_deps.sh installs python3-torch)")
+            "(bash scripts/run/install_deps.sh installs python3-torch)")
     for rec in res.all("sgemm", when="before"):
         out(f"sgemm n={rec.get('n')} threads={rec.get('threads')} gflops={rec.get('gflops')}")
     linear_table(res, out)
@@ -428,7 +428,7 @@ def torch_table(res, out):
     if not res.baselines:
         return
     out("")
-    out("PyTorch (scripts/torch_baseline.py, best run of each mode):")
+    out("PyTorch (scripts/torch/torch_baseline.py, best run of each mode):")
     out("")
     out("| config | pos | PyTorch side | tokens/s | fwd ms | bwd ms | opt ms | ms/step |")
     out("|---|---|---|---|---|---|---|---|")
@@ -635,8 +635,11 @@ def report(records, out=print):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv in (["-h"], ["--help"]):
+        print(__doc__)
+        return 0
     if len(argv) != 1 or argv[0].startswith("-"):
-        print("usage: bench_report.py RESULTS_FILE (written by scripts/bench.sh)", file=sys.stderr)
+        print("usage: bench_report.py RESULTS_FILE (written by scripts/run/bench.sh)", file=sys.stderr)
         return 2
     try:
         records = read_records(argv[0])

@@ -2,7 +2,7 @@
 """gcide_to_text.py: the GNU Collaborative International Dictionary of English
 (Debian package dict-gcide) as plain UTF-8 text, one entry per paragraph.
 
-    /usr/bin/python3 scripts/gcide_to_text.py -o data/gcide.txt
+    /usr/bin/python3 scripts/run/gcide_to_text.py -o data/gcide.txt
 
 Reads the dictd database the package installs: gcide.index (one line per
 headword: the word, then the entry's byte offset and length in dictd's base-64

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """Long-term decay of rotary attention: the RoFormer bound, and what a trained model does.
 
-    scripts/attention_decay.py [--head-dim 128] [--rope-base 10000] [--max-distance 256]
-    scripts/attention_decay.py --weights RUN/model.safetensors --data data/kjv/val.bin [--seq-len 256]
+    scripts/report/attention_decay.py [--head-dim 128] [--rope-base 10000] [--max-distance 256]
+    scripts/report/attention_decay.py --weights RUN/model.safetensors --data data/kjv/val.bin [--seq-len 256]
     add --plot FILE.png to draw the curve(s)
 
 1. The bound (RoFormer, section 3.4.3). With rotary embeddings the score is
@@ -15,7 +15,7 @@
 
 2. The measurement. For a trained checkpoint (any scheme), run windows of the
    validation file through the model (the PyTorch reference of
-   scripts/torch_model.py, which loads our safetensors files) and average the
+   scripts/torch/torch_model.py, which loads our safetensors files) and average the
    pre-softmax attention score s[h,i,j] = q_i.k_j/sqrt(D) + bias over every
    layer, head, window and query position, grouped by distance i-j.
 """
@@ -26,7 +26,8 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# torch_model.py (the PyTorch reference that loads our weights files) is in the sibling folder scripts/torch/
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "torch"))
 
 
 def rope_bound(distances, head_dim, rope_base):

@@ -8,18 +8,18 @@
 #   5. prints a sample from the trained model.
 # Everything already done is skipped, so running it again is cheap.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
 POS=${POS:-rope}
 CONFIG=${CONFIG:-configs/small.ini}
 
 step() { printf '\n== %s\n' "$*"; }
 
 step "1/5 Debian packages"
-ROPELAB_MINIMAL_DEPS=1 bash scripts/install_deps.sh
+ROPELAB_MINIMAL_DEPS=1 bash scripts/run/install_deps.sh
 step "2/5 build"
 make -j2 --no-print-directory all
 step "3/5 default corpus"
-bash scripts/get_data.sh
+bash scripts/run/get_data.sh
 if [ ! -f data/kjv/val.bin ]; then
   ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir data/kjv data/kjv.txt
 fi

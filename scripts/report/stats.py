@@ -26,6 +26,12 @@ def mean_sd(xs):
     return statistics.mean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
 
 
+def fmt_mean_sd(xs, spec=".4f"):
+    """'4.5848 ± 0.0123' (mean ± sd of the finite values), or 'n/a' if there are none."""
+    m, sd = mean_sd(xs)
+    return "n/a" if math.isnan(m) else f"{format(m, spec)} ± {format(sd, spec)}"
+
+
 def t_quantile(p, df):
     from scipy.stats import t
     return float(t.ppf(p, df))

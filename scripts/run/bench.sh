@@ -2,11 +2,11 @@
 # bench.sh: training speed of ropelab against PyTorch, side by side, in one
 # run and one environment. Run by `make bench` (after building build/bench_model).
 #
-# This script measures; scripts/bench_report.py reports. Every program's
+# This script measures; scripts/report/bench_report.py reports. Every program's
 # machine-readable line is appended, as it comes, to the results file
 # ($BENCH_OUT) and echoed; at the end bench_report.py reads the file and
 # prints the Markdown tables and the verdicts (paste into docs/PERFORMANCE.md).
-# Run `scripts/bench_report.py FILE` again on a results file at any time; its
+# Run `scripts/report/bench_report.py FILE` again on a results file at any time; its
 # docstring describes the format (one record a line: KIND key=value ...).
 #
 #   - OpenBLAS kernels, the same for BOTH sides: OPENBLAS_CORETYPE, if set,
@@ -20,7 +20,7 @@
 #     engine this CPU cannot run (bf16 where oneDNN has no bf16 products: below AVX-512) is
 #     recorded as unavailable and left out.
 #   - PyTorch's modes (TORCH_MODES): fp32, and bf16 = torch.autocast("cpu",
-#     dtype=torch.bfloat16) around forward and loss (scripts/torch_baseline.py
+#     dtype=torch.bfloat16) around forward and loss (scripts/torch/torch_baseline.py
 #     --autocast bf16). fp32 engines are compared with PyTorch fp32, bf16 with
 #     PyTorch autocast bf16.
 #   - peaks, measured before and after the runs with the same thread count,
@@ -29,7 +29,7 @@
 #     forward product at N = 2048 rows and C, OC in 1024..4096. Each engine's
 #     model-FLOP utilisation (MFU) is against the larger of its own two.
 #   - per config (S, M) and scheme (rope, learned, sinusoidal, t5):
-#     build/bench_model on each engine, then scripts/torch_baseline.py in each
+#     build/bench_model on each engine, then scripts/torch/torch_baseline.py in each
 #     mode (when torch imports).
 #   - the scheme overhead (bench_model --compare-schemes, on each engine of
 #     SCHEME_ENGINES), the RoPE micro-benchmark (bench_model --rope-micro) and
@@ -52,7 +52,7 @@
 # Time with the defaults on 2 cores: about 10-15 minutes (config M is 2/3 of it).
 # A quick smoke test: STEPS=1 WARMUP=0 ROUNDS=1 SCHEME_STEPS=2 CONFIGS=S SCHEMES=rope THREADS=1
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
 
 THREADS=${THREADS:-$(nproc)}
 STEPS=${STEPS:-8}
@@ -203,7 +203,7 @@ for cfg in $CONFIGS; do
                     | recs ropelab "round=$round"
             done
             for mode in $TORCH_MODES; do
-                { "$PY" scripts/torch_baseline.py --config "$cfg" --pos "$pos" --threads "$THREADS" \
+                { "$PY" scripts/torch/torch_baseline.py --config "$cfg" --pos "$pos" --threads "$THREADS" \
                     --steps "$STEPS" --warmup "$WARMUP" --autocast "${mode/fp32/off}" 2>/dev/null || true; } \
                     | recs torch "config=$cfg round=$round"
             done
@@ -228,4 +228,4 @@ build/bench_model --rope-micro --threads "$THREADS" | recs rope_micro
 build/bench_attention --threads "$THREADS" | recs attention
 
 echo
-"$PY" scripts/bench_report.py "$OUT"
+"$PY" scripts/report/bench_report.py "$OUT"

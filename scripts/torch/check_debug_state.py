@@ -2,8 +2,8 @@
 """check_debug_state.py: recomputes a debug state of `./train --debug-state FILE`
 in float64 PyTorch and compares loss and gradients with the file.
 
-    scripts/check_debug_state.py FILE        check FILE; exit 0 ok, 1 mismatch, 2 bad file
-    scripts/check_debug_state.py --self-test write debug states with PyTorch in
+    scripts/torch/check_debug_state.py FILE        check FILE; exit 0 ok, 1 mismatch, 2 bad file
+    scripts/torch/check_debug_state.py --self-test write debug states with PyTorch in
                                              float32 (and with deliberately wrong
                                              models), check that the right ones pass
                                              and the wrong ones fail

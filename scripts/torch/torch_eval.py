@@ -1,10 +1,10 @@
 #!/usr/bin/python3
 """Loss of a ropelab weights file, computed by the PyTorch reference.
 
-    scripts/torch_eval.py --weights RUN/model.safetensors --data val.bin \
+    scripts/torch/torch_eval.py --weights RUN/model.safetensors --data val.bin \
         [--seq-len T] [--batch-size 8] [--batches K]
 
-Loads the contract's safetensors file into scripts/torch_model.py's GPT
+Loads the contract's safetensors file into scripts/torch/torch_model.py's GPT
 (strict: every name and shape must match) and prints the mean loss over the
 same fixed windows as ./eval (window w covers tokens w*T .. w*T+T, targets
 shifted by one; batch k holds windows k*B .. k*B+B-1; the mean of the batch

@@ -2,7 +2,7 @@
 # step_costs.sh: each positional scheme's cost per training step, measured
 # side by side, for "time to target" in the comparison reports.
 #
-#   scripts/step_costs.sh [--config FILE] [--rounds N] [--steps N] [--threads N] [--out FILE]
+#   scripts/run/step_costs.sh [--config FILE] [--rounds N] [--steps N] [--threads N] [--out FILE]
 #                         [--variants "rope learned ..."]
 #
 # Runs ./train CONFIG --pos=V --steps=S for every variant, in rounds that
@@ -14,7 +14,7 @@
 # OpenBLAS kernels ran. Run it on a quiet machine: the figures are ratios
 # between variants, but noise in one round still moves them.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
 
 config=configs/compare.ini; rounds=3; steps=60; threads=1; out=""
 variants="rope learned sinusoidal t5 alibi none"

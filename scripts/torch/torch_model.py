@@ -2,8 +2,8 @@
 """torch_model.py: the ropelab model contract (docs/FORMAT.md) in PyTorch.
 
 An independent, plain re-implementation used to cross-check the C program
-(scripts/check_debug_state.py) and to benchmark against it
-(scripts/torch_baseline.py). It is also the one home, for every script, of:
+(scripts/torch/check_debug_state.py) and to benchmark against it
+(scripts/torch/torch_baseline.py). It is also the one home, for every script, of:
   - the safetensors reader/writer (struct + json + numpy, no third-party
     package) and its dtype map (ST_DTYPES, st_dtype_name);
   - the llm.c token-file reader (read_tokens);
@@ -14,7 +14,13 @@ V = vocab_size, L = n_layer, R = rope_dims.
 
 The parameter names of GPT.state_dict() are exactly the contract's safetensors
 names: wte, wpe (learned), rel_bias (t5), h.{l}.ln_1.weight, ...,
-h.{l}.attn.c_attn.weight, ..., h.{l}.mlp.c_proj.bias, ln_f.weight, ln_f.bias.
+h.{l}.attn.c_attn.weight, ..., h.{l}.mlp.c_proj.bias, ln_f.weight, ln_f.bias
+(block=llama: the same without any .bias).
+
+Two blocks (the model key `block`): gpt2 (LayerNorm, GELU MLP of width 4C,
+biases) and llama (RMSNorm, SwiGLU MLP of width F = mlp_hidden(cfg) with
+c_fc's weight (2F, C) holding the gate's rows then the up projection's, no
+biases).
 """
 
 import json
@@ -30,13 +36,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 POS_KINDS = ("rope", "learned", "sinusoidal", "t5", "alibi", "none")
+BLOCKS = ("gpt2", "llama")
 
 
 # ----------------------------------------------------------------------------
 # Configuration
 
 # What a file written before a key existed means by its absence (the C table's if_absent).
-IF_ABSENT = {"sinusoidal_scale": 1.0, "rope_scaling": "none", "rope_scaling_factor": 1.0,
+IF_ABSENT = {"block": "gpt2", "sinusoidal_scale": 1.0, "rope_scaling": "none", "rope_scaling_factor": 1.0,
              "rope_original_length": 0, "rope_yarn_beta_fast": 32.0, "rope_yarn_beta_slow": 1.0}
 ROPE_SCALINGS = ("none", "linear", "ntk", "yarn", "yarn_paper", "dynamic")
 
@@ -51,6 +58,7 @@ class GPTConfig:
     d_model: int = 128
     vocab_size: int = 0
     block_size: int = 128
+    block: str = "gpt2"             # one of BLOCKS
     pos: str = "rope"
     rope_base: float = 10000.0
     rope_dims: int = 0          # 0 means "all of D" (resolved by validate())
@@ -66,6 +74,14 @@ class GPTConfig:
     @property
     def head_dim(self):
         return self.d_model // self.n_head
+
+    @property
+    def mlp_hidden(self):
+        """The MLP's hidden width F: 4C (gpt2); 8C/3 rounded up, then up to a multiple of 8 (llama)."""
+        if self.block == "llama":
+            f = -(-8 * self.d_model // 3)      # ceil(8C/3)
+            return -(-f // 8) * 8              # up to a multiple of 8
+        return 4 * self.d_model
 
     def validate(self):
         """Checks what the maths of this file needs; resolves rope_dims 0 -> D.
@@ -84,6 +100,8 @@ class GPTConfig:
         for name in ("n_layer", "n_head", "d_model", "vocab_size", "block_size"):
             if getattr(self, name) <= 0:
                 raise ValueError(f"{name} ({getattr(self, name)}) must be positive")
+        if self.block not in BLOCKS:
+            raise ValueError(f"unknown block '{self.block}' (expected one of {', '.join(BLOCKS)})")
         if self.pos not in POS_KINDS:
             raise ValueError(f"unknown pos '{self.pos}' (expected one of {', '.join(POS_KINDS)})")
         if self.d_model % self.n_head != 0:
@@ -329,8 +347,9 @@ class CausalSelfAttention(nn.Module):
         super().__init__()
         C = cfg.d_model
         self.n_head = cfg.n_head
-        self.c_attn = nn.Linear(C, 3 * C)
-        self.c_proj = nn.Linear(C, C)
+        bias = cfg.block == "gpt2"
+        self.c_attn = nn.Linear(C, 3 * C, bias=bias)
+        self.c_proj = nn.Linear(C, C, bias=bias)
         self.bf16 = False           # GPT.set_bf16_products
 
     def forward(self, x, rope, bias):
@@ -358,24 +377,49 @@ class CausalSelfAttention(nn.Module):
 
 
 class MLP(nn.Module):
+    """gpt2: c_proj(gelu(c_fc(x))), width 4C. llama: c_proj(silu(a) * u) with
+    [a, u] = c_fc(x) split in two halves of F (SwiGLU), no biases."""
     def __init__(self, cfg):
         super().__init__()
-        C = cfg.d_model
-        self.c_fc = nn.Linear(C, 4 * C)
-        self.c_proj = nn.Linear(4 * C, C)
+        C, Fh = cfg.d_model, cfg.mlp_hidden
+        self.llama = cfg.block == "llama"
+        self.c_fc = nn.Linear(C, 2 * Fh if self.llama else Fh, bias=not self.llama)
+        self.c_proj = nn.Linear(Fh, C, bias=not self.llama)
         self.gelu = nn.GELU(approximate="tanh")
         self.bf16 = False           # GPT.set_bf16_products
 
     def forward(self, x):
-        return linear(self.c_proj, self.gelu(linear(self.c_fc, x, self.bf16)), self.bf16)
+        h = linear(self.c_fc, x, self.bf16)
+        if self.llama:
+            a, u = h.chunk(2, dim=-1)
+            h = F.silu(a) * u
+        else:
+            h = self.gelu(h)
+        return linear(self.c_proj, h, self.bf16)
+
+
+class RMSNorm(nn.Module):
+    """x / sqrt(mean(x^2) + eps) * weight, over the last dim (block=llama)."""
+    def __init__(self, C, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(C))
+        self.eps = eps
+
+    def forward(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps) * self.weight
+
+
+def norm(cfg):
+    """The block's normalisation: LayerNorm (gpt2) or RMSNorm (llama), eps 1e-5."""
+    return RMSNorm(cfg.d_model, eps=1e-5) if cfg.block == "llama" else nn.LayerNorm(cfg.d_model, eps=1e-5)
 
 
 class Block(nn.Module):
     def __init__(self, cfg):
         super().__init__()
-        self.ln_1 = nn.LayerNorm(cfg.d_model, eps=1e-5)
+        self.ln_1 = norm(cfg)
         self.attn = CausalSelfAttention(cfg)
-        self.ln_2 = nn.LayerNorm(cfg.d_model, eps=1e-5)
+        self.ln_2 = norm(cfg)
         self.mlp = MLP(cfg)
 
     def forward(self, x, rope, bias):
@@ -394,7 +438,7 @@ class GPT(nn.Module):
         if cfg.pos == "t5":
             self.rel_bias = nn.Parameter(torch.empty(cfg.t5_num_buckets, H))
         self.h = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
-        self.ln_f = nn.LayerNorm(C, eps=1e-5)
+        self.ln_f = norm(cfg)
         self._tables = {}
         self.bf16 = False
         self.init_weights()
@@ -412,7 +456,7 @@ class GPT(nn.Module):
     def init_weights(self, seed=None):
         """GPT-2 style init, as the C program's (src/model/params.c): N(0, 0.02),
         residual projections N(0, 0.02/sqrt(2L)), wpe N(0, 0.01), biases 0,
-        LayerNorm 1/0, rel_bias 0. (Not part of the file format.)"""
+        norm weights 1 (LayerNorm's bias 0), rel_bias 0. (Not part of the file format.)"""
         gen = torch.Generator().manual_seed(seed) if seed is not None else None
         std_res = 0.02 / math.sqrt(2 * self.cfg.n_layer)
         with torch.no_grad():

@@ -2,10 +2,10 @@
 # get_data.sh [CORPUS]: writes a training corpus from a Debian package.
 # Idempotent: does nothing if the file is already there.
 #
-#   scripts/get_data.sh          the default, same as `scripts/get_data.sh kjv`
-#   scripts/get_data.sh kjv      data/kjv.txt: the King James Bible (public domain)
-#   scripts/get_data.sh gcide    data/gcide.txt: GCIDE, a dictionary (GPL)
-#   scripts/get_data.sh --help   this list
+#   scripts/run/get_data.sh          the default, same as `scripts/run/get_data.sh kjv`
+#   scripts/run/get_data.sh kjv      data/kjv.txt: the King James Bible (public domain)
+#   scripts/run/get_data.sh gcide    data/gcide.txt: GCIDE, a dictionary (GPL)
+#   scripts/run/get_data.sh --help   this list
 #
 # ROPELAB_DATA_DIR=DIR writes DIR/NAME.txt instead of data/NAME.txt (a relative
 # DIR is taken from the current directory); the tests use it to stay out of data/.
@@ -18,14 +18,14 @@
 #
 # gcide: the GNU Collaborative International Dictionary of English (Webster's
 # 1913 with WordNet 1.5 and later additions) from the dict-gcide package's dictd
-# database, turned into plain UTF-8 text by scripts/gcide_to_text.py: one entry
+# database, turned into plain UTF-8 text by scripts/run/gcide_to_text.py: one entry
 # per paragraph (headword, pronunciation, part of speech, etymology, one line per
 # sense, quotation or note), paragraphs separated by a blank line. About 29 MB.
 set -euo pipefail
 
 usage() {
   cat <<'EOF'
-usage: scripts/get_data.sh [CORPUS]
+usage: scripts/run/get_data.sh [CORPUS]
 Writes a corpus from a Debian package to data/CORPUS.txt (nothing to do if it is there).
 Corpora:
   kjv     the King James Bible, package bible-kjv (public domain), 4.3 MB (default)
@@ -53,7 +53,7 @@ datadir=${ROPELAB_DATA_DIR:-}
 if [ -n "$datadir" ] && [ "${datadir#/}" = "$datadir" ]; then
   datadir="$PWD/$datadir"
 fi
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
 datadir=${datadir:-data}
 out=$datadir/$corpus.txt
 if [ -s "$out" ]; then
@@ -99,7 +99,7 @@ if [ ! -f "$dictdir/gcide.dict.dz" ] || [ ! -f "$dictdir/gcide.index" ]; then
 fi
 mkdir -p "$datadir"
 # gcide_to_text.py writes $out.tmp, then renames it; it prints the summary line.
-/usr/bin/python3 scripts/gcide_to_text.py --dict "$dictdir/gcide.dict.dz" --index "$dictdir/gcide.index" -o "$out"
+/usr/bin/python3 scripts/run/gcide_to_text.py --dict "$dictdir/gcide.dict.dz" --index "$dictdir/gcide.index" -o "$out"
 size=$(wc -c < "$out")
 if [ "$size" -lt 25000000 ]; then
   echo "get_data: $out has only $size bytes (expected about 29 MB)" >&2

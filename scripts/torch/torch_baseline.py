@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""torch_baseline.py: trains the contract model (scripts/torch_model.py) in
+"""torch_baseline.py: trains the contract model (scripts/torch/torch_model.py) in
 PyTorch on the CPU and reports its speed, as a baseline for ./train.
 
-    scripts/torch_baseline.py --config S --pos rope --threads 2
-    scripts/torch_baseline.py --config S --pos rope --threads 2 --autocast bf16
-    scripts/torch_baseline.py --n-layer 6 --d-model 256 --n-head 8 --seq-len 256 \
+    scripts/torch/torch_baseline.py --config S --pos rope --threads 2
+    scripts/torch/torch_baseline.py --config S --pos rope --threads 2 --autocast bf16
+    scripts/torch/torch_baseline.py --n-layer 6 --d-model 256 --n-head 8 --seq-len 256 \
         --batch-size 8 --vocab-size 4096 --pos learned --tokens data/train.bin
 
 Batches are random tokens, or random windows of an llm.c token file (--tokens).
@@ -45,8 +45,9 @@ PRESETS = {
 }
 
 def add_size_args(ap):
-    """--config (a preset) and the size flags that override it, and --pos;
-    shared with torch_ddp.py. apply_preset fills what was not given."""
+    """--config (a preset: the S and M sizes of `make bench`) and the size flags
+    that override it, and --pos; shared with torch_ddp.py. apply_preset fills
+    what was not given."""
     ap.add_argument("--config", choices=sorted(PRESETS), help="preset sizes (explicit flags override)")
     for name in PRESETS["S"]:
         ap.add_argument("--" + name.replace("_", "-"), type=int, dest=name)
@@ -58,6 +59,31 @@ def apply_preset(args):
     for k, v in PRESETS.get(args.config, PRESETS["S"]).items():
         if getattr(args, k) is None:
             setattr(args, k, v)
+
+
+def read_bench_tokens(path, T, vocab_size):
+    """The token file of --tokens, checked for the model: at least T+1 tokens, each
+    < vocab_size. Raises ValueError("path: problem")."""
+    tokens = tm.read_tokens(path)
+    if tokens.size < T + 1:
+        raise ValueError(f"{path}: {tokens.size} tokens, need at least T+1 = {T + 1}")
+    top = int(tokens.max())
+    if top >= vocab_size:
+        raise ValueError(f"{path}: token {top} >= vocab_size {vocab_size}")
+    return tokens
+
+
+def random_batch(rng, B, T, vocab_size, tokens=None):
+    """(inputs, targets) of B sequences of T: random tokens from the numpy
+    generator rng, or, with tokens (an llm.c token file's), B windows of T+1
+    at random offsets; targets are the inputs shifted by one. The benchmarks'
+    one batch sampler (torch_baseline.py, torch_ddp.py)."""
+    if tokens is None:
+        x = torch.from_numpy(rng.integers(0, vocab_size, (B, T + 1)))
+    else:
+        starts = rng.integers(0, tokens.size - T, B)
+        x = torch.from_numpy(np.stack([tokens[s:s + T + 1].astype(np.int64) for s in starts]))
+    return x[:, :-1], x[:, 1:]
 
 
 def parse_args(argv=None):
@@ -94,16 +120,9 @@ def main(argv=None):
     tokens = None
     if args.tokens:
         try:
-            tokens = tm.read_tokens(args.tokens)
+            tokens = read_bench_tokens(args.tokens, T, cfg.vocab_size)
         except ValueError as e:
             print(e, file=sys.stderr)
-            return 2
-        if tokens.size < T + 1:
-            print(f"{args.tokens}: {tokens.size} tokens, need at least T+1 = {T + 1}", file=sys.stderr)
-            return 2
-        top = int(tokens.max())
-        if top >= cfg.vocab_size:
-            print(f"{args.tokens}: token {top} >= vocab_size {cfg.vocab_size}", file=sys.stderr)
             return 2
 
     model = tm.GPT(cfg)
@@ -112,14 +131,6 @@ def main(argv=None):
                             lr=args.lr, betas=(0.9, 0.95), eps=1e-8)
     rng = np.random.default_rng(args.seed)
 
-    def batch():
-        if tokens is None:
-            x = torch.from_numpy(rng.integers(0, cfg.vocab_size, (B, T + 1)))
-        else:
-            starts = rng.integers(0, tokens.size - T, B)
-            x = torch.from_numpy(np.stack([tokens[s:s + T + 1].astype(np.int64) for s in starts]))
-        return x[:, :-1], x[:, 1:]
-
     def autocast():
         if args.autocast == "bf16":
             return torch.autocast("cpu", dtype=torch.bfloat16)
@@ -127,7 +138,7 @@ def main(argv=None):
 
     fwd, bwd, opt_t, total, losses = [], [], [], [], []
     for step in range(args.warmup + args.steps):
-        inputs, targets = batch()
+        inputs, targets = random_batch(rng, B, T, cfg.vocab_size, tokens)
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         with autocast():

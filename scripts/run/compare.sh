@@ -2,7 +2,7 @@
 # `make compare`: train every positional scheme on the same corpus and config
 # for several seeds, evaluate length extrapolation and write a report.
 #
-#   scripts/compare.sh [--setup NAME] [--seeds N] [--jobs N] [--config FILE --out DIR] [--variants "a b ..."]
+#   scripts/run/compare.sh [--setup NAME] [--seeds N] [--jobs N] [--config FILE --out DIR] [--variants "a b ..."]
 #
 #   --setup NAME  one of the replication's setups (default: default):
 #                   default  configs/compare.ini on the KJV: rope, learned,
@@ -18,6 +18,12 @@
 #                            --lrs, 3 seeds (runs/compare-lr; each lr with
 #                            min_lr = lr/10 as in the config; the config's own
 #                            lr reuses the paired setup's finished runs)
+#                   llama    configs/compare-llama.ini (the default experiment on the
+#                            LLaMA-style block): the six schemes, 3 seeds (about 40 min)
+#                   llama-lr the same block, rope and learned at every lr of --lrs, 1 seed
+#                            (runs/compare-llama-lr; the config's lr reuses the llama runs)
+#                   medium-lr configs/compare-medium.ini, rope and learned at 5e-4 and
+#                            2e-3 (the config's is 1e-3), 1 seed (about 17 min a run)
 #                   quick    configs/compare-quick.ini, 2 seeds (a couple of minutes)
 #   --seeds N     seeds 1..N (default 3)
 #   --jobs N      runs at a time, each on one thread (default: the number of cores);
@@ -37,10 +43,10 @@
 # Output in DIR: RUN_DIRS variant-sSEED/, extrapolation.csv, report.md,
 # summary.json, val_loss_vs_step.png, val_loss_vs_time.png, wall_time.txt.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
 
 setup=default; seeds=3; jobs=$(nproc); config=""; out=""; variants=""; train_flags=""
-lrs="0.0005 0.001 0.002 0.004 0.008"; extrapolate=1; reuse=""; committed=""
+lrs="0.0005 0.001 0.002 0.004 0.008"; extrapolate=1; reuse=""; reuse_committed=""; committed=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --setup) setup=$2; shift ;;
@@ -61,7 +67,7 @@ while [ $# -gt 0 ]; do
     --lrs) lrs=$2; shift ;;
     --lrs=*) lrs=${1#*=} ;;
     --no-extrapolation) extrapolate=0 ;;
-    -h|--help) sed -n '2,38p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -71,9 +77,12 @@ if [ "$setup" = all ]; then
   for s in default gcide medium; do
     bash "$0" --setup "$s" --seeds "$seeds" --jobs "$jobs"
   done
-  /usr/bin/python3 scripts/report.py --summary runs/compare-summary.md runs/compare runs/compare-gcide runs/compare-medium
+  /usr/bin/python3 scripts/report/report.py --summary runs/compare-summary.md runs/compare runs/compare-gcide runs/compare-medium
   exit 0
 fi
+
+# SCHEME-lrX for every scheme given and every lr of the grid.
+lr_variants() { local s l; for s in $1; do for l in $lrs; do printf '%s-lr%s ' "$s" "$l"; done; done; }
 
 corpus=kjv
 case "$setup" in
@@ -87,14 +96,27 @@ case "$setup" in
            [ "$seeds" = 3 ] && seeds=10
            v="rope learned sinusoidal t5 alibi none" ;;
   lr)      config=configs/compare.ini; out=${out:-runs/compare-lr}; extrapolate=0; committed=docs/results/lr/logs
-           reuse=runs/compare-paired
-           v=$(for s in rope learned sinusoidal t5 alibi none; do for l in $lrs; do printf '%s-lr%s ' "$s" "$l"; done; done) ;;
+           reuse=runs/compare-paired; reuse_committed=docs/results/paired/logs
+           v=$(lr_variants "rope learned sinusoidal t5 alibi none") ;;
+  llama)   config=configs/compare-llama.ini; out=${out:-runs/compare-llama}; extrapolate=0
+           committed=docs/results/llama/logs
+           v="rope learned sinusoidal t5 alibi none" ;;
+  llama-lr) config=configs/compare-llama.ini; out=${out:-runs/compare-llama-lr}; extrapolate=0
+           committed=docs/results/llama-lr/logs; reuse=runs/compare-llama; reuse_committed=docs/results/llama/logs
+           [ "$seeds" = 3 ] && seeds=1
+           v=$(lr_variants "rope learned") ;;
+  medium-lr) config=configs/compare-medium.ini; out=${out:-runs/compare-medium-lr}; extrapolate=0
+           committed=docs/results/medium-lr/logs; reuse=runs/compare-medium; reuse_committed=docs/results/medium/logs
+           [ "$seeds" = 3 ] && seeds=1
+           [ "$lrs" = "0.0005 0.001 0.002 0.004 0.008" ] && lrs="0.0005 0.001 0.002"
+           v=$(lr_variants "rope learned") ;;
   quick)   config=configs/compare-quick.ini; out=${out:-runs/compare-quick}
            [ "$seeds" = 3 ] && seeds=2
            v="rope learned sinusoidal t5" ;;
   custom)  [ -n "$out" ] || { echo "compare.sh: --config needs --out DIR" >&2; exit 2; }
            v="rope learned sinusoidal t5" ;;
-  *) echo "compare.sh: unknown setup '$setup' (default, gcide, medium, paired, lr, all, quick)" >&2; exit 2 ;;
+  *) echo "compare.sh: unknown setup '$setup' (default, gcide, medium, paired, lr, llama, llama-lr, medium-lr," \
+          "all, quick)" >&2; exit 2 ;;
 esac
 variants=${variants:-$v}
 [ -f "$config" ] || { echo "compare.sh: $config: no such config file" >&2; exit 2; }
@@ -108,7 +130,7 @@ make --no-print-directory -s all
 
 # The corpus the setup trains on must exist: make it (KJV or GCIDE).
 if [ "$setup" != custom ] && [ ! -f "data/$corpus/val.bin" ]; then
-  bash scripts/get_data.sh "$corpus"
+  bash scripts/run/get_data.sh "$corpus"
   ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir "data/$corpus" "data/$corpus.txt"
 fi
 
@@ -148,14 +170,20 @@ run_one() {
   fi && touch "$dir/done"
 }
 
-# A run another setup already finished with exactly these flags (the lr
-# setup at the config's lr: the paired setup's run) is linked, not trained.
+# A run another setup already finished with exactly these flags (an lr
+# setup at the config's lr: the plain scheme's run of the setup it extends)
+# is linked, not trained; or, if only its committed log is here, adopted.
 link_reused() {
   local variant=$1 seed=$2 base
   [ -n "$reuse" ] && [ ! -e "$out/$variant-s$seed" ] || return 0
   [ "${variant##*-lr}" != "$variant" ] && awk -v a="${variant##*-lr}" -v b="$config_lr" 'BEGIN { exit !(a + 0 == b + 0) }' || return 0
   base=${variant%-lr*}
-  [ -f "$reuse/$base-s$seed/done" ] && ln -s "$(cd "$reuse/$base-s$seed" && pwd)" "$out/$variant-s$seed"
+  if [ -f "$reuse/$base-s$seed/done" ]; then
+    ln -s "$(cd "$reuse/$base-s$seed" && pwd)" "$out/$variant-s$seed"
+  elif [ -n "$reuse_committed" ] && [ -f "$reuse_committed/$base-s$seed.csv" ]; then
+    mkdir -p "$out/$variant-s$seed" && cp "$reuse_committed/$base-s$seed.csv" "$out/$variant-s$seed/log.csv" &&
+      touch "$out/$variant-s$seed/done"
+  fi
   return 0
 }
 
@@ -231,10 +259,10 @@ if [ "$extrapolate" = 1 ] && { [ ! -f "$extrap" ] || [ "$(wc -l < "$extrap")" -n
   mv "$extrap.tmp" "$extrap"
 fi
 
-if [ "$setup" = lr ]; then
+if [ "${setup%lr}" != "$setup" ]; then   # lr, llama-lr, medium-lr
   # every lr finished in DIR, so a grid extended by --lrs or --variants is reported whole
-  /usr/bin/python3 scripts/report.py --lr "$out" $(ls "$out" | sed -n 's/-s[0-9]*$//p' | sort -u) --name "$setup"
+  /usr/bin/python3 scripts/report/report.py --lr "$out" $(ls "$out" | sed -n 's/-s[0-9]*$//p' | sort -u) --name "$setup"
 else
-  /usr/bin/python3 scripts/report.py "$out" "${vlist[@]}" --name "$setup"
+  /usr/bin/python3 scripts/report/report.py "$out" "${vlist[@]}" --name "$setup"
 fi
 echo "[compare] done in $(( ($(date +%s) - start_all) / 60 )) min: $out/report.md"

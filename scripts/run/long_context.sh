@@ -4,7 +4,7 @@
 # (position interpolation, NTK-aware, YaRN as the ecosystem computes it and as
 # the paper states it, dynamic NTK) change, with and without a short fine-tune at 4T.
 #
-#   scripts/long_context.sh [--compare DIR] [--out DIR] [--mults "1 2 4 8 16"]
+#   scripts/run/long_context.sh [--compare DIR] [--out DIR] [--mults "1 2 4 8 16"]
 #                           [--finetune-steps N] [--finetune-mult M] [--seeds N] [--quick]
 #
 #   --compare DIR        the finished comparison (default runs/compare, `make compare`):
@@ -29,7 +29,7 @@
 # positions.csv (loss at each position of a 16T window, mean over the split's windows), report.md,
 # loss_vs_length.png, loss_vs_position.png.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
 
 compare=runs/compare; out=""; mults="1 2 4 8 16"; ft_steps=30; ft_mult=4; seeds=3
 while [ $# -gt 0 ]; do
@@ -147,5 +147,5 @@ mv "$positions.tmp" "$positions"
 echo "wall_s=$(( $(date +%s) - start ))" > "$out/wall_time.txt"
 echo "finetune_s=$ft_s" >> "$out/wall_time.txt"
 echo "finetune_steps=$ft_steps finetune_len=$ft_len" >> "$out/wall_time.txt"
-/usr/bin/python3 scripts/long_context_report.py "$out" "$T" "$ft_steps" "$ft_mult"
+/usr/bin/python3 scripts/report/long_context_report.py "$out" "$T" "$ft_steps" "$ft_mult"
 echo "[long_context] done in $(( ($(date +%s) - start) / 60 )) min: $out/report.md"

@@ -2,7 +2,7 @@
 # bench_mpi.sh: data-parallel training speed (`make bench-mpi`): ./train as
 # one process with 2 threads against `mpirun -np 2 ./train` with 1 thread
 # each, and PyTorch the same two ways (one process; DistributedDataParallel
-# with the gloo backend, scripts/torch_ddp.py), on configs S and M of
+# with the gloo backend, scripts/torch/torch_ddp.py), on configs S and M of
 # `make bench` (tests/bench_model.c). Prints a Markdown table.
 #
 #   S: L=4 C=128 H=4 T=128 B=32 V=2048     M: L=6 C=256 H=8 T=256 B=8 V=4096
@@ -13,7 +13,7 @@
 # the step are ./train's own measurement under mpirun (time inside its one
 # MPI_Allreduce after backward: the exposed communication). PyTorch: DDP's
 # all-reduce overlaps backward; its exposed cost is the step time minus that
-# of steps under no_sync() (scripts/torch_ddp.py).
+# of steps under no_sync() (scripts/torch/torch_ddp.py).
 #
 # Data: the KJV corpus tokenised at vocab 2048 and 4096 into build/bench_mpi/
 # (./prepare, once; a second or so). Processes: mpirun binds each rank to a
@@ -28,7 +28,7 @@
 # default 3), ROUNDS (default 3), CONFIGS (default "S M"), NO_TORCH=1 to skip
 # PyTorch. A smoke run: STEPS=2 WARMUP=1 ROUNDS=1.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
 
 STEPS=${STEPS:-20}
 WARMUP=${WARMUP:-3}
@@ -43,8 +43,8 @@ command -v mpirun >/dev/null || { echo "mpirun not found: sudo apt-get install -
 have_torch=0
 if [ -z "${NO_TORCH:-}" ] && "$PY" -c "import torch, torch.distributed" 2>/dev/null; then have_torch=1; fi
 
-# Token files of each vocabulary size (the KJV text of scripts/get_data.sh).
-[ -f data/kjv.txt ] || bash scripts/get_data.sh
+# Token files of each vocabulary size (the KJV text of scripts/run/get_data.sh).
+[ -f data/kjv.txt ] || bash scripts/run/get_data.sh
 for v in 2048 4096; do
     d=build/bench_mpi/v$v
     if [ ! -f $d/train.bin ]; then
@@ -94,7 +94,7 @@ ropelab() {
 # torch NPROC THREADS CONFIG
 torch_run() {
     local cfg=$3
-    "$PY" scripts/torch_ddp.py --config "$cfg" --nproc "$1" --threads "$2" --steps "$STEPS" --warmup "$WARMUP" \
+    "$PY" scripts/torch/torch_ddp.py --config "$cfg" --nproc "$1" --threads "$2" --steps "$STEPS" --warmup "$WARMUP" \
         --tokens build/bench_mpi/v${VOCAB[$cfg]}/train.bin 2>/dev/null | grep '^torch_ddp ' || true
 }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
-"""The long-context study's report (scripts/long_context.sh writes its inputs).
+"""The long-context study's report (scripts/run/long_context.sh writes its inputs).
 
-    scripts/long_context_report.py OUT_DIR T FINETUNE_STEPS FINETUNE_MULT
+    scripts/report/long_context_report.py OUT_DIR T FINETUNE_STEPS FINETUNE_MULT
 
 Reads OUT_DIR/results.csv (variant, finetuned, seed, mult, seq_len, loss) and
 OUT_DIR/positions.csv (variant, position, loss), writes OUT_DIR/report.md,
@@ -16,22 +16,18 @@ import os
 import statistics
 import sys
 
+from stats import mean_sd, fmt_mean_sd
+from style import SCHEME_COLOURS, ROPE_SCALING_COLOURS
+
 ORDER = ["rope", "rope-linear", "rope-ntk", "rope-yarn", "rope-yarn_paper", "rope-dynamic", "alibi", "t5", "sinusoidal",
          "none", "learned"]
-COLOURS = {"rope": "tab:red", "rope-linear": "tab:pink", "rope-ntk": "tab:olive", "rope-yarn": "tab:brown",
-           "rope-yarn_paper": "tab:cyan", "rope-dynamic": "black",
-           "alibi": "tab:orange", "t5": "tab:purple", "sinusoidal": "tab:green", "none": "tab:gray",
-           "learned": "tab:blue"}
-
-
-def mean_sd(xs):
-    xs = [x for x in xs if not math.isnan(x)]
-    if not xs:
-        return math.nan, math.nan
-    return statistics.mean(xs), (statistics.stdev(xs) if len(xs) > 1 else 0.0)
+COLOURS = {**SCHEME_COLOURS, **ROPE_SCALING_COLOURS}
 
 
 def main():
+    if sys.argv[1:] in (["-h"], ["--help"]):
+        print(__doc__)
+        return
     if len(sys.argv) != 5:
         sys.exit("usage: long_context_report.py OUT_DIR T FINETUNE_STEPS FINETUNE_MULT")
     out, T, ft_steps, ft_mult = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
@@ -64,10 +60,7 @@ def main():
              "| variant | " + " | ".join(f"{m}T = {m * T}" for m in mults) + " |",
              "|---|" + "---|" * len(mults)]
     for v in variants:
-        cells = []
-        for m in mults:
-            mu, sd = mean_sd(table.get((v, 0, m), [math.nan]))
-            cells.append("n/a" if math.isnan(mu) else f"{mu:.4f} ± {sd:.4f}")
+        cells = [fmt_mean_sd(table.get((v, 0, m), [])) for m in mults]
         lines.append(f"| {v} | " + " | ".join(cells) + " |")
     tuned = [m for m in mults if m >= ft_mult]
     if any(k[1] == 1 for k in table):
@@ -82,11 +75,7 @@ def main():
         for v in variants:
             if not any(k[0] == v and k[1] == 1 for k in table):
                 continue
-            cells = []
-            for m in tuned:
-                for ft in (0, 1):
-                    mu, sd = mean_sd(table.get((v, ft, m), [math.nan]))
-                    cells.append("n/a" if math.isnan(mu) else f"{mu:.4f} ± {sd:.4f}")
+            cells = [fmt_mean_sd(table.get((v, ft, m), [])) for m in tuned for ft in (0, 1)]
             lines.append(f"| {v} | " + " | ".join(cells) + " |")
     lines += ["\n## Where each scheme breaks\n",
               f"Loss at each position of a window of {max(mults) * T} tokens (seed 1, untuned; mean over every "
@@ -94,7 +83,7 @@ def main():
               "the loss flat past T.\n",
               "![loss against position](loss_vs_position.png)\n"]
     if "wall_s" in wall:
-        lines.append(f"The study took {int(wall['wall_s']) / 60:.1f} min (`scripts/long_context.sh`).\n")
+        lines.append(f"The study took {int(wall['wall_s']) / 60:.1f} min (`scripts/run/long_context.sh`).\n")
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
 

@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 """The comparison reports: one per setup, and a summary across setups.
 
-    scripts/report.py COMPARE_DIR variant [variant ...] [--name NAME]
-    scripts/report.py --lr COMPARE_DIR scheme-lrX [...] [--name NAME]   (the lr study)
-    scripts/report.py --summary OUT.md COMPARE_DIR [COMPARE_DIR ...]
+    scripts/report/report.py COMPARE_DIR variant [variant ...] [--name NAME]
+    scripts/report/report.py --lr COMPARE_DIR scheme-lrX [...] [--name NAME]   (the lr study)
+    scripts/report/report.py --summary OUT.md COMPARE_DIR [COMPARE_DIR ...]
 
 A variant is a scheme (rope, learned, sinusoidal, t5, alibi, none) or a
-scheme with a setting, e.g. sinusoidal-scale1 (scripts/compare.sh names the
+scheme with a setting, e.g. sinusoidal-scale1 (scripts/run/compare.sh names the
 run directories COMPARE_DIR/<variant>-s<seed>/).
 
 Per setup it reads each run's log.csv and COMPARE_DIR/extrapolation.csv and
@@ -16,7 +16,7 @@ writes into COMPARE_DIR:
   val_loss_vs_time.png  the same against the run's training seconds
   report.md             final loss (mean ± sd, min..max), the paired difference
                         to learned (and rope against alibi) with its 95%
-                        interval and an equivalence test (scripts/stats.py),
+                        interval and an equivalence test (scripts/report/stats.py),
                         steps to three targets with the speed-up over learned
                         (mean ± sd over seeds), the wall time, length extrapolation
   summary.json          the same numbers, for the summary across setups
@@ -39,10 +39,9 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stats import mean_sd, paired, verdict, fmt_interval   # noqa: E402
+from stats import mean_sd, fmt_mean_sd, paired, verdict, fmt_interval   # noqa: E402
+from style import SCHEME_COLOURS, colour   # noqa: E402
 
-COLOURS = {"rope": "tab:red", "learned": "tab:blue", "sinusoidal": "tab:green",
-           "t5": "tab:purple", "alibi": "tab:orange", "none": "tab:gray"}
 REF = "learned"
 MARGIN = 0.02   # nats: the equivalence margin of the two one-sided tests
 
@@ -100,17 +99,6 @@ def first_crossing(val_rows, target, key="step"):
 
 def fmt(x, spec=".3f"):
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else format(x, spec)
-
-
-ABLATION_COLOURS = ["black", "tab:cyan", "tab:olive", "tab:pink", "tab:brown"]
-
-
-def colour(variant, variants):
-    """A scheme's own colour; variants of a scheme (ablations) get colours no scheme uses."""
-    if variant in COLOURS:
-        return COLOURS[variant]
-    extras = [v for v in variants if v not in COLOURS]
-    return ABLATION_COLOURS[extras.index(variant) % len(ABLATION_COLOURS)]
 
 
 def plot(runs, out, xkey, xlabel, fname, title):
@@ -209,7 +197,7 @@ def analyse(out, variants, name, ref=REF):
 
 
 def read_step_costs(out):
-    """{variant: ms per step} from OUT/step_costs.csv (scripts/step_costs.sh), or None."""
+    """{variant: ms per step} from OUT/step_costs.csv (scripts/run/step_costs.sh), or None."""
     path = os.path.join(out, "step_costs.csv")
     if not os.path.isfile(path):
         return None
@@ -237,7 +225,7 @@ def final_loss_lines(runs, res):
              f"initial values), mean and 95% interval (paired t over the seeds); lower: seeds where this variant "
              f"ends below {ref}; verdict: lower or higher where the interval excludes 0, 'equivalent' only where a "
              f"two one-sided test at ±{MARGIN} nats says so (90% interval inside the margin), else undecided "
-             "(scripts/stats.py). tokens/s: one-thread runs sharing the machine with other work; not a speed "
+             "(scripts/report/stats.py). tokens/s: one-thread runs sharing the machine with other work; not a speed "
              "comparison (`make bench` is).\n",
              f"| variant | final val loss (mean ± sd) | min..max | d vs {ref} [95% interval] | lower | verdict | tokens/s (median) |",
              "|---|---|---|---|---|---|---|"]
@@ -265,7 +253,7 @@ def steps_lines(runs, res):
               "seeds never reached their own mean final loss and count as the last step."
               + (" time: the speed-up in training time, the step speed-up times the two variants' ratio of "
                  "step costs measured side by side on a quiet machine (step_costs.csv beside this report, "
-                 "from scripts/step_costs.sh)." if res.get("step_costs") else "") + "\n",
+                 "from scripts/run/step_costs.sh)." if res.get("step_costs") else "") + "\n",
               "| variant | " + " | ".join(f"{t['label']} ({t['loss']:.4f})" for t in res["targets"]) + " |",
               "|---|" + "---|" * len(res["targets"])]
     for v in runs:
@@ -295,7 +283,7 @@ def write_report(out, variants, name):
     plot(runs, out, "step", "step", "val_loss_vs_step.png", f"{name}: validation loss (mean, band = min..max over seeds)")
     plot(runs, out, "elapsed_s", "training seconds", "val_loss_vs_time.png",
          f"{name}: validation loss against training time")
-    schemes_only = {v: s for v, s in runs.items() if v in COLOURS}
+    schemes_only = {v: s for v, s in runs.items() if v in SCHEME_COLOURS}
     if len(schemes_only) < len(runs):   # ablations make the scale coarse: the schemes alone too
         plot(schemes_only, out, "step", "step", "val_loss_vs_step_schemes.png",
              f"{name}: the schemes only (mean, band = min..max over seeds)")
@@ -308,7 +296,7 @@ def write_report(out, variants, name):
              + (f", {fmt(wall / 3600, '.2f')} h wall clock (two one-thread runs side by side)." if not math.isnan(wall) else ".")
              + "\n",
              "![validation loss against step](val_loss_vs_step.png)\n",
-             *(["![the schemes alone](val_loss_vs_step_schemes.png)\n"] if len(runs) > len([v for v in runs if v in COLOURS]) else []),
+             *(["![the schemes alone](val_loss_vs_step_schemes.png)\n"] if len(runs) > len([v for v in runs if v in SCHEME_COLOURS]) else []),
              "![validation loss against time](val_loss_vs_time.png)\n",
              *final_loss_lines(runs, res),
              *steps_lines(runs, res)]
@@ -321,10 +309,7 @@ def write_report(out, variants, name):
                   "| variant | " + " | ".join(f"T={n}" for n in lens) + " |",
                   "|---|" + "---|" * len(lens)]
         for v in runs:
-            cells = []
-            for n in lens:
-                m, sd = mean_sd(table.get((v, n), [math.nan]))
-                cells.append("n/a" if math.isnan(m) else f"{m:.4f} ± {sd:.4f}")
+            cells = [fmt_mean_sd(table.get((v, n), [])) for n in lens]
             lines.append(f"| {v} | " + " | ".join(cells) + " |")
     with open(os.path.join(out, "report.md"), "w") as f:
         f.write("\n".join(lines) + "\n")
@@ -363,7 +348,7 @@ def write_lr_report(out, variants, name):
         ms = [mean_sd(list(g[x].values()))[0] for x in xs]
         lo = [m - min(g[x].values()) for m, x in zip(ms, xs)]
         hi = [max(g[x].values()) - m for m, x in zip(ms, xs)]
-        ax.errorbar(xs, ms, yerr=[lo, hi], marker="o", capsize=3, color=COLOURS.get(sc), label=sc)
+        ax.errorbar(xs, ms, yerr=[lo, hi], marker="o", capsize=3, color=SCHEME_COLOURS.get(sc), label=sc)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("peak learning rate (min_lr = lr/10)")
     ax.set_ylabel("final validation loss (nats/token)")
@@ -426,7 +411,7 @@ def write_summary(path, dirs):
              "'not reached': none did) of every scheme, the scheme that gets there first (among those every "
              "seed of which reached it), rope's speed-up over learned (mean ± sd of the per-seed ratios), and "
              "rope's margin over the next scheme. Final loss: rope's paired difference to learned and to the "
-             "best other scheme, mean [95% interval] over the seeds (scripts/stats.py).\n"]
+             "best other scheme, mean [95% interval] over the seeds (scripts/report/stats.py).\n"]
     results = []
     for d in dirs:
         with open(os.path.join(d, "summary.json")) as f:
@@ -477,6 +462,9 @@ def write_summary(path, dirs):
 
 def main():
     args = sys.argv[1:]
+    if args in (["-h"], ["--help"]):
+        print(__doc__)
+        return
     if len(args) >= 3 and args[0] == "--summary":
         write_summary(args[1], args[2:])
         return

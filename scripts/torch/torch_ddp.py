@@ -1,10 +1,10 @@
 #!/usr/bin/python3
-"""torch_ddp.py: training speed of the contract model (scripts/torch_model.py)
+"""torch_ddp.py: training speed of the contract model (scripts/torch/torch_model.py)
 with PyTorch DistributedDataParallel on the CPU (gloo backend), for
-`make bench-mpi` (scripts/bench_mpi.sh) against `mpirun -np N ./train`.
+`make bench-mpi` (scripts/run/bench_mpi.sh) against `mpirun -np N ./train`.
 
-    scripts/torch_ddp.py --config S --nproc 2 --threads 1 --tokens build/bench_mpi/v2048/train.bin
-    scripts/torch_ddp.py --config M --nproc 1 --threads 2
+    scripts/torch/torch_ddp.py --config S --nproc 2 --threads 1 --tokens build/bench_mpi/v2048/train.bin
+    scripts/torch/torch_ddp.py --config M --nproc 1 --threads 2
 
 --nproc N processes on this machine (torch.multiprocessing; gloo over TCP on
 127.0.0.1), each with --threads threads and batch_size/N sequences, so the
@@ -41,7 +41,7 @@ import torch.multiprocessing as mp
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_model as tm  # noqa: E402
-from torch_baseline import add_size_args, apply_preset  # noqa: E402
+from torch_baseline import add_size_args, apply_preset, random_batch, read_bench_tokens  # noqa: E402
 
 def parse_args(argv=None):
     ap = argparse.ArgumentParser(description="PyTorch DDP (gloo) CPU training speed of the ropelab model.")
@@ -70,25 +70,18 @@ def worker(rank, args, port):
         dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=nproc)
     B, T = args.batch_size // nproc, args.seq_len
     cfg = tm.GPTConfig(args.n_layer, args.n_head, args.d_model, args.vocab_size, T, pos=args.pos).validate()
-    tokens = tm.read_tokens(args.tokens) if args.tokens else None
-    if tokens is not None and int(tokens.max()) >= cfg.vocab_size:
-        raise SystemExit(f"{args.tokens}: a token >= vocab_size {cfg.vocab_size}")
+    try:
+        tokens = read_bench_tokens(args.tokens, T, cfg.vocab_size) if args.tokens else None
+    except ValueError as e:
+        raise SystemExit(str(e)) from None
     model = tm.GPT(cfg)
     model.init_weights(args.seed)   # the same weights on every rank (DDP also broadcasts rank 0's)
     net = torch.nn.parallel.DistributedDataParallel(model) if nproc > 1 else model
     opt = torch.optim.AdamW(tm.adamw_param_groups(model, 0.1), lr=3e-4, betas=(0.9, 0.95), eps=1e-8)
     rng = np.random.default_rng([args.seed, rank])
 
-    def batch():
-        if tokens is None:
-            x = torch.from_numpy(rng.integers(0, cfg.vocab_size, (B, T + 1)))
-        else:
-            starts = rng.integers(0, tokens.size - T, B)
-            x = torch.from_numpy(np.stack([tokens[s:s + T + 1].astype(np.int64) for s in starts]))
-        return x[:, :-1], x[:, 1:]
-
     def step(sync):
-        inputs, targets = batch()
+        inputs, targets = random_batch(rng, B, T, cfg.vocab_size, tokens)
         t0 = time.perf_counter()
         opt.zero_grad(set_to_none=True)
         if sync or nproc == 1:
