@@ -19,6 +19,7 @@
 #include "data/bpe_gpt2.h"
 #include "model/gguf_model.h"
 #include "model/pos.h"
+#include "model/weights_file.h"
 #include "util_gradcheck.h"
 #include "util_run.h"
 

@@ -16,6 +16,7 @@
 
 #include "model/gpt.h"
 #include "model/safetensors.h"
+#include "model/weights_file.h"
 #include "util_gradcheck.h"
 
 static char dir[256];

@@ -23,6 +23,7 @@
 #include "model/gpt.h"
 #include "util_gradcheck.h"
 #include "model/safetensors.h"
+#include "model/weights_file.h"
 #include "util_run.h"
 
 // Tiny models gain nothing from threads, and 2 OpenMP threads on a 2-core

@@ -89,7 +89,6 @@ static const ModelKey MODEL_KEYS[] = {
 };
 #undef F
 enum { N_MODEL_KEYS = (int)(sizeof MODEL_KEYS / sizeof MODEL_KEYS[0]) };
-_Static_assert(N_MODEL_KEYS + 1 <= GPT_META_MAX, "GPT_META_MAX too small for the metadata");
 
 int gpt_model_keys(const ModelKey **keys) {
     *keys = MODEL_KEYS;
@@ -272,4 +271,15 @@ fail:
 
 int gpt_config_validate(const GPTConfig *c, char *err, size_t errlen) {
     return gpt_config_validate_keys(c, err, errlen, NULL);
+}
+
+int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, int skip_length_keys, const char **key) {
+    for (int k = 0; k < N_MODEL_KEYS; k++) {
+        if (skip_length_keys && MODEL_KEYS[k].length_key) continue;
+        char va[64], vb[64];
+        gpt_config_get(a, k, va, sizeof va);
+        gpt_config_get(b, k, vb, sizeof vb);
+        if (strcmp(va, vb) != 0) { *key = MODEL_KEYS[k].name; return -1; }
+    }
+    return 0;
 }

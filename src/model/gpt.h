@@ -1,6 +1,11 @@
-// gpt.h: the public interface of the model (src/model/). Everything outside
-// src/model/ (training, sampling, evaluation, tests) uses only this header
-// (plus safetensors.h for raw file access).
+// gpt.h: the public interface of the model (src/model/): the positional
+// schemes, the configuration and its key table, creating a model, its
+// parameters, the engine, forward and backward, the KV cache; no file
+// format. Code outside src/model/ that runs a model needs only this header.
+// Code that writes or reads a weights file (training and its checkpoints,
+// ./eval, ./sample, ./export, their tests) also includes weights_file.h, and
+// safetensors.h for raw file access; ./export adds gguf_model.h, white-box
+// tests the model's inner headers (gpt_internal.h, layers.h, pos.h, ...).
 //
 // Shapes: B batch, T sequence length, C = d_model, H = n_head, D = C/H,
 // V = vocab_size, L = n_layer. All floats are float32, row-major.
@@ -11,8 +16,6 @@
 
 #include <stddef.h>
 #include <stdint.h>
-
-#include "model/safetensors.h"
 
 // The positional schemes, one list: X(ENUM, name) for each. Scheme `name`
 // lives in src/model/pos_name.c and defines `const PosScheme pos_scheme_name`
@@ -111,6 +114,9 @@ void gpt_config_resolve(GPTConfig *cfg);
 // the names of the keys the message is about (the same name twice for one key).
 int gpt_config_validate(const GPTConfig *cfg, char *err, size_t errlen);
 int gpt_config_validate_keys(const GPTConfig *cfg, char *err, size_t errlen, const char *keys[2]);
+// 0 if every model key of a and b has the same value (length keys skipped
+// if skip_length_keys), else -1 and *key names the first that differs.
+int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, int skip_length_keys, const char **key);
 
 // One entry per tensor of the safetensors contract, in a fixed order
 // (wte, the scheme's own tensors (wpe or rel_bias), then h.0.ln_1.weight ...
@@ -191,48 +197,11 @@ void gpt_zero_grad(GPT *model);
 // last forward had no targets or was already backpropagated.
 int gpt_backward(GPT *model, float loss_scale, char *err, size_t errlen);
 
-// Weights as the safetensors file of the contract (names, shapes, metadata).
-// Written atomically: temporary file, fsync, rename.
-int gpt_save(const GPT *model, const char *path, char *err, size_t errlen);
-// Loads a weights file, creating the model from its metadata. Every name,
-// dtype and shape is checked against the metadata before the model is
-// allocated, every value must be finite; extra tensors are an error unless
-// allow_extra is set (a training checkpoint carrying optimizer state).
-int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen);
-
-// The same file with extra tensors after the weights and extra metadata
-// after the model's: a training checkpoint (AdamW moments, step, ...) and a
-// debug state (inputs, targets, loss, grad.*) are written only through here.
-int gpt_save_with(const GPT *model, const char *path, const StTensorOut *extra, int n_extra,
-                  const StMeta *extra_meta, int n_extra_meta, char *err, size_t errlen);
-// Tensor name of an open file, checked to be F32 with the shape of entry e
-// and finite, copied into dst (numel floats). The one check of a stored
-// tensor: parameters, and the optimizer state that has their shapes.
-int gpt_read_tensor(const StFile *file, const char *name, const ParamEntry *e, float *dst,
-                    char *err, size_t errlen);
-// The parameters of an open file whose metadata describes this model's
-// configuration (a key that differs is named; with length_keys_may_differ,
-// block_size and the rope scaling keys may differ: --init-from), every tensor checked.
-int gpt_read_params(GPT *model, const StFile *file, int length_keys_may_differ, char *err, size_t errlen);
-// Only the first half of gpt_read_params: whether the file's metadata
-// describes this model's configuration (the caller tells a configuration
-// that does not match a file apart from a file that is bad).
-int gpt_check_file_config(const GPT *model, const StFile *file, int length_keys_may_differ, char *err, size_t errlen);
-// 0 if every model key of a and b has the same value (length keys skipped
-// if skip_length_keys), else -1 and *key names the first that differs.
-int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, int skip_length_keys, const char **key);
 // Changes a model's length keys (block_size, rope scaling) to cfg's; every
 // other key must be equal (else -1 naming it). The scheme's tables are rebuilt;
 // a KV cache made before must be made again. block_size of a scheme with one
 // learned row per position (learned) cannot change.
 int gpt_reconfigure(GPT *model, const GPTConfig *cfg, char *err, size_t errlen);
-// The weights file's __metadata__ for this model, as key/value strings:
-// format=pt, then every key of the model-key table (docs/FORMAT.md).
-#define GPT_META_MAX 32
-typedef struct { StMeta items[GPT_META_MAX]; char values[GPT_META_MAX][48]; int count; } GPTMetadata;
-void gpt_metadata(const GPT *model, GPTMetadata *meta);
-// The model configuration stored in an opened file's metadata (validated).
-int gpt_config_from_file(const StFile *file, GPTConfig *cfg, char *err, size_t errlen);
 
 // Inference with a KV cache: one position's work per new token.
 // max_len is the longest sequence the cache holds (learned: <= block_size).

@@ -3,17 +3,22 @@
 // with every name, dtype and shape checked. The only code that writes or
 // checks that format: training checkpoints and debug states are weights
 // files with extra tensors and metadata, written and read through here.
+#include "model/weights_file.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/gpt_internal.h"
-#include "model/safetensors.h"
 
 void gpt_metadata(const GPT *m, GPTMetadata *md) {
     const ModelKey *keys;
     int n_keys = gpt_model_keys(&keys);
+    if (n_keys + 1 > GPT_META_MAX) {   // a key added to the table without room for it here
+        fprintf(stderr, "internal error: GPT_META_MAX (%d) is below the %d model keys + format\n", GPT_META_MAX, n_keys);
+        abort();
+    }
     md->count = 0;
     md->items[md->count++] = (StMeta){"format", "pt"};   // read by tools that expect PyTorch's layout
     for (int k = 0; k < n_keys; k++) {
@@ -111,19 +116,6 @@ int gpt_read_tensor(const StFile *f, const char *name, const ParamEntry *e, floa
                      isnan(dst[i]) ? "NaN" : "an infinity", i);
             return -1;
         }
-    return 0;
-}
-
-int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, int skip_length_keys, const char **key) {
-    const ModelKey *keys;
-    int n_keys = gpt_model_keys(&keys);
-    for (int k = 0; k < n_keys; k++) {
-        if (skip_length_keys && keys[k].length_key) continue;
-        char va[64], vb[64];
-        gpt_config_get(a, k, va, sizeof va);
-        gpt_config_get(b, k, vb, sizeof vb);
-        if (strcmp(va, vb) != 0) { *key = keys[k].name; return -1; }
-    }
     return 0;
 }
 

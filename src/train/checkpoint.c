@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/weights_file.h"
 #include "train/fault_inject.h"
 
 static StTensorOut tensor_out(const char *name, const ParamEntry *e, const float *base) {

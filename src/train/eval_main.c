@@ -24,6 +24,7 @@
 #include "common/threads.h"
 #include "data/loader.h"
 #include "model/gpt.h"
+#include "model/weights_file.h"
 #include "train/model_overrides.h"
 #include "common/meter.h"
 #include "train/options.h"

@@ -18,6 +18,7 @@
 #include "data/bpe.h"
 #include "data/bpe_gpt2.h"
 #include "model/gguf_model.h"
+#include "model/weights_file.h"
 #include "train/model_overrides.h"
 
 typedef struct {

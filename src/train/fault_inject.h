@@ -18,6 +18,7 @@
 
 #include "model/gpt.h"
 #include "model/safetensors.h"
+#include "model/weights_file.h"
 
 #ifdef ROPELAB_FAULT_INJECTION
 

@@ -49,7 +49,7 @@ static const OptSpec OPTION_TABLE[] = {
     {"beta2", "optim", T_FLOAT, "0.95", F(beta2), 0, 0.999999, 0, "AdamW second-moment decay", NULL},
     {"eps", "optim", T_FLOAT, "1e-08", F(eps), 1e-30, 1, 0, "AdamW epsilon, added to sqrt(v_hat)", NULL},
     {"weight_decay", "optim", T_FLOAT, "0.1", F(weight_decay), 0, 10, 0,
-     "decoupled weight decay, on wte and the linear weight matrices only (not biases, LayerNorm, wpe, rel_bias)", NULL},
+     "decoupled weight decay, on wte and the linear weight matrices only (not biases, norm weights, wpe, rel_bias)", NULL},
     {"grad_clip", "optim", T_FLOAT, "1", F(grad_clip), 0, 1e30, 0,
      "clip the global gradient norm to this value; 0 = no clipping", NULL},
     {"batch_size", "optim", T_INT, "16", F(batch_size), 1, 65536, 0, "sequences per micro-batch (B)", NULL},

@@ -33,6 +33,7 @@
 #include "common/rng.h"
 #include "data/bpe.h"
 #include "model/gpt.h"
+#include "model/weights_file.h"
 #include "train/model_overrides.h"
 #include "common/meter.h"
 #include "train/options.h"

@@ -25,6 +25,7 @@
 #include "data/bpe.h"
 #include "data/loader.h"
 #include "model/gpt.h"
+#include "model/weights_file.h"
 #include "train/adamw.h"
 #include "train/checkpoint.h"
 #include "train/dist.h"
