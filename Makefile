@@ -131,6 +131,13 @@ bench-mpi:
 	@$(MAKE) -s --no-print-directory $(PROGRAMS)
 	@bash scripts/run/bench_mpi.sh
 
+# The all-reduce cost model against a shaped link: 2 ranks in two network
+# namespaces joined by a veth pair shaped with tc (root; scripts/run/bench_link.sh).
+.PHONY: bench-link
+bench-link:
+	@$(MAKE) -s --no-print-directory $(PROGRAMS)
+	@bash scripts/run/bench_link.sh
+
 run:
 	@bash scripts/run/run.sh
 
