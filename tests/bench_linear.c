@@ -1,9 +1,10 @@
 // bench_linear.c: the linear layers' three products on each engine
-// (src/model/engine.h) at the model shapes of configs S and M: GFLOP/s of forward,
+// (src/model/engine.h) at the model shapes of configs S and M (or L, or all three): GFLOP/s of forward,
 // dinp and dW, median and best over interleaved rounds, and the cost of
 // re-making the weight copies after an optimizer step.
 //
-//   build/bench_linear [--config S|M|all] [--rounds 11] [--threads 2] [--min-ms 20]
+//   build/bench_linear [--config S|M|L|both|all] [--rounds 11] [--threads 2] [--min-ms 20]
+//                      (both: S and M, the default; all: S, M and L)
 //                      [--engines openblas-fp32,onednn-bf16,...]
 //
 // Engines (columns):
@@ -16,7 +17,7 @@
 // twice the re-pack and memory, the plain copy makes oneDNN pack panels of
 // it inside every forward and dinp call.
 //
-// Shapes: N = B*T rows (S: 32*128 = 4096, M: 8*256 = 2048) and, per layer,
+// Shapes: N = B*T rows (S: 32*128 = 4096, M: 8*256 = 2048, L: 4*1024 = 4096) and, per layer,
 // C -> OC: c_attn C -> 3C, attn.c_proj C -> C, c_fc C -> 4C, mlp.c_proj
 // 4C -> C (each L times per step), the tied head C -> V (once; no bias).
 // FLOPs of each product: 2 N C OC.
@@ -237,7 +238,7 @@ static void bench_config(const BenchConfig *cfg, const int *use, int n_use, int 
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: bench_linear [--config S|M|all] [--rounds 11] [--threads 2] [--min-ms 20]\n"
+    fprintf(stderr, "usage: bench_linear [--config S|M|L|both|all (both = S and M)] [--rounds 11] [--threads 2] [--min-ms 20]\n"
                     "                    [--engines name,name,...]   (engines:");
     for (int j = 0; j < MAX_ENGINES; j++) fprintf(stderr, " %s", ENGINES[j].name);
     fprintf(stderr, ")\n");
@@ -245,7 +246,7 @@ static void usage(void) {
 
 int main(int argc, char **argv) {
     blas_use_native_kernels(argv);
-    const char *config = "all", *engine_list = NULL;
+    const char *config = "both", *engine_list = NULL;
     int rounds = 11, threads = 2;
     double min_ms = 20;
     for (int i = 1; i < argc; i++) {
@@ -283,8 +284,10 @@ int main(int argc, char **argv) {
         printf("# %-20s %s\n", ENGINES[use[j]].name, e->describe);
         e->free(e);
     }
-    for (size_t i = 0; i < sizeof CONFIGS / sizeof CONFIGS[0]; i++)
-        if (!strcmp(config, "all") || !strcmp(config, CONFIGS[i].name))
+    if (strcmp(config, "both") && strcmp(config, "all") && !bench_config_named(config)) { usage(); return 2; }
+    for (int i = 0; i < N_CONFIGS; i++)
+        if (!strcmp(config, "all") || !strcmp(config, CONFIGS[i].name)
+            || (!strcmp(config, "both") && (!strcmp(CONFIGS[i].name, "S") || !strcmp(CONFIGS[i].name, "M"))))
             bench_config(&CONFIGS[i], use, n_use, rounds, min_ms / 1e3);
     return 0;
 }

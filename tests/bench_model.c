@@ -4,7 +4,7 @@
 // engine, its memory (peak RSS against the program's own accounting), and a
 // RoPE micro-benchmark. Run by scripts/run/bench.sh (`make bench`).
 //
-//   build/bench_model --config S --pos rope [--matmul openblas|onednn] [--precision fp32|bf16]
+//   build/bench_model --config S|M|L --pos rope [--matmul openblas|onednn] [--precision fp32|bf16]
 //                     [--attention openblas|onednn]  (where attention's products run; default:
 //                                                   oneDNN with the oneDNN engine)
 //                     [--steps 10] [--warmup 2] [--threads 2]
@@ -18,18 +18,16 @@
 //                                       the four schemes' step times, interleaved step by
 //                                       step in one process, then the work each scheme
 //                                       adds, kernel by kernel
+//   build/bench_model --list-configs    the configs (tests/util_bench.h) with their
+//                                       parameters, model FLOPs per step and memory by
+//                                       docs/MODEL.md's formula, one bench_config line each
 //
 // One machine-readable line per measurement (key=value), read by bench.sh.
 // The matmul engine's records carry engine= (openblas, onednn) and precision=
 // (fp32, bf16), so bench_report.py can tell the setups apart.
 //
-// Model FLOPs per training step (the usual "6N" count, made exact here):
-//   forward matmuls   2 * B*T * (L * 12 C^2 + V C)        (c_attn 3C^2, attn c_proj C^2,
-//                                                         c_fc 4C^2, mlp c_proj 4C^2; tied head V C)
-//   forward attention 2 * 2 * B * L * C * T(T+1)/2        (q.k and p.v over the causal triangle)
-//   training step     3 x forward                         (backward = 2 x forward)
-// Recomputation in backward (attention scores) is not counted: it is not
-// model work, so it lowers the utilisation instead of inflating it.
+// Model FLOPs per training step: bench_flops_per_step (tests/util_bench.h),
+// 3 x forward, forward = 2 B T (12 L C^2 + V C) + 2 B L C T (T+1).
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,13 +53,6 @@ static double peak_rss_mb(void) {
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     return ru.ru_maxrss / 1024.0;   // Linux: kilobytes
-}
-
-static double model_flops_per_step(const BenchConfig *c) {
-    double BT = (double)c->B * c->T;
-    double mm = 2.0 * BT * (12.0 * c->L * c->C * c->C + (double)c->V * c->C);
-    double att = 4.0 * c->B * c->L * (double)c->C * c->T * (c->T + 1) / 2.0;
-    return 3.0 * (mm + att);
 }
 
 // Best median GFLOP/s of C = A B over square sizes 1024..2048 (all threads).
@@ -306,16 +297,18 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
     double acct_act = gpt_activation_bytes(model) / (1024.0 * 1024.0);
     // the engine's own: weight copies (bf16: two per weight) and scratch (inputs in bf16, oneDNN's scratchpad)
     double acct_matmul = model->engine->bytes(model->engine) / (1024.0 * 1024.0);
-    double gflops = model_flops_per_step(bc) / step / 1e9;
+    double flops = bench_flops_per_step(bc), gflops = flops / step / 1e9;
     printf("ropelab config=%s pos=%s engine=%s precision=%s L=%d C=%d H=%d V=%d B=%d T=%d threads=%d "
            "params=%zu tokens_per_s=%.1f ms_per_step=%.2f fwd_ms=%.2f bwd_ms=%.2f opt_ms=%.2f "
            "gflops=%.1f peak_gflops=%.1f mfu=%.3f rss_mb=%.1f state_mb=%.1f act_mb=%.1f matmul_mb=%.1f "
-           "rss_ratio=%.2f steps=%d loss_first=%.4f loss_last=%.4f attention=%s\n",
+           "rss_ratio=%.2f flops_per_step=%.4g formula_state_mb=%.1f formula_act_mb=%.1f "
+           "steps=%d loss_first=%.4f loss_last=%.4f attention=%s\n",
            bc->name, pos_kind_name(pos), matmul_name(mm), precision_label(prec), bc->L, bc->C, bc->H, bc->V,
            bc->B, bc->T, omp_get_max_threads(), n_params, BT / step, step * 1e3, median(fwd, steps) * 1e3,
            median(bwd, steps) * 1e3, median(upd, steps) * 1e3, gflops, peak,
            peak > 0 ? gflops / peak : 0.0, rss, acct_state, acct_act, acct_matmul,
-           rss / (acct_state + acct_act + acct_matmul), steps, loss_first, loss_last, attention);
+           rss / (acct_state + acct_act + acct_matmul), flops, bench_state_bytes(bc) / (1024.0 * 1024.0),
+           bench_activation_bytes(bc) / (1024.0 * 1024.0), steps, loss_first, loss_last, attention);
     free(fwd); free(bwd); free(upd); free(tot); free(tok); free(inp); free(tgt);
     adamw_free(&opt);
     gpt_free(model);
@@ -450,12 +443,27 @@ static int compare_schemes(const BenchConfig *bc, GPTMatmul mm, GPTPrecision pre
     return 0;
 }
 
+// One line per config (tests/util_bench.h): its sizes, and by the formulas
+// there its parameters (rope), model FLOPs per step and memory (state:
+// parameters, gradients, AdamW m and v; activations by docs/MODEL.md), MiB.
+// bench.sh records them and checks the sizes against torch_baseline.PRESETS.
+static void list_configs(void) {
+    for (int i = 0; i < N_CONFIGS; i++) {
+        const BenchConfig *c = &CONFIGS[i];
+        double st = bench_state_bytes(c) / (1024.0 * 1024.0), act = bench_activation_bytes(c) / (1024.0 * 1024.0);
+        printf("bench_config config=%s L=%d C=%d H=%d T=%d B=%d V=%d params=%.0f flops_per_step=%.4g "
+               "formula_state_mb=%.1f formula_act_mb=%.1f formula_mb=%.1f\n", c->name, c->L, c->C, c->H, c->T,
+               c->B, c->V, bench_params(c), bench_flops_per_step(c), st, act, st + act);
+    }
+}
+
 static void usage(void) {
-    fprintf(stderr, "usage: bench_model --config S|M [--pos rope] [--steps 10] [--warmup 2] "
+    fprintf(stderr, "usage: bench_model --config S|M|L [--pos rope] [--steps 10] [--warmup 2] "
                     "[--threads N] [--peak-gflops X] [--batch B] [ENGINE]\n"
-                    "       bench_model --compare-schemes --config S|M [--steps N] [--threads N] [ENGINE]\n"
+                    "       bench_model --compare-schemes --config S|M|L [--steps N] [--threads N] [ENGINE]\n"
                     "       bench_model --peak [--threads N] [ENGINE]\n"
                     "       bench_model --rope-micro [--threads N]\n"
+                    "       bench_model --list-configs\n"
                     "ENGINE: --matmul openblas|onednn --precision fp32|bf16 (default openblas fp32;\n"
                     "        bf16 needs onednn) [--attention openblas|onednn: where attention's products\n"
                     "        run; default: the engine's (oneDNN with onednn)]\n");
@@ -470,6 +478,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(a, "--peak")) do_peak = 1;
+        else if (!strcmp(a, "--list-configs")) { list_configs(); return 0; }
         else if (!strcmp(a, "--rope-micro")) do_rope = 1;
         else if (!strcmp(a, "--compare-schemes")) do_compare = 1;
         else if (v && !strcmp(a, "--config")) { config = v; i++; }
@@ -508,9 +517,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     if (do_rope) { rope_micro(9); return 0; }
-    const BenchConfig *bc = NULL;
-    for (size_t i = 0; config && i < sizeof CONFIGS / sizeof CONFIGS[0]; i++)
-        if (!strcmp(config, CONFIGS[i].name)) bc = &CONFIGS[i];
+    const BenchConfig *bc = bench_config_named(config);
     PosKind pos;
     if (!bc || pos_kind_from_name(pos_name, &pos) != 0 || steps < 1 || steps > 1000 || warmup < 0) {
         usage();

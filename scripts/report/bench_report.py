@@ -21,7 +21,12 @@ appends (a key given twice: the last one counts).
           schemes="rope learned sinusoidal t5" torch=1
           engines="openblas-fp32 onednn-fp32 onednn-bf16" torch_modes="fp32 bf16"
           scheme_engines="openblas-fp32 onednn-bf16"          the run's settings
-    machine cores=2 cpu="..." load="..."
+    machine cores=2 cpu="..." load="..." mem_total_mb=.. mem_available_mb=..
+    bench_config config=L L=12 C=768 H=12 T=1024 B=4 V=4096 params=.. flops_per_step=..
+          formula_state_mb=.. formula_act_mb=.. formula_mb=..
+                                                        build/bench_model --list-configs: a config's
+                                                        sizes, parameters (rope), model FLOPs per
+                                                        step and memory by docs/MODEL.md's formula
     coretype source=environment value=X                 OPENBLAS_CORETYPE was set: kept
     coretype source=override detected=Prescott value=Haswell
                                                         OpenBLAS misdetected the CPU: overridden
@@ -38,7 +43,7 @@ appends (a key given twice: the last one counts).
                                                         1024..4096, and its best (PEAKS)
     ropelab config=S pos=rope engine=onednn precision=bf16 ... matmul_mb=.. round=1
                                                         build/bench_model, one run, + round=
-    torch pos=rope L=.. ... autocast=off|bf16 ... config=S round=1
+    torch pos=rope L=.. ... autocast=off|bf16 ... rss_mb=.. config=S round=1
                                                         scripts/torch/torch_baseline.py, + config= round=
     scheme_compare config=S pos=... engine=... precision=... ...   build/bench_model --compare-schemes
     scheme_kernels config=S pos=... engine=... precision=... ...
@@ -46,7 +51,9 @@ appends (a key given twice: the last one counts).
     attention config=M variant=bf16-onednn fwd_bwd_ms=.. ...   build/bench_attention
 
 Records written before a field existed lack it: a ropelab or scheme record
-without engine= is OpenBLAS fp32, a torch record without autocast= is fp32.
+without engine= is OpenBLAS fp32, a torch record without autocast= is fp32;
+without bench_config records (or rss_mb= in torch records) the scaling table
+(or PyTorch's memory) is left out.
 
 Setups, baselines, peaks
 ------------------------
@@ -253,7 +260,9 @@ def header(res, out):
     bench, machine = res.first.get("bench", {}), res.first.get("machine", {})
     threads = bench.get("threads", "?")
     out(f"# ropelab training benchmark ({bench.get('date', '?')})")
-    out(f"machine: {machine.get('cores', '?')} cores, {machine.get('cpu', '?')}, load {machine.get('load', '?')}")
+    out(f"machine: {machine.get('cores', '?')} cores, {machine.get('cpu', '?')}, load {machine.get('load', '?')}"
+        + (f", memory {machine['mem_total_mb']} MiB ({machine.get('mem_available_mb', '?')} available at the start)"
+           if machine.get("mem_total_mb") else ""))
     out(f"threads: {threads}; {bench.get('steps', '?')} timed steps after {bench.get('warmup', '?')} warm-up "
         f"steps, medians; best of {bench.get('rounds', '?')} alternating runs per setup")
     if bench.get("engines"):
@@ -411,16 +420,72 @@ def memory_table(res, out):
     out("Memory per setup (of its best runs, the one with the largest peak RSS):")
     out("")
     out("| config | setup | pos | peak RSS MiB | state MiB | activations MiB | matmul engine MiB "
-        "(weight copies + scratch) | RSS / accounted |")
-    out("|---|---|---|---|---|---|---|---|")
+        "(weight copies + scratch) | RSS / accounted | PyTorch side | its peak RSS MiB (same pos) |")
+    out("|---|---|---|---|---|---|---|---|---|---|")
     for cfg in res.configs:
         for s in res.setups:
             recs = [res.best[(s.name, cfg, pos)] for pos in res.schemes if (s.name, cfg, pos) in res.best]
             if not recs:
                 continue
             rec = max(recs, key=lambda r: num(r.get("rss_mb")))
+            bname = BASELINES[s.baseline].name
+            base = res.best.get((bname, cfg, rec.get("pos")))
             out(f"| {cfg} | {s.name} | {rec.get('pos')} | {rec.get('rss_mb')} | {rec.get('state_mb')} | "
-                f"{rec.get('act_mb')} | {rec.get('matmul_mb', 'n/a')} | {rec.get('rss_ratio')} |")
+                f"{rec.get('act_mb')} | {rec.get('matmul_mb', 'n/a')} | {rec.get('rss_ratio')} | "
+                f"{bname if base else '-'} | {base.get('rss_mb', 'n/a') if base else '-'} |")
+
+
+def scaling_table(res, out):
+    """One row per config: its size by the formulas (bench_config records: model
+    FLOPs per step, state + activation bytes by docs/MODEL.md) beside each
+    setup's and PyTorch side's measured ms/step and peak RSS (best run, rope if
+    measured, else the first scheme), with each value's ratio to the first
+    config's, so the growth of cost with size reads down a column."""
+    sizes = {rec.get("config"): rec for rec in res.all("bench_config")}
+    configs = [c for c in res.configs if c in sizes]
+    if not configs:
+        return
+    pos = "rope" if "rope" in res.schemes else (res.schemes[0] if res.schemes else None)
+    sides = [s.name for s in res.setups] + [b.name for b in res.baselines]
+    first = sizes[configs[0]]
+
+    def rel(value, base):
+        r = value / base if base and not math.isnan(base) else math.nan
+        return "" if math.isnan(r) else f" (x{r:.3g})"
+
+    def ms_of(side, cfg):
+        rec = res.best.get((side, cfg, pos))
+        return num(rec.get("ms_per_step")) if rec else math.nan
+
+    out("")
+    out(f"Scaling with size ({pos}; formula = docs/MODEL.md's: state = 16 bytes per parameter (parameters, "
+        "gradients, AdamW m and v), activations = B*T*(C + L*(16C + 4 + H) + C + 4 + V + 10C + H) floats "
+        "+ 2 B*T ints; model FLOPs as for the MFU; per setup and PyTorch side, of its best run: ms/step, "
+        f"then peak RSS MiB and its ratio to the formula's total; (xN) = N times config {configs[0]}'s value):")
+    out("")
+    out("| config | L, C, H, T, B, V | parameters | model GFLOP/step | formula MiB (state + activations) | "
+        + " | ".join(f"{n}: ms/step; peak RSS MiB (/ formula)" for n in sides) + " |")
+    out("|---|---|---|---|---|" + "---|" * len(sides))
+    for cfg in configs:
+        z = sizes[cfg]
+        gf, f_mb = num(z.get("flops_per_step")) / 1e9, num(z.get("formula_mb"))
+        cells = [cfg, ", ".join(str(z.get(k)) for k in ("L", "C", "H", "T", "B", "V")),
+                 f"{num(z.get('params')) / 1e6:.2f} M",
+                 f"{fmt(gf, '.1f')}" + rel(gf, num(first.get("flops_per_step")) / 1e9),
+                 f"{z.get('formula_state_mb')} + {z.get('formula_act_mb')} = {z.get('formula_mb')}"
+                 + rel(f_mb, num(first.get("formula_mb")))]
+        for side in sides:
+            ms, rec = ms_of(side, cfg), res.best.get((side, cfg, pos))
+            rss = num(rec.get("rss_mb")) if rec else math.nan
+            cells.append("-" if rec is None else
+                         ("-" if math.isnan(ms) else f"{ms:g}" + rel(ms, ms_of(side, configs[0])))
+                         + "; " + ("n/a" if math.isnan(rss) else f"{rss:g} ({rss / f_mb:.2f})"))
+        out("| " + " | ".join(cells) + " |")
+    out("")
+    out("Read down a column: where ms/step grows like the model GFLOP/step, the GFLOP/s (and MFU) stay the "
+        "same; RSS / formula above 1 is the matmul engine's own buffers (bf16 weight copies, scratch), "
+        "the libraries' and, for PyTorch, what it stores beyond ropelab's accounting (e.g. each layer's "
+        "(B, H, T, T) attention probabilities).")
 
 
 def torch_table(res, out):
@@ -430,15 +495,16 @@ def torch_table(res, out):
     out("")
     out("PyTorch (scripts/torch/torch_baseline.py, best run of each mode):")
     out("")
-    out("| config | pos | PyTorch side | tokens/s | fwd ms | bwd ms | opt ms | ms/step |")
-    out("|---|---|---|---|---|---|---|---|")
+    out("| config | pos | PyTorch side | tokens/s | fwd ms | bwd ms | opt ms | ms/step | peak RSS MiB |")
+    out("|---|---|---|---|---|---|---|---|---|")
     for cfg in res.configs:
         for pos in res.schemes:
             for b in res.baselines:
                 rec = res.best.get((b.name, cfg, pos))
                 if rec:
                     out(f"| {cfg} | {pos} | {b.name} | {num(rec.get('tokens_per_s')):.0f} | {rec.get('fwd_ms')} | "
-                        f"{rec.get('bwd_ms')} | {rec.get('opt_ms')} | {rec.get('ms_per_step')} |")
+                        f"{rec.get('bwd_ms')} | {rec.get('opt_ms')} | {rec.get('ms_per_step')} | "
+                        f"{rec.get('rss_mb', 'n/a')} |")
 
 
 def targets(res, rows, out):
@@ -627,6 +693,7 @@ def report(records, out=print):
     rows = main_table(res, out)
     memory_table(res, out)
     torch_table(res, out)
+    scaling_table(res, out)
     scheme_tables(res, out)
     rope_micro(res, out)
     attention_table(res, out)

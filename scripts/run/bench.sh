@@ -14,7 +14,7 @@
 #     one misdetection ./train corrects too (src/common/blas_cpu.c): SSE3
 #     "Prescott" kernels on a CPU with AVX2 and FMA; then OPENBLAS_CORETYPE=
 #     Haswell is exported. Each side's OpenBLAS core name is recorded.
-#   - ropelab's matmul engines (ENGINES; gpt_set_matmul, src/model/linear.h):
+#   - ropelab's matmul engines (ENGINES; gpt_set_matmul, src/model/engine.h):
 #     openblas-fp32 (the default of ./train), onednn-fp32, onednn-bf16 (inputs
 #     of the products rounded to bf16, fp32 accumulation and weights). An
 #     engine this CPU cannot run (bf16 where oneDNN has no bf16 products: below AVX-512) is
@@ -28,12 +28,38 @@
 #     openblas-fp32: sgemm on square 1024/1536/2048; onednn-*: the engine's
 #     forward product at N = 2048 rows and C, OC in 1024..4096. Each engine's
 #     model-FLOP utilisation (MFU) is against the larger of its own two.
-#   - per config (S, M) and scheme (rope, learned, sinusoidal, t5):
+#   - the configs (sizes in tests/util_bench.h for C and in
+#     scripts/torch/torch_baseline.py's PRESETS for Python): S and M by
+#     default, and L, GPT-2 small's shape (12 layers, width 768, 12 heads,
+#     T 1024; vocabulary 4096, B 4), on request: CONFIGS="S M L" make bench.
+#     Before measuring, each config's sizes from build/bench_model
+#     --list-configs are checked against PRESETS (a mismatch stops the run)
+#     and recorded with their parameters, model FLOPs per step and memory by
+#     docs/MODEL.md's formula (bench_config records): the report's scaling
+#     table sets those beside the measured ms/step and peak RSS.
+#   - per config and scheme (rope, learned, sinusoidal, t5):
 #     build/bench_model on each engine, then scripts/torch/torch_baseline.py in each
 #     mode (when torch imports).
 #   - the scheme overhead (bench_model --compare-schemes, on each engine of
-#     SCHEME_ENGINES), the RoPE micro-benchmark (bench_model --rope-micro) and
-#     attention alone on each engine (build/bench_attention).
+#     SCHEME_ENGINES, for the configs of SCHEME_CONFIGS), the RoPE
+#     micro-benchmark (bench_model --rope-micro) and attention alone on each
+#     engine (build/bench_attention, S and M).
+#
+# Why L is not in the default CONFIGS: a training step of L is 2.40 TFLOP
+# (S 0.027, M 0.076: 32x M's), so one round of L (every engine and every
+# PyTorch mode once, WARMUP + STEPS = 10 steps each, one scheme) is 24 TFLOP
+# per setup. At each engine's whole measured peak on 2 cores (OpenBLAS 241,
+# oneDNN fp32 476, bf16 958 GFLOP/s in docs/PERFORMANCE.md's run) that is
+# 100 + 50 + 25 s for ropelab and 100 + 25 s for PyTorch: 5 minutes as a
+# lower bound; at the rates measured on M in that run (ropelab 55-83% of
+# its peak, PyTorch fp32 133 and bf16 288 GFLOP/s) about 8-9 minutes, and
+# more if PyTorch, whose attention stores and softmaxes (B, H, T, T) tensors,
+# runs L further below its peak than M: over the 5-minute budget of one
+# round either way. The default 3 rounds x 4 schemes would add 1.5-2 hours
+# or more. The scheme comparison builds four models at once
+# (4 x ~4 GiB on L) and is left to S and M (SCHEME_CONFIGS). L's memory at
+# B = 4 is in tests/util_bench.h (ropelab about 4 GiB, PyTorch roughly
+# twice that).
 #
 # Noise: this shared VM's speed drifts by +-10% from one run to the next
 # (identical work, minutes apart), so each (config, scheme) is measured
@@ -43,14 +69,20 @@
 #
 # Environment: THREADS (default: all cores), STEPS (timed steps, default 8),
 # ROUNDS (default 3), WARMUP (default 2), SCHEME_STEPS (rounds of the
-# scheme-overhead comparison, default 32), CONFIGS (default "S M"), SCHEMES (default
+# scheme-overhead comparison, default 32), CONFIGS (default "S M"; "S M L" adds
+# L), SCHEME_CONFIGS (the configs of the scheme-overhead comparison, default:
+# those of CONFIGS other than L), SCHEMES (default
 # "rope learned sinusoidal t5"), ENGINES (default "openblas-fp32 onednn-fp32
 # onednn-bf16"), TORCH_MODES (default "fp32 bf16"), SCHEME_ENGINES (engines of
 # the scheme-overhead comparison, default "openblas-fp32 onednn-bf16"; those
 # not in ENGINES are skipped), NO_TORCH=1 to skip PyTorch, BENCH_OUT (the
 # results file, default build/bench/results-<UTC time>.txt).
 # Time with the defaults on 2 cores: about 10-15 minutes (config M is 2/3 of it).
+# With CONFIGS="S M L": 1.5-2 hours more or longer, by the estimate above
+# (with SCHEMES=rope ROUNDS=1, L adds about 9 minutes or more).
 # A quick smoke test: STEPS=1 WARMUP=0 ROUNDS=1 SCHEME_STEPS=2 CONFIGS=S SCHEMES=rope THREADS=1
+# L end to end, one engine, one step (a few minutes on one core):
+#   STEPS=1 WARMUP=0 ROUNDS=1 CONFIGS=L SCHEMES=rope ENGINES=openblas-fp32 NO_TORCH=1 THREADS=1
 set -euo pipefail
 cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
 
@@ -60,6 +92,8 @@ ROUNDS=${ROUNDS:-3}
 SCHEME_STEPS=${SCHEME_STEPS:-32}
 WARMUP=${WARMUP:-2}
 CONFIGS=${CONFIGS:-"S M"}
+SCHEME_CONFIGS=${SCHEME_CONFIGS-$(for c in $CONFIGS; do [ "$c" = L ] || printf '%s ' "$c"; done)}
+SCHEME_CONFIGS=${SCHEME_CONFIGS% }
 SCHEMES=${SCHEMES:-"rope learned sinusoidal t5"}
 ENGINES=${ENGINES:-"openblas-fp32 onednn-fp32 onednn-bf16"}
 TORCH_MODES=${TORCH_MODES:-"fp32 bf16"}
@@ -120,10 +154,45 @@ if [ -z "${NO_TORCH:-}" ] && "$PY" -c "import torch" 2>/dev/null; then have_torc
 echo "# results file: $OUT"
 rec "bench date=$(q "$(date -u '+%Y-%m-%d %H:%M UTC')") threads=$THREADS steps=$STEPS warmup=$WARMUP" \
     "rounds=$ROUNDS scheme_steps=$SCHEME_STEPS configs=$(q "$CONFIGS") schemes=$(q "$SCHEMES") torch=$have_torch" \
-    "engines=$(q "$ENGINES") torch_modes=$(q "$TORCH_MODES") scheme_engines=$(q "$SCHEME_ENGINES")"
+    "engines=$(q "$ENGINES") torch_modes=$(q "$TORCH_MODES") scheme_engines=$(q "$SCHEME_ENGINES")" \
+    "scheme_configs=$(q "$SCHEME_CONFIGS")"
 rec "machine cores=$(nproc) cpu=$(q "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')")" \
-    "load=$(q "$(cut -d' ' -f1-3 /proc/loadavg)")"
+    "load=$(q "$(cut -d' ' -f1-3 /proc/loadavg)")" \
+    "mem_total_mb=$(awk '/^MemTotal:/ {printf "%.0f", $2 / 1024}' /proc/meminfo)" \
+    "mem_available_mb=$(awk '/^MemAvailable:/ {printf "%.0f", $2 / 1024}' /proc/meminfo)"
 rec "$core_rec"
+
+# The configs: bench_model's sizes (tests/util_bench.h) must be PyTorch's
+# (torch_baseline.PRESETS, read here without importing torch), size for
+# size, or the run stops before measuring. Each config run is recorded as a
+# bench_config record: sizes, parameters, model FLOPs per step, memory by
+# docs/MODEL.md's formula.
+configs_out=$(build/bench_model --list-configs)
+presets=$("$PY" - <<'PYEOF'
+import ast
+src = open("scripts/torch/torch_baseline.py", encoding="utf-8").read()
+node = next(n for n in ast.walk(ast.parse(src)) if isinstance(n, ast.Assign)
+            and any(getattr(t, "id", None) == "PRESETS" for t in n.targets))
+presets = eval(compile(ast.Expression(node.value), "PRESETS", "eval"), {"__builtins__": {}, "dict": dict})
+keys = dict(n_layer="L", d_model="C", n_head="H", seq_len="T", batch_size="B", vocab_size="V")
+for name, p in presets.items():
+    print(name, " ".join(f"{keys[k]}={p[k]}" for k in keys))
+PYEOF
+)
+for cfg in $CONFIGS $SCHEME_CONFIGS; do
+    line=$(grep "^bench_config config=$cfg " <<<"$configs_out" || true)
+    [ -n "$line" ] || { echo "bench.sh: unknown config '$cfg' (build/bench_model --list-configs)" >&2; exit 2; }
+    mine=$(for k in L C H T B V; do sed -n "s/.* $k=\([^ ]*\).*/$k=\1/p" <<<"$line"; done | paste -sd' ')
+    theirs=$(sed -n "s/^$cfg //p" <<<"$presets")
+    if [ "$mine" != "$theirs" ]; then
+        echo "bench.sh: config $cfg: tests/util_bench.h has '$mine'," \
+             "scripts/torch/torch_baseline.py's PRESETS '${theirs:-nothing}'; make them agree" >&2
+        exit 2
+    fi
+done
+for cfg in $CONFIGS; do
+    grep "^bench_config config=$cfg " <<<"$configs_out" | recs bench_config
+done
 
 # Each engine's peak (see the top), as records with when=WHEN (`sgemm*` and
 # `linear*` records; before the runs also each engine's `matmul_engine`
@@ -215,7 +284,7 @@ done
 # the larger of the two measurements as each engine's reference.
 measure_peaks after
 
-for cfg in $CONFIGS; do
+for cfg in $SCHEME_CONFIGS; do
     for e in $SCHEME_ENGINES; do
         # shellcheck disable=SC2046
         build/bench_model --compare-schemes --config "$cfg" --steps "$SCHEME_STEPS" --warmup 2 \

@@ -21,14 +21,16 @@ engine. Default: off (everything fp32).
 The last line is machine-readable, e.g.
 
     torch pos=rope L=4 C=128 H=4 V=2048 B=32 T=128 threads=2 autocast=off tokens_per_s=4012.3
-    ms_per_step=1021.0 fwd_ms=... bwd_ms=... opt_ms=... steps=10 loss_first=... loss_last=...
+    ms_per_step=1021.0 fwd_ms=... bwd_ms=... opt_ms=... rss_mb=... steps=10 loss_first=... loss_last=...
 
-(one line): medians over the steps after the warm-up.
+(one line): medians over the steps after the warm-up; rss_mb is the process's
+peak resident memory (getrusage), MiB, as bench_model's.
 """
 
 import argparse
 import contextlib
 import os
+import resource
 import statistics
 import sys
 import time
@@ -39,13 +41,18 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_model as tm  # noqa: E402
 
+# The benchmark sizes S, M, L: the one home for Python; tests/util_bench.h's
+# CONFIGS is the one for C, and scripts/run/bench.sh checks that the two agree
+# before it measures. L is GPT-2 small's shape with M's vocabulary (4096, not
+# 50257) and B = 4 (memory: tests/util_bench.h).
 PRESETS = {
     "S": dict(n_layer=4, d_model=128, n_head=4, seq_len=128, batch_size=32, vocab_size=2048),
     "M": dict(n_layer=6, d_model=256, n_head=8, seq_len=256, batch_size=8, vocab_size=4096),
+    "L": dict(n_layer=12, d_model=768, n_head=12, seq_len=1024, batch_size=4, vocab_size=4096),
 }
 
 def add_size_args(ap):
-    """--config (a preset: the S and M sizes of `make bench`) and the size flags
+    """--config (a preset: the S, M and L sizes of `make bench`) and the size flags
     that override it, and --pos; shared with torch_ddp.py. apply_preset fills
     what was not given."""
     ap.add_argument("--config", choices=sorted(PRESETS), help="preset sizes (explicit flags override)")
@@ -163,7 +170,7 @@ def main(argv=None):
           f"B={B} T={T} threads={args.threads} autocast={args.autocast} "
           f"tokens_per_s={B * T / (step_ms / 1000):.1f} "
           f"ms_per_step={step_ms:.1f} fwd_ms={ms(fwd):.1f} bwd_ms={ms(bwd):.1f} opt_ms={ms(opt_t):.1f} "
-          f"steps={args.steps} loss_first={losses[0]:.4f} loss_last={losses[-1]:.4f}")
+          f"rss_mb={resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.1f} steps={args.steps} loss_first={losses[0]:.4f} loss_last={losses[-1]:.4f}")
     return 0
 
 
