@@ -128,7 +128,7 @@ bench:
 # PyTorch DDP (gloo) the same way (scripts/run/bench_mpi.sh).
 bench-mpi:
 	@bash scripts/run/install_deps.sh
-	@$(MAKE) -s --no-print-directory $(PROGRAMS)
+	@$(MAKE) -s --no-print-directory $(PROGRAMS) build/bench_model
 	@bash scripts/run/bench_mpi.sh
 
 # The all-reduce cost model against a shaped link: 2 ranks in two network

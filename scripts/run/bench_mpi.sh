@@ -53,12 +53,14 @@ for v in 2048 4096; do
     fi
 done
 
-declare -A KEYS=(
-    [S]="--n_layer=4 --d_model=128 --n_head=4 --block_size=128 --batch_size=32"
-    [M]="--n_layer=6 --d_model=256 --n_head=8 --block_size=256 --batch_size=8"
-)
-declare -A VOCAB=([S]=2048 [M]=4096) BATCH=([S]=32 [M]=8) SEQ=([S]=128 [M]=256)
 kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }   # kv LINE KEY -> value
+# The sizes of S and M from their one home (tests/util_bench.h), as build/bench_model lists them.
+declare -A KEYS VOCAB BATCH SEQ
+for cfg in S M; do
+    line=$(build/bench_model --list-configs | grep "^bench_config config=$cfg ")
+    KEYS[$cfg]="--n_layer=$(kv "$line" L) --d_model=$(kv "$line" C) --n_head=$(kv "$line" H) --block_size=$(kv "$line" T) --batch_size=$(kv "$line" B)"
+    VOCAB[$cfg]=$(kv "$line" V); BATCH[$cfg]=$(kv "$line" B); SEQ[$cfg]=$(kv "$line" T)
+done
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
