@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# publish_results.sh: a study's finished runs into docs/results/NAME, the form
+# the repository keeps them in: logs/RUN.csv (which compare.sh adopts as
+# finished runs on another machine), config.ini, wall_time.txt,
+# extrapolation.csv, and the report made from those files alone.
+#
+#   scripts/run/publish_results.sh NAME OUT_DIR [--lr] [VARIANT ...]
+#
+# OUT_DIR is a compare.sh output directory (runs/compare-NAME). Only runs
+# marked finished (RUN/done) are taken. The report is made by
+# scripts/report/report.py in a scratch copy holding nothing but the
+# published files (and docs/results/NAME/step_costs.csv, if present), so it
+# is the report anyone re-makes from the committed logs. --lr: the
+# learning-rate report (every SCHEME-lrX found); otherwise the VARIANTs, in
+# the order the tables list them.
+set -euo pipefail
+cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
+[ $# -ge 2 ] || { sed -n '2,16p' "$0"; exit 2; }
+name=$1 src=$2; shift 2
+[ -f "$src/config.ini" ] || { echo "publish_results.sh: $src: not a compare.sh output directory (no config.ini)" >&2; exit 2; }
+root=$(mktemp -d)
+trap 'rm -rf "$root"' EXIT
+out=$root/runs/compare-$name
+mkdir -p "$out"
+n=0
+for d in "$src"/*-s[0-9]*; do
+  [ -f "$d/done" ] || continue
+  r=$(basename "$d"); mkdir -p "$out/$r"; cp "$d/log.csv" "$out/$r/"; touch "$out/$r/done"; n=$((n+1))
+done
+[ "$n" -gt 0 ] || { echo "publish_results.sh: $src holds no finished run" >&2; exit 1; }
+for f in config.ini wall_time.txt extrapolation.csv; do [ -f "$src/$f" ] && cp "$src/$f" "$out/"; done
+dst=docs/results/$name
+mkdir -p "$dst/logs"
+[ -f "$dst/step_costs.csv" ] && cp "$dst/step_costs.csv" "$out/"
+here=$(pwd)
+if [ "${1:-}" = --lr ]; then
+  (cd "$root" && /usr/bin/python3 "$here/scripts/report/report.py" --lr "runs/compare-$name" \
+     $(ls "runs/compare-$name" | sed -n 's/-s[0-9]*$//p' | sort -u) --name "$name")
+else
+  [ $# -gt 0 ] || { echo "publish_results.sh: name the variants (or --lr)" >&2; exit 2; }
+  (cd "$root" && /usr/bin/python3 "$here/scripts/report/report.py" "runs/compare-$name" "$@" --name "$name")
+fi
+for d in "$out"/*-s[0-9]*; do cp "$d/log.csv" "$dst/logs/$(basename "$d").csv"; done
+for f in "$out"/*; do [ -f "$f" ] && cp "$f" "$dst/"; done
+echo "publish_results.sh: $n finished runs of $src in $dst"
