@@ -361,7 +361,7 @@ def write_lr_report(out, variants, name):
 
     lines = [f"# Learning-rate study: {name}\n",
              "Each scheme at every peak learning rate of the grid (min_lr = lr/10, as in the config; "
-             "everything else as the default setup), the same seeds at every lr. Final validation loss, mean ± sd "
+             "everything else as in config.ini beside this report), the same seeds at every lr. Final validation loss, mean ± sd "
              "(k seeds); **bold**: the scheme's best lr (lowest mean); *edge*: the best lr is at the end of the "
              "grid, so a better one may lie beyond it.\n",
              "![final loss against lr](final_loss_vs_lr.png)\n",
