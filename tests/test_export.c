@@ -24,6 +24,9 @@
 #include "util_run.h"
 
 // ---------------------------------------------------------------- a GGUF reader (the spec, again)
+// Written from the spec, not from the writer (src/common/gguf.c), so that a wrong
+// number there fails here: GGUF's value types.
+enum { GT_UINT32 = 4, GT_INT32 = 5, GT_FLOAT32 = 6, GT_BOOL = 7, GT_STRING = 8, GT_ARRAY = 9 };
 
 typedef struct {
     uint8_t *buf;
@@ -45,18 +48,18 @@ static void rdstr(const Gguf *g, size_t *p, char *out, size_t cap) {
 // Skips a value of type `type` (arrays of strings and of 4-byte numbers, the types written).
 static void skip_value(const Gguf *g, size_t *p, uint32_t type) {
     char s[4096];
-    if (type == 8) { uint64_t n; memcpy(&n, g->buf + *p, 8); *p += 8 + n; return; }   // string
-    if (type == 7) { *p += 1; return; }                                                  // bool
-    if (type == 9) {                                                                     // array
+    if (type == GT_STRING) { uint64_t n; memcpy(&n, g->buf + *p, 8); *p += 8 + n; return; }
+    if (type == GT_BOOL) { *p += 1; return; }
+    if (type == GT_ARRAY) {
         uint32_t et = rd32(g, p);
         uint64_t n = rd64(g, p);
         for (uint64_t i = 0; i < n; i++) {
-            if (et == 8) rdstr(g, p, s, sizeof s);
-            else { assert_true(et == 4 || et == 5 || et == 6); *p += 4; }
+            if (et == GT_STRING) rdstr(g, p, s, sizeof s);
+            else { assert_true(et == GT_UINT32 || et == GT_INT32 || et == GT_FLOAT32); *p += 4; }
         }
         return;
     }
-    assert_true(type == 4 || type == 5 || type == 6);   // uint32, int32, float32
+    assert_true(type == GT_UINT32 || type == GT_INT32 || type == GT_FLOAT32);
     *p += 4;
 }
 
@@ -108,43 +111,28 @@ static int kv_find(const Gguf *g, const char *key) {
     fail_msg("key %s missing", key);
     return -1;
 }
-static uint32_t kv_u32(const Gguf *g, const char *key) {
+// The value of key, which must have GGUF value type `type`: where its bytes start.
+static const uint8_t *kv_value(const Gguf *g, const char *key, uint32_t type) {
     int i = kv_find(g, key);
-    assert_int_equal(g->kv[i].type, 4);
-    uint32_t v;
-    memcpy(&v, g->buf + g->kv[i].at, 4);
-    return v;
+    assert_int_equal(g->kv[i].type, type);
+    return g->buf + g->kv[i].at;
 }
-static float kv_f32(const Gguf *g, const char *key) {
-    int i = kv_find(g, key);
-    assert_int_equal(g->kv[i].type, 6);
-    float v;
-    memcpy(&v, g->buf + g->kv[i].at, 4);
-    return v;
-}
-static int kv_bool(const Gguf *g, const char *key) {
-    int i = kv_find(g, key);
-    assert_int_equal(g->kv[i].type, 7);
-    return g->buf[g->kv[i].at];
-}
+static uint32_t kv_u32(const Gguf *g, const char *key) { uint32_t v; memcpy(&v, kv_value(g, key, GT_UINT32), 4); return v; }
+static float kv_f32(const Gguf *g, const char *key) { float v; memcpy(&v, kv_value(g, key, GT_FLOAT32), 4); return v; }
+static int kv_bool(const Gguf *g, const char *key) { return *kv_value(g, key, GT_BOOL); }
 static void kv_str(const Gguf *g, const char *key, char *out, size_t cap) {
-    int i = kv_find(g, key);
-    assert_int_equal(g->kv[i].type, 8);
-    size_t p = g->kv[i].at;
+    size_t p = (size_t)(kv_value(g, key, GT_STRING) - g->buf);
     rdstr(g, &p, out, cap);
 }
 // Element count of an array key, and the i-th string of a string array.
 static uint64_t kv_array_n(const Gguf *g, const char *key) {
-    int i = kv_find(g, key);
-    assert_int_equal(g->kv[i].type, 9);
     uint64_t n;
-    memcpy(&n, g->buf + g->kv[i].at + 4, 8);
+    memcpy(&n, kv_value(g, key, GT_ARRAY) + 4, 8);
     return n;
 }
 static void kv_array_str(const Gguf *g, const char *key, uint64_t k, char *out, size_t cap) {
-    int i = kv_find(g, key);
-    size_t p = g->kv[i].at;
-    assert_int_equal(rd32(g, &p), 8);
+    size_t p = (size_t)(kv_value(g, key, GT_ARRAY) - g->buf);
+    assert_int_equal(rd32(g, &p), GT_STRING);
     uint64_t n = rd64(g, &p);
     assert_true(k < n);
     for (uint64_t j = 0; j <= k; j++) rdstr(g, &p, out, cap);
