@@ -22,6 +22,8 @@
 #                            LLaMA-style block): the six schemes, 3 seeds (about 40 min)
 #                   llama-lr the same block, rope and learned at every lr of --lrs, 1 seed
 #                            (runs/compare-llama-lr; the config's lr reuses the llama runs)
+#                   gcide-lr the gcide setup, rope and learned at every lr of --lrs, 1 seed
+#                            (runs/compare-gcide-lr; the config's lr reuses the gcide runs)
 #                   medium-lr configs/compare-medium.ini, rope and learned at 5e-4 and
 #                            2e-3 (the config's is 1e-3), 1 seed (about 17 min a run)
 #                   quick    configs/compare-quick.ini, 2 seeds (a couple of minutes)
@@ -105,6 +107,10 @@ case "$setup" in
            committed=docs/results/llama-lr/logs; reuse=runs/compare-llama; reuse_committed=docs/results/llama/logs
            [ "$seeds" = 3 ] && seeds=1
            v=$(lr_variants "rope learned") ;;
+  gcide-lr) config=configs/compare-gcide.ini; out=${out:-runs/compare-gcide-lr}; corpus=gcide; extrapolate=0
+           committed=docs/results/gcide-lr/logs; reuse=runs/compare-gcide; reuse_committed=docs/results/gcide/logs
+           [ "$seeds" = 3 ] && seeds=1
+           v=$(lr_variants "rope learned") ;;
   medium-lr) config=configs/compare-medium.ini; out=${out:-runs/compare-medium-lr}; extrapolate=0
            committed=docs/results/medium-lr/logs; reuse=runs/compare-medium; reuse_committed=docs/results/medium/logs
            [ "$seeds" = 3 ] && seeds=1
@@ -115,7 +121,7 @@ case "$setup" in
            v="rope learned sinusoidal t5" ;;
   custom)  [ -n "$out" ] || { echo "compare.sh: --config needs --out DIR" >&2; exit 2; }
            v="rope learned sinusoidal t5" ;;
-  *) echo "compare.sh: unknown setup '$setup' (default, gcide, medium, paired, lr, llama, llama-lr, medium-lr," \
+  *) echo "compare.sh: unknown setup '$setup' (default, gcide, medium, paired, lr, llama, llama-lr, gcide-lr, medium-lr," \
           "all, quick)" >&2; exit 2 ;;
 esac
 variants=${variants:-$v}
@@ -259,7 +265,7 @@ if [ "$extrapolate" = 1 ] && { [ ! -f "$extrap" ] || [ "$(wc -l < "$extrap")" -n
   mv "$extrap.tmp" "$extrap"
 fi
 
-if [ "${setup%lr}" != "$setup" ]; then   # lr, llama-lr, medium-lr
+if [ "${setup%lr}" != "$setup" ]; then   # lr, llama-lr, gcide-lr, medium-lr
   # every lr finished in DIR, so a grid extended by --lrs or --variants is reported whole
   /usr/bin/python3 scripts/report/report.py --lr "$out" $(ls "$out" | sed -n 's/-s[0-9]*$//p' | sort -u) --name "$setup"
 else
