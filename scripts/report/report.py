@@ -205,6 +205,12 @@ def read_step_costs(out):
         return {r["variant"]: float(r["ms_per_step"]) for r in csv.DictReader(f)}
 
 
+def step_cost(costs, variant):
+    """A variant's ms per step: its own row, else its scheme's (SCHEME-lrX, -scaleS:
+    the lr and the scale change no work in a step, so the step costs the scheme's)."""
+    return costs.get(variant, costs.get(variant.split("-")[0], math.nan))
+
+
 def extrapolation_rows(out, variants):
     path = os.path.join(out, "extrapolation.csv")
     if not os.path.isfile(path):
@@ -269,7 +275,7 @@ def steps_lines(runs, res):
             # costs, measured side by side (step_costs.csv), not the runs' own
             # speeds, which depend on what shared the machine with each run.
             costs = res.get("step_costs") or {}
-            cost = costs.get(ref, math.nan) / costs.get(v, math.nan) if costs else math.nan
+            cost = step_cost(costs, ref) / step_cost(costs, v) if costs else math.nan
             note = "" if et["reached"] == n else f" ({et['reached']}/{n})"
             bound = ">=" if t["capped"] and any(math.isnan(s) for s in res["variants"][ref]["targets"][2]["steps"]) else ""
             cells.append(f"{m:.0f} ± {sd:.0f}{note}, {bound}{fmt(su, '.2f')}x ± {fmt(susd, '.2f')}"

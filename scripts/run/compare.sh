@@ -24,8 +24,8 @@
 #                            (runs/compare-llama-lr; the config's lr reuses the llama runs)
 #                   gcide-lr the gcide setup, rope and learned at every lr of --lrs, 1 seed
 #                            (runs/compare-gcide-lr; the config's lr reuses the gcide runs)
-#                   medium-lr configs/compare-medium.ini, rope and learned at 5e-4 and
-#                            2e-3 (the config's is 1e-3), 1 seed (about 17 min a run)
+#                   medium-lr configs/compare-medium.ini, rope and learned at 5e-4, 2e-3
+#                            and 4e-3 (the config's is 1e-3), 1 seed (about 17-40 min a run)
 #                   quick    configs/compare-quick.ini, 2 seeds (a couple of minutes)
 #   --seeds N     seeds 1..N (default 3)
 #   --jobs N      runs at a time, each on one thread (default: the number of cores);
@@ -114,7 +114,7 @@ case "$setup" in
   medium-lr) config=configs/compare-medium.ini; out=${out:-runs/compare-medium-lr}; extrapolate=0
            committed=docs/results/medium-lr/logs; reuse=runs/compare-medium; reuse_committed=docs/results/medium/logs
            [ "$seeds" = 3 ] && seeds=1
-           [ "$lrs" = "0.0005 0.001 0.002 0.004 0.008" ] && lrs="0.0005 0.001 0.002"
+           [ "$lrs" = "0.0005 0.001 0.002 0.004 0.008" ] && lrs="0.0005 0.001 0.002 0.004"
            v=$(lr_variants "rope learned") ;;
   quick)   config=configs/compare-quick.ini; out=${out:-runs/compare-quick}
            [ "$seeds" = 3 ] && seeds=2
