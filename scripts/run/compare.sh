@@ -17,13 +17,16 @@
 #                   lr       configs/compare.ini, the six schemes at every lr of
 #                            --lrs, 3 seeds (runs/compare-lr; each lr with
 #                            min_lr = lr/10 as in the config; the config's own
-#                            lr reuses the paired setup's finished runs)
+#                            lr reuses the paired setup's finished runs; plus
+#                            1.6e-2 for sinusoidal, t5 and learned)
 #                   llama    configs/compare-llama.ini (the default experiment on the
 #                            LLaMA-style block): the six schemes, 3 seeds (about 40 min)
 #                   llama-lr the same block, rope and learned at every lr of --lrs, 1 seed
-#                            (runs/compare-llama-lr; the config's lr reuses the llama runs)
+#                            (runs/compare-llama-lr; the config's lr reuses the llama runs),
+#                            and rope at 1.6e-2
 #                   gcide-lr the gcide setup, rope and learned at every lr of --lrs, 1 seed
-#                            (runs/compare-gcide-lr; the config's lr reuses the gcide runs)
+#                            (runs/compare-gcide-lr; the config's lr reuses the gcide runs),
+#                            and rope at 1.6e-2
 #                   medium-lr configs/compare-medium.ini, rope and learned at 5e-4, 2e-3
 #                            and 4e-3 (the config's is 1e-3), 1 seed (about 17-40 min a run)
 #                   quick    configs/compare-quick.ini, 2 seeds (a couple of minutes)
@@ -99,18 +102,19 @@ case "$setup" in
            v="rope learned sinusoidal t5 alibi none" ;;
   lr)      config=configs/compare.ini; out=${out:-runs/compare-lr}; extrapolate=0; committed=docs/results/lr/logs
            reuse=runs/compare-paired; reuse_committed=docs/results/paired/logs
-           v=$(lr_variants "rope learned sinusoidal t5 alibi none") ;;
+           # + 1.6e-2 where a scheme's best lay at 8e-3, the grid's edge, on some seed
+           v="$(lr_variants "rope learned sinusoidal t5 alibi none")sinusoidal-lr0.016 t5-lr0.016 learned-lr0.016" ;;
   llama)   config=configs/compare-llama.ini; out=${out:-runs/compare-llama}; extrapolate=0
            committed=docs/results/llama/logs
            v="rope learned sinusoidal t5 alibi none" ;;
   llama-lr) config=configs/compare-llama.ini; out=${out:-runs/compare-llama-lr}; extrapolate=0
            committed=docs/results/llama-lr/logs; reuse=runs/compare-llama; reuse_committed=docs/results/llama/logs
            [ "$seeds" = 3 ] && seeds=1
-           v=$(lr_variants "rope learned") ;;
+           v="$(lr_variants "rope learned")rope-lr0.016" ;;
   gcide-lr) config=configs/compare-gcide.ini; out=${out:-runs/compare-gcide-lr}; corpus=gcide; extrapolate=0
            committed=docs/results/gcide-lr/logs; reuse=runs/compare-gcide; reuse_committed=docs/results/gcide/logs
            [ "$seeds" = 3 ] && seeds=1
-           v=$(lr_variants "rope learned") ;;
+           v="$(lr_variants "rope learned")rope-lr0.016" ;;
   medium-lr) config=configs/compare-medium.ini; out=${out:-runs/compare-medium-lr}; extrapolate=0
            committed=docs/results/medium-lr/logs; reuse=runs/compare-medium; reuse_committed=docs/results/medium/logs
            [ "$seeds" = 3 ] && seeds=1
@@ -202,6 +206,12 @@ adopt_committed() {
   [ -n "$committed" ] && [ -f "$log" ] && [ ! -e "$out/$variant-s$seed" ] || return 0
   mkdir -p "$out/$variant-s$seed" && cp "$log" "$out/$variant-s$seed/log.csv" && touch "$out/$variant-s$seed/done"
 }
+
+# The step costs published beside a study's logs (scripts/run/step_costs.sh)
+# give its report the speed-ups in time; one measured here is kept.
+if [ -n "$committed" ] && [ -f "$(dirname "$committed")/step_costs.csv" ] && [ ! -f "$out/step_costs.csv" ]; then
+  cp "$(dirname "$committed")/step_costs.csv" "$out/"
+fi
 
 n=0; finished=0; reused=0; running=0; failed=0
 for seed in $(seq 1 "$seeds"); do
