@@ -22,6 +22,11 @@
 //                                       parameters, model FLOPs per step and memory by
 //                                       docs/MODEL.md's formula, one bench_config line each
 //
+// Profiling the steady state: with PERF_CTL_FIFO set to the control fifo of a
+// `perf record -D -1 --control fifo:FIFO` run, the model benchmark writes
+// "enable" to it after the warm-up steps, so the profile holds the timed
+// steps and none of the set-up (scripts/run/profile.sh).
+//
 // One machine-readable line per measurement (key=value), read by bench.sh.
 // The matmul engine's records carry engine= (openblas, onednn) and precision=
 // (fp32, bf16), so bench_report.py can tell the setups apart.
@@ -243,6 +248,89 @@ static GPT *bench_gpt(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPreci
     return model;
 }
 
+// The time a step spends inside the engine: the linear layers' and the
+// head's products with what the engine does around them (bf16: rounding
+// their inputs; the bias gradients), and attention (its products and the
+// softmax between them). TimedEngine wraps the model's engine and adds up
+// the wall time of its calls; the rest of a step (embedding, LayerNorm,
+// GELU, residuals, cross-entropy, the positional hooks; AdamW is timed
+// apart) is the model's own fp32 work. Timing adds two clock reads per call
+// (about 30 calls a step) and changes no result.
+enum { TIMED_LINEAR, TIMED_ATTENTION };
+typedef struct {
+    Engine base;
+    Engine *inner;
+    double seconds[2];   // inside the inner engine since the last reset: [TIMED_LINEAR], [TIMED_ATTENTION]
+} TimedEngine;
+
+// Times one call of the inner engine `in` and passes its failure, if any, up to e,
+// where the model looks for it (engine_failed).
+#define TIMED(kind, call)                                                           \
+    do {                                                                            \
+        TimedEngine *te = (TimedEngine *)e;                                         \
+        double t0_ = now_s();                                                       \
+        call;                                                                       \
+        te->seconds[kind] += now_s() - t0_;                                         \
+        if (in->err[0]) {                                                           \
+            if (!e->err[0]) memcpy(e->err, in->err, sizeof e->err);                 \
+            in->err[0] = '\0';                                                      \
+        }                                                                           \
+    } while (0)
+
+static void timed_linear_forward(Engine *e, float *out, const float *inp, const float *W, const float *b, int N,
+                                 int C, int OC) {
+    Engine *in = ((TimedEngine *)e)->inner;
+    TIMED(TIMED_LINEAR, in->linear_forward(in, out, inp, W, b, N, C, OC));
+}
+static void timed_linear_backward(Engine *e, float *dinp, float *dW, float *db, const float *dout, const float *inp,
+                                  const float *W, int N, int C, int OC) {
+    Engine *in = ((TimedEngine *)e)->inner;
+    TIMED(TIMED_LINEAR, in->linear_backward(in, dinp, dW, db, dout, inp, W, N, C, OC));
+}
+static void timed_attention_forward(Engine *e, float *out, float *lse, const float *qkv, const float *bias, int B,
+                                    int T, int C, int H) {
+    Engine *in = ((TimedEngine *)e)->inner;
+    TIMED(TIMED_ATTENTION, in->attention_forward(in, out, lse, qkv, bias, B, T, C, H));
+}
+static void timed_attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
+                                     const float *lse, const float *bias, int B, int T, int C, int H) {
+    Engine *in = ((TimedEngine *)e)->inner;
+    TIMED(TIMED_ATTENTION, in->attention_backward(in, dqkv, dbias, dout, qkv, lse, bias, B, T, C, H));
+}
+static void timed_weights_changed(Engine *e) {
+    Engine *in = ((TimedEngine *)e)->inner;
+    if (in->weights_changed) in->weights_changed(in);
+}
+static size_t timed_bytes(const Engine *e) {
+    const Engine *in = ((const TimedEngine *)e)->inner;
+    return in->bytes ? in->bytes(in) : 0;
+}
+
+// Puts te between the model and its engine (undo with timed_engine_remove before gpt_free).
+static void timed_engine_insert(TimedEngine *te, GPT *model) {
+    Engine *in = model->engine;
+    *te = (TimedEngine){.inner = in};
+    te->base = (Engine){.linear_forward = timed_linear_forward, .linear_backward = timed_linear_backward,
+                        .attention_forward = timed_attention_forward,
+                        .attention_backward = timed_attention_backward,
+                        .weights_changed = in->weights_changed ? timed_weights_changed : NULL,
+                        .bytes = timed_bytes, .free = NULL};
+    memcpy(te->base.describe, in->describe, sizeof te->base.describe);
+    model->engine = &te->base;
+}
+static void timed_engine_remove(TimedEngine *te, GPT *model) { model->engine = te->inner; }
+
+// Tells a waiting `perf record` (PERF_CTL_FIFO, above) to start sampling.
+static void perf_enable(void) {
+    const char *fifo = getenv("PERF_CTL_FIFO");
+    if (!fifo || !*fifo) return;
+    FILE *f = fopen(fifo, "w");
+    if (!f || fputs("enable\n", f) == EOF || fclose(f) != 0) {
+        fprintf(stderr, "bench_model: cannot write to PERF_CTL_FIFO %s\n", fifo);
+        exit(1);
+    }
+}
+
 static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecision prec, int steps, int warmup,
                      double peak, int attention_openblas) {
     GPT *model = bench_gpt(bc, pos, mm, prec);
@@ -251,6 +339,8 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
     // where attention's products run: oneDNN with the oneDNN engine, unless --attention openblas
     const char *attention = mm == GPT_MATMUL_ONEDNN && !attention_openblas ? "onednn" : "openblas";
     printf("# matmul %s\n", gpt_matmul_describe(model));
+    TimedEngine timed;
+    timed_engine_insert(&timed, model);
     size_t n_params = gpt_num_params(model);
     AdamWConfig acfg = {0.9f, 0.95f, 1e-8f, 0.1f};
     AdamW opt;
@@ -263,9 +353,11 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
     Rng rng;
     rng_seed(&rng, 42);
     double *fwd = malloc(steps * sizeof(double)), *bwd = malloc(steps * sizeof(double)),
-           *upd = malloc(steps * sizeof(double)), *tot = malloc(steps * sizeof(double));
+           *upd = malloc(steps * sizeof(double)), *tot = malloc(steps * sizeof(double)),
+           *lin = malloc(steps * sizeof(double)), *att = malloc(steps * sizeof(double));
     float loss_first = 0.0f, loss_last = 0.0f;
     for (int s = 0; s < warmup + steps; s++) {
+        if (s == warmup) perf_enable();
         for (int i = 0; i < BT + bc->B; i++) tok[i] = (int)rng_below(&rng, (uint64_t)bc->V);
         for (int b = 0; b < bc->B; b++)   // windows of T+1 tokens: targets are inputs shifted by one
             for (int t = 0; t < bc->T; t++) {
@@ -273,6 +365,7 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
                 tgt[b * bc->T + t] = tok[b * (bc->T + 1) + t + 1];
             }
         double t0 = now_s();
+        timed.seconds[TIMED_LINEAR] = timed.seconds[TIMED_ATTENTION] = 0.0;
         gpt_zero_grad(model);
         float loss = gc_forward(model, inp, tgt, bc->B, bc->T);
         double t1 = now_s();
@@ -289,6 +382,7 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
         if (s >= warmup) {
             int k = s - warmup;
             fwd[k] = t1 - t0; bwd[k] = t2 - t1; upd[k] = t3 - t2; tot[k] = t3 - t0;
+            lin[k] = timed.seconds[TIMED_LINEAR]; att[k] = timed.seconds[TIMED_ATTENTION];
         }
     }
     double rss = peak_rss_mb();
@@ -298,18 +392,29 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
     // the engine's own: weight copies (bf16: two per weight) and scratch (inputs in bf16, oneDNN's scratchpad)
     double acct_matmul = model->engine->bytes(model->engine) / (1024.0 * 1024.0);
     double flops = bench_flops_per_step(bc), gflops = flops / step / 1e9;
+    // the share of a step inside the engine, and the engine's own rates: every model FLOP is a
+    // product's, so flops / (time in the engine) is what the step would reach if the rest were free
+    double *share = malloc(steps * sizeof(double));
+    for (int k = 0; k < steps; k++) share[k] = (lin[k] + att[k]) / tot[k];
+    double linear_s = median(lin, steps), attention_s = median(att, steps), engine_share = median(share, steps);
+    free(share);
+    timed_engine_remove(&timed, model);
     printf("ropelab config=%s pos=%s engine=%s precision=%s L=%d C=%d H=%d V=%d B=%d T=%d threads=%d "
            "params=%zu tokens_per_s=%.1f ms_per_step=%.2f fwd_ms=%.2f bwd_ms=%.2f opt_ms=%.2f "
            "gflops=%.1f peak_gflops=%.1f mfu=%.3f rss_mb=%.1f state_mb=%.1f act_mb=%.1f matmul_mb=%.1f "
            "rss_ratio=%.2f flops_per_step=%.4g formula_state_mb=%.1f formula_act_mb=%.1f "
-           "steps=%d loss_first=%.4f loss_last=%.4f attention=%s\n",
+           "steps=%d loss_first=%.4f loss_last=%.4f attention=%s engine_share=%.3f "
+           "engine_gflops=%.1f linear_ms=%.2f linear_gflops=%.1f attention_ms=%.2f attention_gflops=%.1f\n",
            bc->name, pos_kind_name(pos), matmul_name(mm), precision_label(prec), bc->L, bc->C, bc->H, bc->V,
            bc->B, bc->T, omp_get_max_threads(), n_params, BT / step, step * 1e3, median(fwd, steps) * 1e3,
            median(bwd, steps) * 1e3, median(upd, steps) * 1e3, gflops, peak,
            peak > 0 ? gflops / peak : 0.0, rss, acct_state, acct_act, acct_matmul,
            rss / (acct_state + acct_act + acct_matmul), flops, bench_state_bytes(bc) / (1024.0 * 1024.0),
-           bench_activation_bytes(bc) / (1024.0 * 1024.0), steps, loss_first, loss_last, attention);
-    free(fwd); free(bwd); free(upd); free(tot); free(tok); free(inp); free(tgt);
+           bench_activation_bytes(bc) / (1024.0 * 1024.0), steps, loss_first, loss_last, attention,
+           engine_share, flops / (linear_s + attention_s) / 1e9, linear_s * 1e3,
+           bench_linear_flops_per_step(bc) / linear_s / 1e9, attention_s * 1e3,
+           bench_attention_flops_per_step(bc) / attention_s / 1e9);
+    free(fwd); free(bwd); free(upd); free(tot); free(lin); free(att); free(tok); free(inp); free(tgt);
     adamw_free(&opt);
     gpt_free(model);
     return 0;

@@ -56,11 +56,16 @@ static inline double bench_params(const BenchConfig *c) {
 //   training step     3 x forward                         (backward = 2 x forward)
 // Recomputation in backward (attention scores) is not counted: it is not
 // model work, so it lowers the utilisation instead of inflating it.
-static inline double bench_flops_per_step(const BenchConfig *c) {
+// Of which the linear layers' and the head's products, and attention's.
+static inline double bench_linear_flops_per_step(const BenchConfig *c) {
     double BT = (double)c->B * c->T;
-    double mm = 2.0 * BT * (12.0 * c->L * c->C * c->C + (double)c->V * c->C);
-    double att = 4.0 * c->B * c->L * (double)c->C * c->T * (c->T + 1) / 2.0;
-    return 3.0 * (mm + att);
+    return 3.0 * 2.0 * BT * (12.0 * c->L * c->C * c->C + (double)c->V * c->C);
+}
+static inline double bench_attention_flops_per_step(const BenchConfig *c) {
+    return 3.0 * 4.0 * c->B * c->L * (double)c->C * c->T * (c->T + 1) / 2.0;
+}
+static inline double bench_flops_per_step(const BenchConfig *c) {
+    return bench_linear_flops_per_step(c) + bench_attention_flops_per_step(c);
 }
 
 // Bytes of the training state: parameters, gradients, AdamW's m and v, fp32.

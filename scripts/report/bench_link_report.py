@@ -11,6 +11,14 @@ stack's own). The model is run as a program, as it stands, and not fitted:
 
     t = 2 (N-1)/N * G / bandwidth + 2 (N-1) * latency = G / bandwidth + 2 latency   (N = 2)
 
+twice: with the link's nominal rate as the bandwidth, and with the rate the
+link measurably gives each direction while both carry G at once (the
+exchange of link_allreduce.c, the all-reduce's own floor with 2 ranks). A
+ring keeps every link busy both ways, so the second is the bandwidth the
+model's ring term stands for; the two agree on a link that is full-duplex
+at its rate. Runs recorded before the exchange was measured lack its
+columns.
+
 usage: bench_link_report.py RAW_FILE
 """
 import os
@@ -49,9 +57,12 @@ def main():
         groups.setdefault((r["config"], float(r["gbit"]), float(r["delay_ms"])), []).append(r)
 
     train = any("train_allreduce_ms" in r for r in runs)
+    exchange = all("exchange_gbit" in r for r in runs)
     head = ["config", "link", "added delay (one way)", "payload MB", "reps",
             "all-reduce ms (median)", "range of reps", "model ms", "measured / model",
             "one-way latency us", "one message of G: Gbit/s", "qdisc drops", "TCP retransmits"]
+    if exchange:
+        head[9:9] = ["G both ways at once: Gbit/s each way", "model ms at that rate", "measured / that"]
     if train:
         head[-2:-2] = ["./train all-reduce ms/step", "./train step ms"]
     print("| " + " | ".join(head) + " |")
@@ -67,6 +78,10 @@ def main():
                f"{lat:.0f}", f"{median(float(r['p2p_gbit']) for r in rs):.2f}",
                str(sum(int(r.get("drops", 0)) + int(r.get("train_drops", 0)) for r in rs)),
                str(sum(int(r.get("retrans", 0)) + int(r.get("train_retrans", 0)) for r in rs))]
+        if exchange:
+            xg = median(float(r["exchange_gbit"]) for r in rs)
+            xpred = model_ms(params, xg, lat)
+            row[9:9] = [f"{xg:.2f}", f"{xpred:.1f}", f"{meas / xpred:.2f}"]
         if train:
             tr = [float(r["train_allreduce_ms"]) for r in rs if "train_allreduce_ms" in r]
             ts = [float(r["train_step_ms"]) for r in rs if "train_step_ms" in r]
@@ -76,6 +91,9 @@ def main():
     print("model: scripts/report/scaling_estimate.py, 2 machines, the link's rate, latency = the measured one-way")
     print("latency; measured / model within 0.8-1.2 is the target. The tbf rate counts Ethernet, IP and TCP headers")
     print("(about 4.4% of 1500-byte frames), as a NIC's line rate does; the model counts payload only.")
+    if exchange:
+        print("'at that rate': the same model with the bandwidth each direction measurably gets while both")
+        print("ranks send G to each other at once (MPI_Sendrecv, the slower rank): the rate a ring needs.")
 
 
 if __name__ == "__main__":

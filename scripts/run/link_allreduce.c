@@ -12,13 +12,20 @@
 // backward that ./train's own figure includes).
 //
 // Also measured, for reading the result: the one-way small-message latency
-// (half the round trip of a 4-byte MPI ping-pong: the model's "latency") and
+// (half the round trip of a 4-byte MPI ping-pong: the model's "latency"),
 // the one-way bandwidth of a single N-float message from rank 0 to rank 1
-// (what the link delivers to MPI, independent of the all-reduce algorithm).
+// (what the link delivers to MPI, independent of the all-reduce algorithm),
+// and the rate of an exchange: both ranks send their N floats to each other
+// at once (MPI_Sendrecv), the slower rank's time. With 2 ranks every
+// all-reduce algorithm must carry G = 4N bytes each way (the ring: G/2 in
+// reduce-scatter, G/2 in all-gather; recursive doubling: G in one
+// exchange), so the exchange is the all-reduce's own floor on this link,
+// and its rate per direction is the bandwidth the model's ring term needs.
 //
 // Prints one line of key=value (rank 0), medians in ms:
 //   link_allreduce floats=N bytes=B iters=K allreduce_ms=.. allreduce_min_ms=..
-//     allreduce_max_ms=.. latency_us=.. p2p_ms=.. p2p_gbit=.. all=ms,ms,...
+//     allreduce_max_ms=.. latency_us=.. p2p_ms=.. p2p_gbit=.. exchange_ms=.. exchange_gbit=..
+//     all=ms,ms,...
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,9 +63,9 @@ int main(int argc, char **argv) {
         MPI_Finalize();
         return 2;
     }
-    float *buf = malloc((size_t)floats * sizeof *buf);
+    float *buf = malloc((size_t)floats * sizeof *buf), *other = malloc((size_t)floats * sizeof *other);
     double *t = malloc((size_t)(iters > pings ? iters : pings) * sizeof *t);
-    if (!buf || !t) {
+    if (!buf || !other || !t) {
         fprintf(stderr, "link_allreduce: out of memory\n");
         MPI_Abort(MPI_COMM_WORLD, 1);
     }
@@ -96,6 +103,20 @@ int main(int argc, char **argv) {
     }
     double p2p_s = rank == 0 ? median(p2p, p2p_iters) : 0.0;
 
+    // Exchange: ranks 0 and 1 each send their buffer to the other at once.
+    double exch[8];
+    for (int i = 0; i < p2p_iters + 1; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t0 = MPI_Wtime(), mine = 0.0, slowest = 0.0;
+        if (rank < 2)
+            MPI_Sendrecv(buf, (int)floats, MPI_FLOAT, 1 - rank, 3, other, (int)floats, MPI_FLOAT, 1 - rank, 3,
+                         MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+        mine = MPI_Wtime() - t0;
+        MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+        if (i > 0) exch[i - 1] = slowest;
+    }
+    double exch_s = rank == 0 ? median(exch, p2p_iters) : 0.0;
+
     // The all-reduce, as dist_grads_sum calls it.
     for (int i = 0; i < warmup + iters; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
@@ -118,10 +139,12 @@ int main(int argc, char **argv) {
         }
         double med = median(t, iters);
         printf(" allreduce_ms=%.3f allreduce_min_ms=%.3f allreduce_max_ms=%.3f latency_us=%.1f p2p_ms=%.3f "
-               "p2p_gbit=%.3f all=%s\n",
-               1e3 * med, 1e3 * lo, 1e3 * hi, 1e6 * latency, 1e3 * p2p_s, 8.0 * floats * 4 / p2p_s / 1e9, all);
+               "p2p_gbit=%.3f exchange_ms=%.3f exchange_gbit=%.3f all=%s\n",
+               1e3 * med, 1e3 * lo, 1e3 * hi, 1e6 * latency, 1e3 * p2p_s, 8.0 * floats * 4 / p2p_s / 1e9,
+               1e3 * exch_s, 8.0 * floats * 4 / exch_s / 1e9, all);
     }
     free(buf);
+    free(other);
     free(t);
     MPI_Finalize();
     return 0;

@@ -7,6 +7,7 @@
 
 #include <omp.h>
 
+#include "model/bf16.h"
 #include "model/engine.h"
 
 void engine_fail(Engine *e, const char *fmt, ...) {
@@ -34,18 +35,33 @@ void thread_slice(int n, int *lo, int *hi) {
     *hi = (t + 1) * per < n ? (t + 1) * per : n;
 }
 
-// Each thread owns a slice of the outputs o and adds the rows in order, so
-// the sums do not depend on the thread count.
-void bias_grad(float *dbias, const float *dout, int N, int OC) {
+// The rows are added in order n = 0..N-1 whatever the columns' split, so the
+// sums do not depend on the thread count; rounding in the same pass reads
+// each element of dout once for both uses.
+void bias_grad_columns(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC, int o0, int o1) {
+    for (int n = 0; n < N; n++) {
+        const float *g = dout + (size_t)n * OC;
+        if (dout_bf16) {
+            uint16_t *y = dout_bf16 + (size_t)n * OC;
+            #pragma omp simd
+            for (int o = o0; o < o1; o++) {
+                y[o] = bf16_round(g[o]);
+                db[o] += g[o];
+            }
+        } else {
+            #pragma omp simd
+            for (int o = o0; o < o1; o++) db[o] += g[o];
+        }
+    }
+}
+
+// Each thread owns a slice of the columns.
+void bias_grad(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC) {
     #pragma omp parallel
     {
         int o0, o1;
         thread_slice(OC, &o0, &o1);
-        for (int n = 0; n < N; n++) {
-            const float *g = dout + (size_t)n * OC;
-            #pragma omp simd
-            for (int o = o0; o < o1; o++) dbias[o] += g[o];
-        }
+        bias_grad_columns(db, dout_bf16, dout, N, OC, o0, o1);
     }
 }
 

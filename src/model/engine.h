@@ -32,6 +32,7 @@
 #define ROPELAB_ENGINE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 typedef struct Engine Engine;
 struct Engine {
@@ -95,8 +96,13 @@ void engine_onednn_attention_on_onednn(Engine *e, int on);
 // Shared by the OpenBLAS and oneDNN engines (engine.c).
 // Thread t's share [*lo, *hi) of n rows inside a parallel region, in multiples of 16 rows.
 void thread_slice(int n, int *lo, int *hi);
-// db (OC) += sum_n dout[n,:], rows added in order n = 0..N-1 whatever the thread count.
-void bias_grad(float *db, const float *dout, int N, int OC);
+// db[o0:o1] += sum_n dout[n, o0:o1], rows added in order n = 0..N-1 (the same
+// bits whatever the thread count); dout_bf16 (N,OC) not NULL: its columns o0..o1
+// are also set to dout rounded to bf16 (bf16.h), in the same pass over dout.
+// Called inside a parallel region with the thread's thread_slice(OC) share.
+void bias_grad_columns(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC, int o0, int o1);
+// The same for every column, on the pool: db (OC) += sum_n dout[n,:] (and dout_bf16 = dout rounded).
+void bias_grad(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC);
 // A buffer of at least `bytes`, 64-byte aligned, replacing *buf (contents lost) if smaller. 0 or -1.
 int grow_buffer(void **buf, size_t *have, size_t bytes);
 

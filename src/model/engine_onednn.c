@@ -10,8 +10,8 @@
 //   DINP  dinp (N,C)     dout (N,OC)          W (OC,C)                 OC
 //   DW    dW (OC,C)      dout^T (OC,N) "ba"   inp (N,C)                N    (+= : a `sum` post-op)
 //
-// db (OC) += sum_n dout[n,:] is the fp32 loop the OpenBLAS engine runs (bias_grad);
-// in bf16 it comes with the pass that rounds dout (round_and_bias_grad).
+// db (OC) += sum_n dout[n,:] is the fp32 loop the OpenBLAS engine runs (bias_grad,
+// engine.c); in bf16 the same pass also rounds dout.
 //
 // Precision. fp32: src, wei, dst fp32. bf16: src and wei are bf16 (8-bit
 // significand, relative rounding error <= 2^-8 each), the products are
@@ -526,27 +526,6 @@ static void linear_forward(Engine *base, float *out, const float *inp, const flo
     if (matmul_run(e, m, src, wei, NULL, out, bias) != 0) engine_fail(base, "%s", e->msg);
 }
 
-// y (N,OC) = dout rounded to bf16, and db (OC) += sum_n dout[n,:], in one
-// pass over dout instead of two. Each thread owns a slice of the columns and
-// adds the rows in order n = 0..N-1, as bias_grad does, so db gets the same
-// bits whatever the thread count and whichever of the two computes it.
-static void round_and_bias_grad(uint16_t *y, float *db, const float *dout, int N, int OC) {
-    #pragma omp parallel
-    {
-        int o0, o1;
-        thread_slice(OC, &o0, &o1);
-        for (int n = 0; n < N; n++) {
-            const float *g = dout + (size_t)n * OC;
-            uint16_t *yn = y + (size_t)n * OC;
-            #pragma omp simd
-            for (int o = o0; o < o1; o++) {
-                yn[o] = bf16_round(g[o]);
-                db[o] += g[o];
-            }
-        }
-    }
-}
-
 static void linear_backward(Engine *base, float *dinp, float *dweight, float *dbias, const float *dout,
                             const float *inp, const float *W, int N, int C, int OC) {
     OnednnEngine *e = (OnednnEngine *)base;
@@ -563,19 +542,18 @@ static void linear_backward(Engine *base, float *dinp, float *dweight, float *db
         return;
     }
     const void *dout_src = dout, *inp_src = inp;
-    int db_done = 0;
-    if (e->dt == dnnl_bf16 && (dinp || dweight)) {   // dout once for both products
-        if (dbias) {   // the pass that rounds dout also sums it into db
-            round_and_bias_grad(e->dout_bf16, dbias, dout, N, OC);
-            db_done = 1;
-        } else {
+    if (e->dt == dnnl_bf16 && (dinp || dweight)) {   // dout rounded once for both products
+        if (dbias)   // in the pass that sums it into db
+            bias_grad(dbias, e->dout_bf16, dout, N, OC);
+        else
             to_bf16(e->dout_bf16, dout, (size_t)N * OC);
-        }
         dout_src = e->dout_bf16;
         if (dweight) {
             to_bf16(e->inp_bf16, inp, (size_t)N * C);
             inp_src = e->inp_bf16;
         }
+    } else if (dbias) {
+        bias_grad(dbias, NULL, dout, N, OC);
     }
     // dinp (N,C) = dout (N,OC) . W (OC,C);  dW (OC,C) += dout^T (OC,N) . inp (N,C)
     if ((dinp && matmul_run(e, m_dinp, dout_src, wei, NULL, dinp, NULL) != 0) ||
@@ -583,7 +561,6 @@ static void linear_backward(Engine *base, float *dinp, float *dweight, float *db
         engine_fail(base, "%s", e->msg);
         return;
     }
-    if (dbias && !db_done) bias_grad(dbias, dout, N, OC);
 }
 
 // The OpenBLAS attention's scratch, when attention runs there (benchmarks).

@@ -90,13 +90,8 @@ static void linear_backward(Engine *e, float *dinp, float *dW, float *db, const 
         if (dW && o1 > o0)
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, C, N,
                         1.0f, dout + o0, OC, inp, C, 1.0f, dW + (size_t)o0 * C, C);
-        // db[o0:o1] += column sums of dout, rows added in order (as bias_grad)
-        if (db)
-            for (int n = 0; n < N; n++) {
-                const float *g = dout + (size_t)n * OC;
-                #pragma omp simd
-                for (int o = o0; o < o1; o++) db[o] += g[o];
-            }
+        // db[o0:o1] += column sums of dout, rows added in order
+        if (db) bias_grad_columns(db, NULL, dout, N, OC, o0, o1);
     }
 }
 

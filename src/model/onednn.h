@@ -1,5 +1,5 @@
 // onednn.h: what the oneDNN engine's two files share: the error macro and
-// messages, the bf16 rounding of activations, and the attention half's
+// messages, the bf16 rounding of activations (bf16.h's, on the pool), and the attention half's
 // interface.
 //
 //   engine_onednn.c     the Engine: linear layers (weights and their copies,
@@ -16,6 +16,8 @@
 
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
+
+#include "model/bf16.h"
 
 // Runs a oneDNN call; on failure writes "PREFIX<what>: <status>" into the
 // char array msg and jumps to the calling function's `fail` label (which
@@ -36,17 +38,6 @@ static inline void onednn_message(char *buf, size_t n, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, n, fmt, ap);
     va_end(ap);
-}
-
-// fp32 -> bf16 (the top 16 bits), rounded to nearest, ties to even: add
-// 0x7FFF plus the lowest kept bit, then truncate. A NaN stays a quiet NaN
-// (adding could carry it into infinity).
-static inline uint16_t bf16_round(float x) {
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
-    uint32_t quiet_nan = (u >> 16) | 0x0040u;
-    return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
 }
 
 // x (n) -> y (n) bf16. On the pool from 64K elements (below that, starting
