@@ -14,6 +14,7 @@
 #include <cmocka.h>
 
 #include "common/rng.h"
+#include "model/bf16.h"
 #include "model/fastmath.h"
 #include "model/layers.h"
 
@@ -139,11 +140,54 @@ static void test_crossentropy(void **s) {
     free(z); free(g);
 }
 
+// bf16 rounding, from its definition: of the two bf16 values around x (x's
+// top 16 bits, and the next one away from zero), the nearer, a tie to the one
+// whose last bit is 0; past the largest finite bf16 the next one is 2^128
+// (which rounds to infinity); a NaN keeps its sign and top payload bits,
+// made quiet. Computed in double, apart from bf16_round's integer trick.
+static uint16_t bf16_by_definition(float x) {
+    uint32_t u, down, up;
+    memcpy(&u, &x, sizeof u);
+    if (isnan(x)) return (uint16_t)((u >> 16) | 0x0040u);
+    down = u & 0xFFFF0000u;
+    up = down + 0x10000u;
+    float f_down, f_up;
+    memcpy(&f_down, &down, sizeof f_down);
+    memcpy(&f_up, &up, sizeof f_up);
+    double d_down = f_down, d_up = isinf(f_up) && !isinf(f_down) ? copysign(0x1p128, x) : (double)f_up;
+    double to_down = fabs((double)x - d_down), to_up = fabs(d_up - (double)x);
+    int pick_up = to_up < to_down || (to_up == to_down && ((down >> 16) & 1u));
+    return (uint16_t)((pick_up ? up : down) >> 16);
+}
+
+// Every sign, exponent and top mantissa (the 65,536 high halves) with the
+// low halves where rounding decides (0, 1, just below, at and above the tie,
+// all ones, two more): bf16_round, the one rounding of every bf16 product's
+// inputs (onednn.h's to_bf16, engine.c's bias_grad_columns, attention's P
+// and dS blocks), against the definition: subnormals, infinities, overflow
+// to infinity and NaNs included.
+static void test_bf16_round(void **s) {
+    (void)s;
+    static const uint16_t lows[] = {0x0000, 0x0001, 0x7FFF, 0x8000, 0x8001, 0xFFFF, 0x1234, 0xC000};
+    enum { N_LOWS = sizeof lows / sizeof lows[0] };
+    size_t n = 0, bad = 0;
+    for (uint32_t high = 0; high < 65536; high++)
+        for (int k = 0; k < N_LOWS; k++, n++) {
+            uint32_t u = high << 16 | lows[k];
+            float x;
+            memcpy(&x, &u, sizeof x);
+            bad += bf16_round(x) != bf16_by_definition(x);
+        }
+    print_message("bf16: %zu values, bf16_round != definition: %zu\n", n, bad);
+    assert_int_equal(bad, 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_exp_tanh),
         cmocka_unit_test(test_gelu),
         cmocka_unit_test(test_crossentropy),
+        cmocka_unit_test(test_bf16_round),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

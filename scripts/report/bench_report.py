@@ -21,7 +21,8 @@ appends (a key given twice: the last one counts).
           schemes="rope learned sinusoidal t5" torch=1
           engines="openblas-fp32 onednn-fp32 onednn-bf16" torch_modes="fp32 bf16"
           scheme_engines="openblas-fp32 onednn-bf16"          the run's settings
-    machine cores=2 cpu="..." load="..." mem_total_mb=.. mem_available_mb=..
+    machine cores=2 cpu="..." vendor=.. family=.. model=.. isa="avx2 fma ..." load="..." mem_total_mb=..
+            mem_available_mb=..                         (vendor, family, model, isa: later runs)
     bench_config config=L L=12 C=768 H=12 T=1024 B=4 V=4096 params=.. flops_per_step=..
           formula_state_mb=.. formula_act_mb=.. formula_mb=..
                                                         build/bench_model --list-configs: a config's
@@ -265,7 +266,11 @@ def header(res, out):
     bench, machine = res.first.get("bench", {}), res.first.get("machine", {})
     threads = bench.get("threads", "?")
     out(f"# ropelab training benchmark ({bench.get('date', '?')})")
-    out(f"machine: {machine.get('cores', '?')} cores, {machine.get('cpu', '?')}, load {machine.get('load', '?')}"
+    cpu = machine.get("cpu", "?")
+    if machine.get("family"):
+        cpu += f" ({machine.get('vendor', '?')} family {machine['family']} model {machine.get('model', '?')}"
+        cpu += f"; {machine['isa']})" if machine.get("isa") else ")"
+    out(f"machine: {machine.get('cores', '?')} cores, {cpu}, load {machine.get('load', '?')}"
         + (f", memory {machine['mem_total_mb']} MiB ({machine.get('mem_available_mb', '?')} available at the start)"
            if machine.get("mem_total_mb") else ""))
     out(f"threads: {threads}; {bench.get('steps', '?')} timed steps after {bench.get('warmup', '?')} warm-up "

@@ -156,7 +156,13 @@ rec "bench date=$(q "$(date -u '+%Y-%m-%d %H:%M UTC')") threads=$THREADS steps=$
     "rounds=$ROUNDS scheme_steps=$SCHEME_STEPS configs=$(q "$CONFIGS") schemes=$(q "$SCHEMES") torch=$have_torch" \
     "engines=$(q "$ENGINES") torch_modes=$(q "$TORCH_MODES") scheme_engines=$(q "$SCHEME_ENGINES")" \
     "scheme_configs=$(q "$SCHEME_CONFIGS")"
-rec "machine cores=$(nproc) cpu=$(q "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //')")" \
+# The CPU: its name, vendor, family and model (a VM's name can be just "AMD EPYC"), and
+# the ISA extensions the products' speed depends on (AVX-512, native bf16, AMX).
+cpuinfo() { grep -m1 "^$1[[:space:]]*:" /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'; }
+isa=$(for f in avx2 fma avx512f avx512_bf16 amx_bf16 amx_tile; do
+          if [[ " $(cpuinfo flags) " == *" $f "* ]]; then printf '%s ' "$f"; fi; done)
+rec "machine cores=$(nproc) cpu=$(q "$(cpuinfo 'model name')") vendor=$(q "$(cpuinfo vendor_id)")" \
+    "family=$(q "$(cpuinfo 'cpu family')") model=$(q "$(cpuinfo model)") isa=$(q "${isa% }")" \
     "load=$(q "$(cut -d' ' -f1-3 /proc/loadavg)")" \
     "mem_total_mb=$(awk '/^MemTotal:/ {printf "%.0f", $2 / 1024}' /proc/meminfo)" \
     "mem_available_mb=$(awk '/^MemAvailable:/ {printf "%.0f", $2 / 1024}' /proc/meminfo)"
