@@ -8,7 +8,10 @@ the fp32 gradient (G = 4 bytes x parameters), which is not overlapped:
     t_allreduce = 2 (N-1)/N * G / bandwidth + 2 (N-1) * latency
 
 (a ring sends and receives each of its N chunks twice: reduce-scatter, then
-all-gather, in 2(N-1) rounds). Efficiency = t_compute / (t_compute +
+all-gather, in 2(N-1) rounds). Each rank sends and receives at once, so
+`bandwidth` is the rate each direction of a link gets while both are busy:
+a NIC's full-duplex line rate less the headers (docs/SCALING.md measures it
+on a shaped link, where it is below the nominal rate). Efficiency = t_compute / (t_compute +
 t_allreduce). Since both the compute and G grow with the parameter count P
 (compute ~ 6 P flops per token), the bandwidth term's share depends on the
 tokens per machine per step, not on P: efficiency >= 80% needs
@@ -28,7 +31,8 @@ def main():
     ap.add_argument("--tokens-per-step", type=float, required=True, help="tokens per machine per step")
     ap.add_argument("--tokens-per-s", type=float, required=True, help="measured tokens/s of one machine")
     ap.add_argument("--machines", default="8 64")
-    ap.add_argument("--gbit", default="10 25")
+    ap.add_argument("--gbit", default="10 25",
+                    help="link rates to tabulate, Gbit/s each direction with both directions busy")
     ap.add_argument("--latency-us", type=float, default=50.0, help="per message, TCP")
     a = ap.parse_args()
     t_c = a.tokens_per_step / a.tokens_per_s
