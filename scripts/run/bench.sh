@@ -159,8 +159,9 @@ rec "bench date=$(q "$(date -u '+%Y-%m-%d %H:%M UTC')") threads=$THREADS steps=$
 # The CPU: its name, vendor, family and model (a VM's name can be just "AMD EPYC"), and
 # the ISA extensions the products' speed depends on (AVX-512, native bf16, AMX).
 cpuinfo() { grep -m1 "^$1[[:space:]]*:" /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'; }
+cpu_flags=" $(cpuinfo flags) "
 isa=$(for f in avx2 fma avx512f avx512_bf16 amx_bf16 amx_tile; do
-          if [[ " $(cpuinfo flags) " == *" $f "* ]]; then printf '%s ' "$f"; fi; done)
+          if [[ $cpu_flags == *" $f "* ]]; then printf '%s ' "$f"; fi; done)
 rec "machine cores=$(nproc) cpu=$(q "$(cpuinfo 'model name')") vendor=$(q "$(cpuinfo vendor_id)")" \
     "family=$(q "$(cpuinfo 'cpu family')") model=$(q "$(cpuinfo model)") isa=$(q "${isa% }")" \
     "load=$(q "$(cut -d' ' -f1-3 /proc/loadavg)")" \

@@ -43,7 +43,8 @@ static double median(double *x, int n) {   // sorts x
 
 int main(int argc, char **argv) {
     long floats = 0;
-    int iters = 10, warmup = 2, pings = 200, p2p_iters = 3;
+    enum { P2P_ITERS = 3 };   // timed messages of the one-way and the exchange measurements, after one untimed
+    int iters = 10, warmup = 2, pings = 200;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--floats") && i + 1 < argc) floats = atol(argv[++i]);
         else if (!strcmp(argv[i], "--iters") && i + 1 < argc) iters = atoi(argv[++i]);
@@ -88,8 +89,8 @@ int main(int argc, char **argv) {
     double latency = rank == 0 ? median(t, pings) : 0.0;
 
     // One-way bandwidth: rank 0 sends the whole buffer, rank 1 answers with 4 bytes.
-    double p2p[8];
-    for (int i = 0; i < p2p_iters + 1; i++) {
+    double p2p[P2P_ITERS];
+    for (int i = 0; i < P2P_ITERS + 1; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime();
         if (rank == 0) {
@@ -101,11 +102,11 @@ int main(int argc, char **argv) {
         }
         if (i > 0) p2p[i - 1] = MPI_Wtime() - t0 - latency;   // less the 4-byte answer
     }
-    double p2p_s = rank == 0 ? median(p2p, p2p_iters) : 0.0;
+    double p2p_s = rank == 0 ? median(p2p, P2P_ITERS) : 0.0;
 
     // Exchange: ranks 0 and 1 each send their buffer to the other at once.
-    double exch[8];
-    for (int i = 0; i < p2p_iters + 1; i++) {
+    double exch[P2P_ITERS];
+    for (int i = 0; i < P2P_ITERS + 1; i++) {
         MPI_Barrier(MPI_COMM_WORLD);
         double t0 = MPI_Wtime(), mine = 0.0, slowest = 0.0;
         if (rank < 2)
@@ -115,7 +116,7 @@ int main(int argc, char **argv) {
         MPI_Reduce(&mine, &slowest, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
         if (i > 0) exch[i - 1] = slowest;
     }
-    double exch_s = rank == 0 ? median(exch, p2p_iters) : 0.0;
+    double exch_s = rank == 0 ? median(exch, P2P_ITERS) : 0.0;
 
     // The all-reduce, as dist_grads_sum calls it.
     for (int i = 0; i < warmup + iters; i++) {
