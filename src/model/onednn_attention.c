@@ -17,20 +17,30 @@
 // the same operation as the OpenBLAS engine's cblas_sgemm call. Between the
 // products run that engine's own loops (attention_block_probs, _dscores).
 //
-// Layout: every operand is read and written in place through strides
+// Layout. fp32: every operand is read and written in place through strides
 // (dnnl_memory_desc_init_by_strides): head h of q is the (T, D) matrix at
 // qkv + h*D with row stride 3C, K^T and V^T are (D, keys) views with strides
 // (1, 3C), transposes of the P and dS blocks likewise; out, dq, dk, dv are
-// written where the model keeps them. (oneDNN 2.6.3 then uses its gemm-based
-// kernel; copying q, k, v head-major to get its brgemm kernel measured no
-// faster in tests/bench_attention.c, because of the copies.)
+// written where the model keeps them. oneDNN 2.6.3 runs such strided
+// operands on its gemm-based kernel.
+// bf16: every operand is dense, so that oneDNN runs its brgemm kernel (the
+// one that uses AMX where the CPU has it). Its gemm-based bf16 kernel applies
+// an output scale or a sum in a scalar loop after the product, which made
+// attention 2x slower than fp32 on an AMX CPU (docs/PERFORMANCE.md). q, k, v
+// and dY are rounded once per call into head-major copies, (B, 3, H, T, D)
+// and (B, H, T, D), so each head's q, k, v and dY is a dense (T, D) matrix
+// (the copy is the rounding pass, which reads and writes every element
+// anyway); Y and dQ of a block are written to the thread's dense (rows, D)
+// scratch and copied to out and dqkv after their product, dK and dV summed
+// over the blocks in its dense (T, D) scratch and copied at the head's end.
+// In the operand table below this is only a change of the strides Q3 and QC
+// to D.
 //
 // bf16: q, k, v (and dY) are rounded to bf16 once per call for the whole
-// tensor, into this half's buffers of the same layout; P and dS are rounded
-// per block, after the fp32 loops that make them, into the thread's scratch.
-// The scores, lse, P, dS and every output stay fp32. Nothing positional is
-// rounded: rope has rotated q and k in fp32 before, and t5/alibi's bias is
-// added in fp32.
+// tensor; P and dS are rounded per block, after the fp32 loops that make
+// them, into the thread's scratch. The scores, lse, P, dS and every output
+// stay fp32. Nothing positional is rounded: rope has rotated q and k in fp32
+// before, and t5/alibi's bias is added in fp32.
 //
 // Primitives: one per product and block shape (rows, keys), created for a
 // sequence length T, model width C, heads H and a thread count at the first
@@ -72,11 +82,13 @@ typedef struct {                    // what one thread does not share
     void *scratchpad;
     float *f32;                     // 2 nb T: P, then dP / dS (fp32)
     uint16_t *b16;                  // bf16 only, 2 nb T: P, dS rounded
+    float *heads;                   // bf16 only, (nb + 2T) D: Y_I or dQ_I (nb, D), dK and dV (T, D)
 } Slot;
 
 typedef struct {
     int T, C, H, n_threads;         // the key
     int D, nb, n_blocks;
+    int q_stride, y_stride;         // row strides of q, k, v, dq, dk, dv (fp32 3C) and y, dy (fp32 C); bf16: D
     float scale;                    // 1/sqrt(D)
     Prod *prod;                     // [n_blocks][N_PROD]
     Slot *slot;                     // [n_threads]
@@ -128,8 +140,8 @@ static const signed char operands[N_PROD][3][4] = {   // src, wei, dst
 
 // The primitive of product p for block (rows, keys) of plan pl.
 static int prod_create(OnednnAttention *ae, const Plan *pl, Prod *pr, int p, int rows, int keys) {
-    const int64_t value[] = {[X_R] = rows, [X_K] = keys, [X_D] = pl->D, [X_Q3] = 3 * (int64_t)pl->C,
-                             [X_QC] = pl->C, [X_KS] = keys, [X_1] = 1};
+    const int64_t value[] = {[X_R] = rows, [X_K] = keys, [X_D] = pl->D, [X_Q3] = pl->q_stride,
+                             [X_QC] = pl->y_stride, [X_KS] = keys, [X_1] = 1};
     dnnl_primitive_attr_t attr = NULL;
     dnnl_post_ops_t post_ops = NULL;
     dnnl_primitive_desc_t pd = NULL;
@@ -178,6 +190,7 @@ static void plan_free(Plan *pl) {
             free(sl->scratchpad);
             free(sl->f32);
             free(sl->b16);
+            free(sl->heads);
         }
     if (pl->prod)
         for (int i = 0; i < pl->n_blocks * N_PROD; i++)
@@ -205,6 +218,8 @@ static Plan *plan_get(OnednnAttention *ae, int T, int C, int H, int n_threads) {
     pl->H = H;
     pl->n_threads = n_threads;
     pl->D = C / H;
+    pl->q_stride = ae->bf16 ? pl->D : 3 * C;
+    pl->y_stride = ae->bf16 ? pl->D : C;
     pl->scale = 1.0f / sqrtf((float)pl->D);
     pl->nb = attention_block_rows(T);
     pl->n_blocks = (T + pl->nb - 1) / pl->nb;
@@ -225,7 +240,7 @@ static Plan *plan_get(OnednnAttention *ae, int T, int C, int H, int n_threads) {
     }
     omp_set_num_threads(saved);
     if (!ok) goto fail;
-    size_t scratch = 2 * (size_t)pl->nb * T;
+    size_t scratch = 2 * (size_t)pl->nb * T, heads = ((size_t)pl->nb + 2 * (size_t)T) * pl->D;
     for (int t = 0; t < n_threads; t++) {
         Slot *sl = &pl->slot[t];
         TRY("stream", dnnl_stream_create(&sl->stream, ae->dnnl, dnnl_stream_default_flags));
@@ -233,7 +248,8 @@ static Plan *plan_get(OnednnAttention *ae, int T, int C, int H, int n_threads) {
         sl->scratchpad = sp_max ? alloc64(sp_max) : NULL;
         sl->f32 = alloc64(scratch * sizeof(float));
         sl->b16 = ae->bf16 ? alloc64(scratch * sizeof(uint16_t)) : NULL;
-        if (!sl->mem || (sp_max && !sl->scratchpad) || !sl->f32 || (ae->bf16 && !sl->b16)) {
+        sl->heads = ae->bf16 ? alloc64(heads * sizeof(float)) : NULL;
+        if (!sl->mem || (sp_max && !sl->scratchpad) || !sl->f32 || (ae->bf16 && (!sl->b16 || !sl->heads))) {
             set_err(ae, "out of memory");
             goto fail;
         }
@@ -288,19 +304,41 @@ size_t onednn_attention_bytes(const OnednnAttention *ae) {
     for (int i = 0; i < ae->n_plans; i++) {
         const Plan *pl = ae->plans[i];
         size_t sp_max = 0, scratch = 2 * (size_t)pl->nb * pl->T;
+        size_t heads = ae->bf16 ? ((size_t)pl->nb + 2 * (size_t)pl->T) * pl->D : 0;
         for (int j = 0; j < pl->n_blocks * N_PROD; j++)
             if (pl->prod[j].sp_bytes > sp_max) sp_max = pl->prod[j].sp_bytes;
-        bytes += pl->n_threads * (sp_max + scratch * (sizeof(float) + (ae->bf16 ? sizeof(uint16_t) : 0)));
+        bytes += pl->n_threads * (sp_max + scratch * (sizeof(float) + (ae->bf16 ? sizeof(uint16_t) : 0)) +
+                                  heads * sizeof(float));
     }
     return bytes;
 }
 
-// The products' view of x (n floats): x itself (fp32), or x rounded into *buf (bf16).
-static const void *operand(OnednnAttention *ae, uint16_t **buf, size_t *have, const float *x, size_t n) {
+// The products' view of x (B,T,parts*C), parts = 3 (qkv) or 1 (dY): x itself
+// (fp32), or x rounded into *buf head-major (bf16): part p, head h of batch
+// row b is the dense (T, D) matrix at ((b*parts + p)*H + h) T D.
+static const void *operand(OnednnAttention *ae, uint16_t **buf, size_t *have, const float *x, int parts, int B,
+                           int T, int C, int H) {
     if (!ae->bf16) return x;
+    const size_t n = (size_t)B * T * parts * C, D = C / H, HT = (size_t)H * T;
     if (grow_buffer((void **)buf, have, n * sizeof **buf) != 0) { set_err(ae, "out of memory"); return NULL; }
-    to_bf16(*buf, x, n);
-    return *buf;
+    uint16_t *y = *buf;
+    #pragma omp parallel for schedule(static)
+    for (long bt = 0; bt < (long)B * T; bt++) {   // row (b, t) of x: parts*H segments of D
+        const long b = bt / T, t = bt % T;
+        const float *row = x + (size_t)bt * parts * C;
+        for (int ph = 0; ph < parts * H; ph++) {   // part p = ph / H, head h = ph % H
+            uint16_t *dst = y + ((size_t)b * parts * HT + (size_t)ph * T + t) * D;
+            const float *src = row + (size_t)ph * D;
+            #pragma omp simd
+            for (size_t d = 0; d < D; d++) dst[d] = bf16_round(src[d]);
+        }
+    }
+    return y;
+}
+
+// Rows 0..rows-1 of a dense (rows, D) fp32 block into rows of dst with row stride ld.
+static void copy_rows(float *dst, size_t ld, const float *src, int rows, int D) {
+    for (int r = 0; r < rows; r++) memcpy(dst + r * ld, src + (size_t)r * D, (size_t)D * sizeof(float));
 }
 
 // Product p of block blk on slot sl: dst = src . wei (with its attributes).
@@ -347,6 +385,13 @@ static void round_block(uint16_t *y, const float *x, int rows, int keys) {
 // (qkv and dqkv: width 3C, q there, k at +C, v at +2C; out and dout: width C).
 static size_t head_at(int b, int h, int T, size_t width, int D) { return (size_t)b * T * width + (size_t)h * D; }
 
+// The same in the products' view: fp32 the tensor itself (head_at), bf16 the
+// head-major copy (operand()), where part p of head h is at ((b*parts + p)*H + h) T D.
+static size_t head_op_at(const OnednnAttention *ae, const Plan *pl, int b, int h, int parts) {
+    if (!ae->bf16) return head_at(b, h, pl->T, (size_t)parts * pl->C, pl->D);
+    return (((size_t)b * parts * pl->H) + h) * pl->T * pl->D;
+}
+
 // The task of one (batch b, head h) pair, run by the calling thread: its
 // slot, and its head's q, k, v in the products' view of qkv (es bytes each).
 typedef struct {
@@ -357,10 +402,11 @@ typedef struct {
 
 static HeadTask head_task(const OnednnAttention *ae, const Plan *pl, const char *qkv_op, int bh) {
     HeadTask t = {.sl = &pl->slot[omp_get_thread_num()], .b = bh / pl->H, .h = bh % pl->H};
-    size_t es = ae->es, C = pl->C;
-    t.q = qkv_op + head_at(t.b, t.h, pl->T, 3 * C, pl->D) * es;
-    t.k = t.q + C * es;
-    t.v = t.q + 2 * C * es;
+    // the next part (k after q, v after k): fp32 C columns on, bf16 H heads of (T, D) on
+    size_t es = ae->es, part = ae->bf16 ? (size_t)pl->H * pl->T * pl->D : (size_t)pl->C;
+    t.q = qkv_op + head_op_at(ae, pl, t.b, t.h, 3) * es;
+    t.k = t.q + part * es;
+    t.v = t.q + 2 * part * es;
     return t;
 }
 
@@ -374,7 +420,7 @@ static Plan *begin(OnednnAttention *ae, const char **qkv_op, const float *qkv, i
     }
     Plan *pl = plan_get(ae, T, C, H, n_threads);
     if (!pl) return NULL;
-    *qkv_op = operand(ae, &ae->qkv16, &ae->qkv16_bytes, qkv, (size_t)B * T * 3 * C);
+    *qkv_op = operand(ae, &ae->qkv16, &ae->qkv16_bytes, qkv, 3, B, T, C, H);
     return *qkv_op ? pl : NULL;
 }
 
@@ -384,7 +430,7 @@ int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const 
     const char *qkv_op;
     Plan *pl = begin(ae, &qkv_op, qkv, n_threads, B, T, C, H);
     if (!pl) return -1;
-    const size_t C3 = 3 * (size_t)C, es = ae->es;
+    const size_t es = ae->es;
     Failure fail = {dnnl_success, 0};
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
@@ -395,14 +441,16 @@ int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const 
         for (int blk = 0; blk < pl->n_blocks; blk++) {
             int i0, rows, keys;
             block_shape(pl, blk, &i0, &rows, &keys);
-            dnnl_status_t st = run(pl, t.sl, blk, PR_S, t.q + i0 * C3 * es, t.k, s);
+            dnnl_status_t st = run(pl, t.sl, blk, PR_S, t.q + (size_t)i0 * pl->q_stride * es, t.k, s);
             if (st != dnnl_success) { record(&fail, st, PR_S); break; }
             attention_block_probs(s, i0, rows, keys, bias_h, NULL, lse + (size_t)bh * T);
             if (ae->bf16) round_block(t.sl->b16, s, rows, keys);
-            if ((st = run(pl, t.sl, blk, PR_Y, p_op, t.v, o + (size_t)i0 * C)) != dnnl_success) {
+            float *y = ae->bf16 ? t.sl->heads : o + (size_t)i0 * C;   // bf16: dense, then into out
+            if ((st = run(pl, t.sl, blk, PR_Y, p_op, t.v, y)) != dnnl_success) {
                 record(&fail, st, PR_Y);
                 break;
             }
+            if (ae->bf16) copy_rows(o + (size_t)i0 * C, C, y, rows, pl->D);
         }
     }
     return failed(ae, &fail, "forward");
@@ -413,7 +461,7 @@ int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, co
                               const float *lse, const float *bias, int n_threads, int B, int T, int C, int H) {
     const char *qkv_op;
     Plan *pl = begin(ae, &qkv_op, qkv, n_threads, B, T, C, H);
-    const char *dy_op = pl ? operand(ae, &ae->dy16, &ae->dy16_bytes, dout, (size_t)B * T * C) : NULL;
+    const char *dy_op = pl ? operand(ae, &ae->dy16, &ae->dy16_bytes, dout, 1, B, T, C, H) : NULL;
     if (!dy_op) return -1;
     const int D = pl->D, nb = pl->nb;
     const size_t C3 = 3 * (size_t)C, es = ae->es;
@@ -424,8 +472,13 @@ int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, co
         Slot *sl = t.sl;
         const int b = t.b, h = t.h;
         const char *q = t.q, *k = t.k, *v = t.v;
-        const char *dy = dy_op + head_at(b, h, T, C, D) * es;
+        const char *dy = dy_op + head_op_at(ae, pl, b, h, 1) * es;
         float *dq = dqkv + head_at(b, h, T, C3, D), *dk = dq + C, *dv = dq + 2 * C;
+        // where the products write dQ_I, dK, dV: fp32 dqkv itself; bf16 the
+        // thread's dense scratch, copied into dqkv after (dQ_I) or at the end (dK, dV)
+        float *dq_blk = ae->bf16 ? sl->heads : NULL;
+        float *dk_sum = ae->bf16 ? sl->heads + (size_t)nb * D : dk;
+        float *dv_sum = ae->bf16 ? sl->heads + ((size_t)nb + T) * D : dv;
         const float *bias_h = bias ? bias + (size_t)h * T : NULL;
         float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
         float *p = sl->f32, *dp = p + (size_t)nb * T;   // probabilities, then their gradient
@@ -433,14 +486,19 @@ int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, co
         const void *p_op = ae->bf16 ? (const void *)p16 : (const void *)p;
         const void *ds_op = ae->bf16 ? (const void *)ds16 : (const void *)dp;
         // dk, dv of this head are sums over query blocks (sum post-op): from zero
-        for (int t = 0; t < T; t++) {
-            memset(dk + t * C3, 0, (size_t)D * sizeof(float));
-            memset(dv + t * C3, 0, (size_t)D * sizeof(float));
+        if (ae->bf16) {
+            memset(dk_sum, 0, 2 * (size_t)T * D * sizeof(float));   // dk_sum, dv_sum: adjacent
+        } else {
+            for (int t = 0; t < T; t++) {
+                memset(dk + t * C3, 0, (size_t)D * sizeof(float));
+                memset(dv + t * C3, 0, (size_t)D * sizeof(float));
+            }
         }
         for (int blk = 0; blk < pl->n_blocks; blk++) {
             int i0, rows, keys;
             block_shape(pl, blk, &i0, &rows, &keys);
-            const char *q_i = q + i0 * C3 * es, *dy_i = dy + (size_t)i0 * C * es;
+            const char *q_i = q + (size_t)i0 * pl->q_stride * es, *dy_i = dy + (size_t)i0 * pl->y_stride * es;
+            float *dq_i = ae->bf16 ? dq_blk : dq + (size_t)i0 * C3;
             dnnl_status_t st = run(pl, sl, blk, PR_S, q_i, k, p);
             if (st != dnnl_success) { record(&fail, st, PR_S); break; }
             attention_block_probs(p, i0, rows, keys, bias_h, lse + (size_t)bh * T, NULL);
@@ -448,12 +506,17 @@ int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, co
             if ((st = run(pl, sl, blk, PR_DP, dy_i, v, dp)) != dnnl_success) { record(&fail, st, PR_DP); break; }
             attention_block_dscores(dp, p, i0, rows, keys, dbias_bh);
             if (ae->bf16) round_block(ds16, dp, rows, keys);
-            if ((st = run(pl, sl, blk, PR_DQ, ds_op, k, dq + (size_t)i0 * C3)) != dnnl_success) {
+            if ((st = run(pl, sl, blk, PR_DQ, ds_op, k, dq_i)) != dnnl_success) {
                 record(&fail, st, PR_DQ);
                 break;
             }
-            if ((st = run(pl, sl, blk, PR_DK, ds_op, q_i, dk)) != dnnl_success) { record(&fail, st, PR_DK); break; }
-            if ((st = run(pl, sl, blk, PR_DV, p_op, dy_i, dv)) != dnnl_success) { record(&fail, st, PR_DV); break; }
+            if (ae->bf16) copy_rows(dq + (size_t)i0 * C3, C3, dq_i, rows, D);
+            if ((st = run(pl, sl, blk, PR_DK, ds_op, q_i, dk_sum)) != dnnl_success) { record(&fail, st, PR_DK); break; }
+            if ((st = run(pl, sl, blk, PR_DV, p_op, dy_i, dv_sum)) != dnnl_success) { record(&fail, st, PR_DV); break; }
+        }
+        if (ae->bf16) {
+            copy_rows(dk, C3, dk_sum, T, D);
+            copy_rows(dv, C3, dv_sum, T, D);
         }
     }
     return failed(ae, &fail, "backward");
