@@ -40,7 +40,9 @@ struct Engine {
     void (*linear_forward)(Engine *e, float *out, const float *inp, const float *W, const float *b,
                            int N, int C, int OC);
     // dinp (N,C) = dout W (overwritten), dW (OC,C) += dout^T inp, db (OC) += sum_n dout;
-    // dout (N,OC). A NULL dinp, dW or db is skipped.
+    // dout (N,OC). A NULL dinp, dW or db is skipped. inp must hold what it held at the last
+    // linear_forward of W that read it: an engine may keep what it made of inp there (oneDNN
+    // bf16: inp rounded) and use that instead, when inp and N are the same.
     void (*linear_backward)(Engine *e, float *dinp, float *dW, float *db, const float *dout,
                             const float *inp, const float *W, int N, int C, int OC);
     // Causal multi-head attention, D = C/H, scale = 1/sqrt(D):

@@ -337,8 +337,14 @@ static const void *operand(OnednnAttention *ae, uint16_t **buf, size_t *have, co
 }
 
 // Rows 0..rows-1 of a dense (rows, D) fp32 block into rows of dst with row stride ld.
+// (A loop, not memcpy: the rows are short, D floats, and a call per row cost more than the copy.)
 static void copy_rows(float *dst, size_t ld, const float *src, int rows, int D) {
-    for (int r = 0; r < rows; r++) memcpy(dst + r * ld, src + (size_t)r * D, (size_t)D * sizeof(float));
+    for (int r = 0; r < rows; r++) {
+        float *y = dst + r * ld;
+        const float *x = src + (size_t)r * D;
+        #pragma omp simd
+        for (int d = 0; d < D; d++) y[d] = x[d];
+    }
 }
 
 // Product p of block blk on slot sl: dst = src . wei (with its attributes).
