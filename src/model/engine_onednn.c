@@ -21,7 +21,7 @@
 // DW (its transposed view); inp once per forward, into a buffer of the
 // weight's own, which the weight's backward then reads for DW when it is
 // given the same inp and N (engine.h: inp is unchanged in between), so
-// the rounding is not made twice. That costs N*C bf16 per weight (M: 43 MB
+// the rounding is not made twice. That costs N*C bf16 per weight (M: 43 MiB
 // in all) and saved 6-12% of the linear layers' time on an AMX Xeon
 // (docs/PERFORMANCE.md). Otherwise (another inp) DW rounds inp itself.
 //

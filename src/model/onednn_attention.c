@@ -313,15 +313,11 @@ size_t onednn_attention_bytes(const OnednnAttention *ae) {
     return bytes;
 }
 
-// The products' view of x (B,T,parts*C), parts = 3 (qkv) or 1 (dY): x itself
-// (fp32), or x rounded into *buf head-major (bf16): part p, head h of batch
-// row b is the dense (T, D) matrix at ((b*parts + p)*H + h) T D.
-static const void *operand(OnednnAttention *ae, uint16_t **buf, size_t *have, const float *x, int parts, int B,
-                           int T, int C, int H) {
-    if (!ae->bf16) return x;
-    const size_t n = (size_t)B * T * parts * C, D = C / H, HT = (size_t)H * T;
-    if (grow_buffer((void **)buf, have, n * sizeof **buf) != 0) { set_err(ae, "out of memory"); return NULL; }
-    uint16_t *y = *buf;
+// x (B,T,parts*C), parts = 3 (qkv) or 1 (dY), rounded to bf16 into y
+// head-major: part p, head h of batch row b is the dense (T, D) matrix at
+// ((b*parts + p)*H + h) T D of y.
+static void to_bf16_head_major(uint16_t *y, const float *x, int parts, int B, int T, int C, int H) {
+    const size_t D = C / H, HT = (size_t)H * T;
     #pragma omp parallel for schedule(static)
     for (long bt = 0; bt < (long)B * T; bt++) {   // row (b, t) of x: parts*H segments of D
         const long b = bt / T, t = bt % T;
@@ -333,7 +329,17 @@ static const void *operand(OnednnAttention *ae, uint16_t **buf, size_t *have, co
             for (size_t d = 0; d < D; d++) dst[d] = bf16_round(src[d]);
         }
     }
-    return y;
+}
+
+// The products' view of x (B,T,parts*C): x itself (fp32), or x rounded into
+// *buf head-major (bf16, to_bf16_head_major).
+static const void *operand(OnednnAttention *ae, uint16_t **buf, size_t *have, const float *x, int parts, int B,
+                           int T, int C, int H) {
+    if (!ae->bf16) return x;
+    const size_t n = (size_t)B * T * parts * C;
+    if (grow_buffer((void **)buf, have, n * sizeof **buf) != 0) { set_err(ae, "out of memory"); return NULL; }
+    to_bf16_head_major(*buf, x, parts, B, T, C, H);
+    return *buf;
 }
 
 // Rows 0..rows-1 of a dense (rows, D) fp32 block into rows of dst with row stride ld.
