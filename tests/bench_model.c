@@ -301,6 +301,11 @@ static void timed_weights_changed(Engine *e) {
     Engine *in = ((TimedEngine *)e)->inner;
     if (in->weights_changed) in->weights_changed(in);
 }
+// Not timed: it hands out a buffer (the rounding it stands for runs in the model's layers).
+static uint16_t *timed_input_bf16(Engine *e, const float *x, int N, int C) {
+    Engine *in = ((TimedEngine *)e)->inner;
+    return in->input_bf16(in, x, N, C);
+}
 static size_t timed_bytes(const Engine *e) {
     const Engine *in = ((const TimedEngine *)e)->inner;
     return in->bytes ? in->bytes(in) : 0;
@@ -314,6 +319,7 @@ static void timed_engine_insert(TimedEngine *te, GPT *model) {
                         .attention_forward = timed_attention_forward,
                         .attention_backward = timed_attention_backward,
                         .weights_changed = in->weights_changed ? timed_weights_changed : NULL,
+                        .input_bf16 = in->input_bf16 ? timed_input_bf16 : NULL,
                         .bytes = timed_bytes, .free = NULL};
     memcpy(te->base.describe, in->describe, sizeof te->base.describe);
     model->engine = &te->base;

@@ -55,6 +55,7 @@
 #include <cmocka.h>
 #include <omp.h>
 
+#include "model/bf16.h"
 #include "model/gpt.h"
 #include "util_engine.h"
 
@@ -462,6 +463,54 @@ static void test_skips(void **s) {
     ref->free(ref);
 }
 
+// Engine.input_bf16 (engine.h): a bf16 engine's next linear_forward of x
+// reads the bf16 copy the layer writing x filled, once; the following one,
+// with no copy filled, rounds x itself; backward's dW reads forward's
+// rounding of x. Shown by filling the copy with another matrix's rounding:
+// the forward must then give that matrix's result, bit for bit. fp32
+// engines have no such buffer.
+static void test_input_bf16(void **s) {
+    (void)s;
+    enum { N = 100, C = 72, OC = 200 };
+    Engine *ref = ue_reference();
+    Ref r;
+    ref_make(ref, &r, N, C, OC, 8);
+    float *other = ue_randn((size_t)N * C, 1.0, 81);
+    for (int ci = 0; ci < ue_n_engines; ci++) {
+        const EngineCfg *cfg = &ue_engines[ci];
+        Engine *e = ue_engine(cfg);
+        if (!e) continue;
+        if (!cfg->bf16) {
+            assert_null(e->input_bf16);
+            e->free(e);
+            continue;
+        }
+        Result full;
+        run_engine(e, &r, r.W, &full);   // inp rounded by the engine
+        float *want_other = ue_nans((size_t)N * OC), *got = ue_nans((size_t)N * OC);
+        e->linear_forward(e, want_other, other, r.W, r.b, N, C, OC);
+        uint16_t *copy = e->input_bf16(e, r.inp, N, C);
+        assert_non_null(copy);
+        for (size_t i = 0; i < (size_t)N * C; i++) copy[i] = bf16_round(other[i]);
+        e->linear_forward(e, got, r.inp, r.W, r.b, N, C, OC);   // reads the copy: other's result
+        ue_check(e, "linear");
+        assert_memory_equal(got, want_other, sizeof(float) * N * OC);
+        e->linear_forward(e, got, r.inp, r.W, r.b, N, C, OC);   // no copy filled: inp rounded again
+        assert_memory_equal(got, full.out, sizeof(float) * N * OC);
+        float *dw = ue_copy(r.dW0, (size_t)OC * C);
+        e->linear_backward(e, NULL, dw, NULL, r.dout, r.inp, r.W, N, C, OC);   // forward's rounding of inp
+        ue_check(e, "linear");
+        assert_memory_equal(dw, full.dw, sizeof(float) * OC * C);
+        printf("  %s: the filled copy is read once, then inp is rounded again\n", cfg->name);
+        free(dw); free(want_other); free(got);
+        result_free(&full);
+        e->free(e);
+    }
+    free(other);
+    ref_free(&r);
+    ref->free(ref);
+}
+
 // oneDNN's weight copies: made at first use, once; stale (the old results,
 // bit for bit) after the parameter changes until weights_changed; then
 // re-made once at the next use of each copy, and the results follow.
@@ -600,6 +649,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_skips),
+        cmocka_unit_test(test_input_bf16),
         cmocka_unit_test(test_repack),
         cmocka_unit_test(test_threads),
     };

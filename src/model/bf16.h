@@ -1,6 +1,7 @@
 // bf16.h: rounding fp32 to bf16, shared by the oneDNN engine (its inputs'
-// copies) and the loops every engine shares (engine.c: the bias gradient
-// that rounds the output gradient in the same pass).
+// copies), the loops every engine shares (engine.c: the bias gradient that
+// rounds the output gradient in the same pass) and the model's layers that
+// write a bf16 engine's next input as they make it (Engine.input_bf16).
 #ifndef ROPELAB_BF16_H
 #define ROPELAB_BF16_H
 
@@ -16,6 +17,12 @@ static inline uint16_t bf16_round(float x) {
     uint32_t rounded = (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
     uint32_t quiet_nan = (u >> 16) | 0x0040u;
     return (uint16_t)((u & 0x7FFFFFFFu) > 0x7F800000u ? quiet_nan : rounded);
+}
+
+// x (n) -> y (n), on the calling thread (a row or a block that is in cache).
+static inline void bf16_round_n(uint16_t *y, const float *x, size_t n) {
+    #pragma omp simd
+    for (size_t i = 0; i < n; i++) y[i] = bf16_round(x[i]);
 }
 
 #endif

@@ -41,7 +41,7 @@ struct Engine {
                            int N, int C, int OC);
     // dinp (N,C) = dout W (overwritten), dW (OC,C) += dout^T inp, db (OC) += sum_n dout;
     // dout (N,OC). A NULL dinp, dW or db is skipped. inp must hold what it held at the last
-    // linear_forward of W that read it: an engine may keep what it made of inp there (oneDNN
+    // linear_forward that read it: an engine may keep what it made of inp there (oneDNN
     // bf16: inp rounded) and use that instead, when inp and N are the same.
     void (*linear_backward)(Engine *e, float *dinp, float *dW, float *db, const float *dout,
                             const float *inp, const float *W, int N, int C, int OC);
@@ -54,6 +54,11 @@ struct Engine {
     // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (NULL: skipped)
     void (*attention_backward)(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
                                const float *lse, const float *bias, int B, int T, int C, int H);
+    // Optional (NULL: the engine rounds nothing ahead; so in fp32). bf16: where the layer that
+    // is about to write x (N,C), the inp of the next linear_forward, writes x rounded to bf16
+    // (bf16_round, bf16.h) in the same pass, every element; that linear_forward then reads it
+    // instead of making it in a pass of its own. NULL: the layer writes x alone.
+    uint16_t *(*input_bf16)(Engine *e, const float *x, int N, int C);
     // The parameters were written: weight copies are re-made at their next use. NULL: no copies.
     void (*weights_changed)(Engine *e);
     // Memory the engine holds besides parameters and activations (copies, scratch), in bytes.

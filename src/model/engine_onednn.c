@@ -18,12 +18,17 @@
 // exact in fp32 and accumulated in fp32 (avx512_core_bf16: vdpbf16ps), dst
 // and bias are fp32. The activations (inp, dout) are rounded to bf16 into
 // engine-owned buffers: dout once per backward, for both DINP (as src) and
-// DW (its transposed view); inp once per forward, into a buffer of the
-// weight's own, which the weight's backward then reads for DW when it is
-// given the same inp and N (engine.h: inp is unchanged in between), so
-// the rounding is not made twice. That costs N*C bf16 per weight (M: 43 MiB
-// in all) and saved 6-12% of the linear layers' time on an AMX Xeon
-// (docs/PERFORMANCE.md). Otherwise (another inp) DW rounds inp itself.
+// DW (its transposed view); inp once per forward, into a copy of that
+// activation's own (an InputCopy, found by inp's address), which the
+// backward then reads for DW when it is given the same inp and N (engine.h:
+// inp is unchanged in between), so the rounding is not made twice. The
+// layer that writes inp (LayerNorm, GELU: Engine.input_bf16) may fill the
+// copy as it writes inp, and the forward then reads it instead of rounding
+// inp in a pass of its own. The copies cost N*C bf16 per linear layer's
+// input (M: 43 MiB in all); keeping them saved 6-12% of the linear layers'
+// time on an AMX Xeon, and the layers filling them about 1% of a bf16
+// step's samples more (docs/PERFORMANCE.md). Without a copy of that inp and
+// N, DW rounds inp itself.
 //
 // Weights. A weight is found by its address (a parameter's, which never
 // moves) and registered at its first use. Its B operand is either the fp32
@@ -99,12 +104,17 @@ typedef struct {
     dnnl_memory_t master_view[2];   // the master as [OP_FWD] W^T (C,OC) "ba", [OP_DINP] W (OC,C) "ab"
     WeightCopy copy[2];             // PACKED: [OP_FWD], [OP_DINP]; PLAIN bf16: [OP_DINP] only
     dnnl_memory_t plain_fwd_view;   // PLAIN bf16: copy[OP_DINP]'s bytes read as W^T (C,OC) "ba"
-    // bf16: the input of this weight's last forward, rounded, kept for its backward's dW product
-    uint16_t *inp_bf16;             // (inp_N, C)
-    size_t inp_bf16_bytes;
-    const float *inp_of;            // the fp32 input it was rounded from; NULL: none kept
-    int inp_N;
 } Weight;
+
+// bf16: an activation that is a linear layer's inp, rounded, found by its
+// address (the model's activation buffers never move while it trains).
+typedef struct {
+    const float *x;                 // the fp32 activation
+    int N, C;                       // its shape when last rounded
+    int produced;                   // 1: rounded by the layer that wrote x (input_bf16), not yet read
+    uint16_t *bf16;                 // (N,C)
+    size_t bytes;
+} InputCopy;
 
 // A cached matmul primitive and its memory objects (data pointers set per call).
 typedef struct {
@@ -145,6 +155,8 @@ typedef struct {
     int n_layouts, cap_layouts;
     Reorder **reorders;
     int n_reorders, cap_reorders;
+    InputCopy *inputs;              // bf16: the linear layers' inputs rounded, one per activation
+    int n_inputs, cap_inputs;
     void *inp_bf16;                 // inp (N,C) rounded to bf16
     size_t inp_bf16_bytes;
     void *dout_bf16;                // dout (N,OC) rounded to bf16
@@ -458,6 +470,40 @@ fail:;
     return -1;
 }
 
+/* ---- the linear layers' inputs in bf16 ---- */
+
+// The rounded copy of activation x (N,C), found by x and grown to N*C if
+// needed (a new one is registered); NULL if out of memory.
+static InputCopy *input_copy(OnednnEngine *e, const float *x, int N, int C) {
+    InputCopy *c = NULL;
+    for (int i = 0; i < e->n_inputs && !c; i++)
+        if (e->inputs[i].x == x) c = &e->inputs[i];
+    if (!c) {
+        InputCopy *inputs = grow(e->inputs, &e->cap_inputs, e->n_inputs + 1, sizeof *inputs);
+        if (!inputs) return NULL;
+        e->inputs = inputs;
+        c = &e->inputs[e->n_inputs++];
+        *c = (InputCopy){.x = x};
+    }
+    if (grow_buffer((void **)&c->bf16, &c->bytes, (size_t)N * C * sizeof(uint16_t)) != 0) {
+        c->produced = 0;
+        c->N = c->C = 0;   // holds nothing
+        return NULL;
+    }
+    return c;
+}
+
+// Engine.input_bf16: the buffer the layer writing x fills with x rounded.
+static uint16_t *input_bf16(Engine *base, const float *x, int N, int C) {
+    OnednnEngine *e = (OnednnEngine *)base;
+    InputCopy *c = input_copy(e, x, N, C);
+    if (!c) return NULL;   // the forward rounds x itself
+    c->N = N;
+    c->C = C;
+    c->produced = 1;
+    return c->bf16;
+}
+
 /* ---- the engine ---- */
 
 static const char *isa_name(dnnl_cpu_isa_t isa) {
@@ -529,16 +575,17 @@ static void linear_forward(Engine *base, float *out, const float *inp, const flo
         return;
     }
     const void *src = inp;
-    if (e->dt == dnnl_bf16) {   // rounded into the weight's own buffer, kept for its backward
-        if (grow_buffer((void **)&w->inp_bf16, &w->inp_bf16_bytes, (size_t)N * C * sizeof(uint16_t)) != 0) {
-            w->inp_of = NULL;
-            engine_fail(base, "out of memory for the bf16 input of a %d x %d weight", OC, C);
+    if (e->dt == dnnl_bf16) {   // inp rounded: by the layer that wrote it, or now; kept for backward
+        InputCopy *c = input_copy(e, inp, N, C);
+        if (!c) {
+            engine_fail(base, "out of memory for the bf16 copy of a (%d, %d) input", N, C);
             return;
         }
-        to_bf16(w->inp_bf16, inp, (size_t)N * C);
-        w->inp_of = inp;
-        w->inp_N = N;
-        src = w->inp_bf16;
+        if (!(c->produced && c->N == N && c->C == C)) to_bf16(c->bf16, inp, (size_t)N * C);
+        c->N = N;
+        c->C = C;
+        c->produced = 0;
+        src = c->bf16;
     }
     if (matmul_run(e, m, src, wei, NULL, out, bias) != 0) engine_fail(base, "%s", e->msg);
 }
@@ -565,8 +612,11 @@ static void linear_backward(Engine *base, float *dinp, float *dweight, float *db
         else
             to_bf16(e->dout_bf16, dout, (size_t)N * OC);
         dout_src = e->dout_bf16;
-        if (dweight && w->inp_of == inp && w->inp_N == N) {   // forward's rounding of this input
-            inp_src = w->inp_bf16;
+        const InputCopy *c = NULL;
+        for (int i = 0; i < e->n_inputs && !c; i++)
+            if (e->inputs[i].x == inp && e->inputs[i].N == N && e->inputs[i].C == C) c = &e->inputs[i];
+        if (dweight && c) {           // forward's rounding of this input
+            inp_src = c->bf16;
         } else if (dweight) {
             to_bf16(e->inp_bf16, inp, (size_t)N * C);
             inp_src = e->inp_bf16;
@@ -630,7 +680,7 @@ void engine_onednn_stats(const Engine *base, OnednnStats *s) {
                     s->weight_copy_bytes += dnnl_memory_desc_get_size(md);
             }
     s->scratch_bytes = e->inp_bf16_bytes + e->dout_bf16_bytes + e->scratchpad_bytes;
-    for (int i = 0; i < e->n_weights; i++) s->scratch_bytes += e->weights[i].inp_bf16_bytes;
+    for (int i = 0; i < e->n_inputs; i++) s->scratch_bytes += e->inputs[i].bytes;
 }
 
 static size_t bytes(const Engine *base) {
@@ -666,8 +716,9 @@ static void engine_free(Engine *base) {
                                 w->plain_fwd_view};
         for (size_t j = 0; j < sizeof mems / sizeof mems[0]; j++)
             if (mems[j]) dnnl_memory_destroy(mems[j]);
-        free(w->inp_bf16);
     }
+    for (int i = 0; i < e->n_inputs; i++) free(e->inputs[i].bf16);
+    free(e->inputs);
     for (int i = 0; i < e->n_matmuls; i++) matmul_destroy(e->matmuls[i]);
     for (int i = 0; i < e->n_reorders; i++) reorder_destroy(e->reorders[i]);
     onednn_attention_free(e->attention);
@@ -706,7 +757,8 @@ int engine_onednn_create(Engine **out, int bf16, WeightLayout layout, char *err,
     if (!e) { snprintf(err, errlen, "out of memory"); return -1; }
     e->base = (Engine){.linear_forward = linear_forward, .linear_backward = linear_backward,
                        .attention_forward = attention_forward, .attention_backward = attention_backward,
-                       .weights_changed = weights_changed, .bytes = bytes, .free = engine_free};
+                       .weights_changed = weights_changed, .bytes = bytes, .free = engine_free,
+                       .input_bf16 = bf16 ? input_bf16 : NULL};
     e->bf16 = bf16;
     e->dt = bf16 ? dnnl_bf16 : dnnl_f32;
     e->layout = layout != WEIGHTS_DEFAULT ? layout : bf16 ? WEIGHTS_PACKED : WEIGHTS_PLAIN;

@@ -388,9 +388,7 @@ static int failed(OnednnAttention *ae, const Failure *f, const char *pass) {
 
 // Rows 0..rows-1 of an fp32 block (rows, keys) into its bf16 copy.
 static void round_block(uint16_t *y, const float *x, int rows, int keys) {
-    size_t n = (size_t)rows * keys;
-    #pragma omp simd
-    for (size_t i = 0; i < n; i++) y[i] = bf16_round(x[i]);
+    bf16_round_n(y, x, (size_t)rows * keys);
 }
 
 // Where head h of batch row b starts in a (B,T,width) tensor, in elements

@@ -31,7 +31,11 @@
 // loops below (reference_linear_*, reference_attention_*) are the reference
 // engine (`--matmul=reference`): slow, and what the fast engines (OpenBLAS,
 // oneDNN) are checked against. Everything else is the same code for every
-// engine.
+// engine. One thing only is there for a bf16 engine: the forwards that make
+// a linear layer's input (LayerNorm, RMSNorm, GELU, SwiGLU) take an
+// out_bf16, NULL for every other engine, and then also write their output
+// rounded to bf16 (bf16.h) while it is in cache, so that the engine need not
+// read it again to round it (Engine.input_bf16).
 //
 // Backward conventions: parameter gradients are added to (+=), so gradient
 // accumulation over micro-batches is zero_grad then k forward/backward
@@ -44,6 +48,7 @@
 
 #include <omp.h>
 
+#include "model/bf16.h"
 #include "model/engine.h"
 #include "model/fastmath.h"
 #include "model/gpt_internal.h"
@@ -85,8 +90,8 @@ void encoder_backward(float *dwte, const float *dout, const int *inp, int N, int
  * sums are `omp simd` reductions: without them the compiler may not reorder
  * a float sum, so it would add one element at a time. */
 
-// inp (N,C) -> out (N,C), mean (N), rstd (N); eps LN_EPS (layers.h)
-void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+// inp (N,C) -> out (N,C), mean (N), rstd (N), out_bf16 (N,C) if not NULL; eps LN_EPS (layers.h)
+void layernorm_forward(float *out, uint16_t *out_bf16, float *mean, float *rstd, const float *inp,
                        const float *weight, const float *bias, int N, int C) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
@@ -102,6 +107,7 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
         v /= C;
         float s = 1.0f / sqrtf(v + LN_EPS);
         for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * weight[c] + bias[c];
+        if (out_bf16) bf16_round_n(out_bf16 + (size_t)n * C, y, C);   // the row still in cache
         mean[n] = m;
         rstd[n] = s;
     }
@@ -158,7 +164,8 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
  *   dx = rstd * (g - xhat * mean(g * xhat)),   dw += dy * xhat. */
 
 // inp (N,C) -> out (N,C), rstd (N)
-void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C) {
+void rmsnorm_forward(float *out, uint16_t *out_bf16, float *rstd, const float *inp, const float *weight, int N,
+                     int C) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
@@ -168,6 +175,7 @@ void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *wei
         for (int c = 0; c < C; c++) ms += x[c] * x[c];
         float s = 1.0f / sqrtf(ms / C + RMS_EPS);
         for (int c = 0; c < C; c++) y[c] = x[c] * s * weight[c];
+        if (out_bf16) bf16_round_n(out_bf16 + (size_t)n * C, y, C);
         rstd[n] = s;
     }
 }
@@ -378,12 +386,20 @@ void residual_forward(float *out, const float *a, const float *b, size_t n) {
 
 #define GELU_SCALE 0.7978845608028654f  // sqrt(2/pi)
 
-// inp (n) -> out (n)
-void gelu_forward(float *out, const float *inp, size_t n) {
-    #pragma omp parallel for simd schedule(static)
-    for (size_t i = 0; i < n; i++) {
-        float x = inp[i];
-        out[i] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + 0.044715f * x * x * x)));
+enum { GELU_CHUNK = 4096 };   // elements per task: out_bf16 is written while they are in cache
+
+// inp (n) -> out (n), out_bf16 (n) if not NULL
+void gelu_forward(float *out, uint16_t *out_bf16, const float *inp, size_t n) {
+    const size_t n_chunks = (n + GELU_CHUNK - 1) / GELU_CHUNK;
+    #pragma omp parallel for schedule(static)
+    for (size_t k = 0; k < n_chunks; k++) {
+        const size_t i0 = k * GELU_CHUNK, i1 = i0 + GELU_CHUNK < n ? i0 + GELU_CHUNK : n;
+        #pragma omp simd
+        for (size_t i = i0; i < i1; i++) {
+            float x = inp[i];
+            out[i] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + 0.044715f * x * x * x)));
+        }
+        if (out_bf16) bf16_round_n(out_bf16 + i0, out + i0, i1 - i0);
     }
 }
 
@@ -405,14 +421,15 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
  *   da_j   = dout_j u_j silu'(a_j),   silu'(a) = sigma(a) (1 + a (1 - sigma(a)))
  *   du_j   = dout_j silu(a_j) */
 
-// inp (N,2F) -> out (N,F)
-void swiglu_forward(float *out, const float *inp, int N, int F) {
+// inp (N,2F) -> out (N,F), out_bf16 (N,F) if not NULL
+void swiglu_forward(float *out, uint16_t *out_bf16, const float *inp, int N, int F) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         const float *a = inp + (size_t)n * 2 * F, *u = a + F;
         float *y = out + (size_t)n * F;
         #pragma omp simd
         for (int j = 0; j < F; j++) y[j] = a[j] / (1.0f + exp_fast(-a[j])) * u[j];
+        if (out_bf16) bf16_round_n(out_bf16 + (size_t)n * F, y, F);
     }
 }
 
@@ -479,10 +496,10 @@ void crossentropy_backward(float *logits, const float *lse, const int *targets,
 /* ---- the block's two choices (block = gpt2 | llama) ---- */
 
 // LN(x) (N,C): LayerNorm (gpt2) or RMSNorm (llama: no bias, no mean)
-void block_norm_forward(const GPTConfig *c, float *out, float *mean, float *rstd, const float *inp,
-                        const float *weight, const float *bias, int N) {
-    if (c->block == BLOCK_LLAMA) rmsnorm_forward(out, rstd, inp, weight, N, c->d_model);
-    else layernorm_forward(out, mean, rstd, inp, weight, bias, N, c->d_model);
+void block_norm_forward(const GPTConfig *c, float *out, uint16_t *out_bf16, float *mean, float *rstd,
+                        const float *inp, const float *weight, const float *bias, int N) {
+    if (c->block == BLOCK_LLAMA) rmsnorm_forward(out, out_bf16, rstd, inp, weight, N, c->d_model);
+    else layernorm_forward(out, out_bf16, mean, rstd, inp, weight, bias, N, c->d_model);
 }
 
 void block_norm_backward(const GPTConfig *c, float *dinp, float *dweight, float *dbias, const float *dout,
@@ -492,10 +509,10 @@ void block_norm_backward(const GPTConfig *c, float *dinp, float *dweight, float 
 }
 
 // The MLP's activation: c_fc's output (N,FC) -> (N,F). GELU (gpt2) or SwiGLU (llama).
-void block_act_forward(const GPTConfig *c, float *out, const float *fch, int N) {
+void block_act_forward(const GPTConfig *c, float *out, uint16_t *out_bf16, const float *fch, int N) {
     int F = gpt_mlp_hidden(c);
-    if (c->block == BLOCK_LLAMA) swiglu_forward(out, fch, N, F);
-    else gelu_forward(out, fch, (size_t)N * F);
+    if (c->block == BLOCK_LLAMA) swiglu_forward(out, out_bf16, fch, N, F);
+    else gelu_forward(out, out_bf16, fch, (size_t)N * F);
 }
 
 // dout (N,F) -> dfch (N,FC) (overwritten; gpt2: dfch may be dout)
@@ -530,6 +547,12 @@ static LayerActs layer_acts(const GPT *m, int l) {
     };
 }
 
+// Where the layer writing x (N,C), a linear layer's next input, also writes
+// it in bf16 for the engine (Engine.input_bf16), or NULL: the engine has no use for it.
+static uint16_t *engine_input_bf16(Engine *e, const float *x, int N, int C) {
+    return e->input_bf16 ? e->input_bf16(e, x, N, C) : NULL;
+}
+
 // inputs, targets (B,T) (targets NULL: logits only) -> logits (B,T,V), *loss_out the mean loss
 int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, float *loss_out,
                 char *err, size_t errlen) {
@@ -557,21 +580,24 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
         const LayerTensors *w = &m->p.h[l];
         LayerActs la = layer_acts(m, l);
         // attention block: x + c_proj(attn(rot(c_attn(LN1(x)))))
-        block_norm_forward(c, la.ln1, la.ln1_mean, la.ln1_rstd, x, w->ln_1_w, w->ln_1_b, BT);
+        block_norm_forward(c, la.ln1, engine_input_bf16(e, la.ln1, BT, C), la.ln1_mean, la.ln1_rstd, x, w->ln_1_w,
+                           w->ln_1_b, BT);
         e->linear_forward(e, la.qkv, la.ln1, w->c_attn_w, w->c_attn_b, BT, C, 3 * C);    // (B,T,3C)
         if (pos->qk_forward) pos->qk_forward(&m->pos_ctx, la.qkv, B, T, 0);
         e->attention_forward(e, la.atty, la.att_lse, la.qkv, bias, B, T, C, H);         // (B,T,C)
         e->linear_forward(e, a->proj_out, la.atty, w->attn_proj_w, w->attn_proj_b, BT, C, C);
         residual_forward(la.res2, x, a->proj_out, (size_t)BT * C);
         // MLP block: x + c_proj(act(c_fc(LN2(x)))), act GELU or SwiGLU
-        block_norm_forward(c, la.ln2, la.ln2_mean, la.ln2_rstd, la.res2, w->ln_2_w, w->ln_2_b, BT);
+        block_norm_forward(c, la.ln2, engine_input_bf16(e, la.ln2, BT, C), la.ln2_mean, la.ln2_rstd, la.res2,
+                           w->ln_2_w, w->ln_2_b, BT);
         e->linear_forward(e, la.fch, la.ln2, w->c_fc_w, w->c_fc_b, BT, C, FC);          // (B,T,FC)
-        block_act_forward(c, la.fch_act, la.fch, BT);                                   // (B,T,F)
+        block_act_forward(c, la.fch_act, engine_input_bf16(e, la.fch_act, BT, F), la.fch, BT);   // (B,T,F)
         e->linear_forward(e, a->proj_out, la.fch_act, w->mlp_proj_w, w->mlp_proj_b, BT, F, C);
         residual_forward(la.res3, la.res2, a->proj_out, (size_t)BT * C);
         x = la.res3;
     }
-    block_norm_forward(c, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w, m->p.ln_f_b, BT);
+    block_norm_forward(c, a->lnf, engine_input_bf16(e, a->lnf, BT, C), a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w,
+                       m->p.ln_f_b, BT);
     e->linear_forward(e, a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                  // (B,T,V)
     if (engine_failed(e, err, errlen)) return -1;
     if (!targets) return 0;
