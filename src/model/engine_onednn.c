@@ -472,12 +472,16 @@ fail:;
 
 /* ---- the linear layers' inputs in bf16 ---- */
 
-// The rounded copy of activation x (N,C), found by x and grown to N*C if
-// needed (a new one is registered); NULL if out of memory.
+// The rounded copy of activation x: found by x (NULL: none yet), or found
+// or registered and grown to N*C (input_copy; NULL if out of memory).
+static InputCopy *input_find(OnednnEngine *e, const float *x) {
+    for (int i = 0; i < e->n_inputs; i++)
+        if (e->inputs[i].x == x) return &e->inputs[i];
+    return NULL;
+}
+
 static InputCopy *input_copy(OnednnEngine *e, const float *x, int N, int C) {
-    InputCopy *c = NULL;
-    for (int i = 0; i < e->n_inputs && !c; i++)
-        if (e->inputs[i].x == x) c = &e->inputs[i];
+    InputCopy *c = input_find(e, x);
     if (!c) {
         InputCopy *inputs = grow(e->inputs, &e->cap_inputs, e->n_inputs + 1, sizeof *inputs);
         if (!inputs) return NULL;
@@ -612,10 +616,8 @@ static void linear_backward(Engine *base, float *dinp, float *dweight, float *db
         else
             to_bf16(e->dout_bf16, dout, (size_t)N * OC);
         dout_src = e->dout_bf16;
-        const InputCopy *c = NULL;
-        for (int i = 0; i < e->n_inputs && !c; i++)
-            if (e->inputs[i].x == inp && e->inputs[i].N == N && e->inputs[i].C == C) c = &e->inputs[i];
-        if (dweight && c) {           // forward's rounding of this input
+        const InputCopy *c = dweight ? input_find(e, inp) : NULL;
+        if (c && c->N == N && c->C == C) {   // forward's rounding of this input
             inp_src = c->bf16;
         } else if (dweight) {
             to_bf16(e->inp_bf16, inp, (size_t)N * C);
