@@ -157,7 +157,7 @@ typedef struct {
     int n_reorders, cap_reorders;
     InputCopy *inputs;              // bf16: the linear layers' inputs rounded, one per activation
     int n_inputs, cap_inputs;
-    void *inp_bf16;                 // inp (N,C) rounded to bf16
+    void *inp_bf16;                 // a dW product's inp (N,C) rounded, when no InputCopy holds it
     size_t inp_bf16_bytes;
     void *dout_bf16;                // dout (N,OC) rounded to bf16
     size_t dout_bf16_bytes;
@@ -391,7 +391,7 @@ static int matmul_create(OnednnEngine *e, Matmul *m) {
     // the buffers this shape needs: scratchpad, and the bf16 activations it reads
     int fail_oom = grow_buffer(&e->scratchpad, &e->scratchpad_bytes, sp_bytes) != 0;
     if (dt == dnnl_bf16) {
-        if (m->op == OP_DW)   // forward rounds into the weight's own buffer (linear_forward)
+        if (m->op == OP_DW)   // forward rounds into the activation's own copy (input_copy)
             fail_oom |= grow_buffer(&e->inp_bf16, &e->inp_bf16_bytes, (size_t)N * C * sizeof(uint16_t)) != 0;
         if (m->op != OP_FWD)
             fail_oom |= grow_buffer(&e->dout_bf16, &e->dout_bf16_bytes, (size_t)N * OC * sizeof(uint16_t)) != 0;

@@ -112,6 +112,11 @@ struct OnednnAttention {
 
 static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
 
+// Floats of a slot's bf16 head scratch: Y_I or dQ_I (nb, D), then dK and dV (T, D); 0 in fp32.
+static size_t heads_floats(const OnednnAttention *ae, int nb, int T, int D) {
+    return ae->bf16 ? ((size_t)nb + 2 * (size_t)T) * D : 0;
+}
+
 static void block_shape(const Plan *pl, int blk, int *i0, int *rows, int *keys) {
     *i0 = blk * pl->nb;
     *rows = pl->T - *i0 < pl->nb ? pl->T - *i0 : pl->nb;
@@ -240,7 +245,7 @@ static Plan *plan_get(OnednnAttention *ae, int T, int C, int H, int n_threads) {
     }
     omp_set_num_threads(saved);
     if (!ok) goto fail;
-    size_t scratch = 2 * (size_t)pl->nb * T, heads = ((size_t)pl->nb + 2 * (size_t)T) * pl->D;
+    size_t scratch = 2 * (size_t)pl->nb * T, heads = heads_floats(ae, pl->nb, T, pl->D);
     for (int t = 0; t < n_threads; t++) {
         Slot *sl = &pl->slot[t];
         TRY("stream", dnnl_stream_create(&sl->stream, ae->dnnl, dnnl_stream_default_flags));
@@ -304,7 +309,7 @@ size_t onednn_attention_bytes(const OnednnAttention *ae) {
     for (int i = 0; i < ae->n_plans; i++) {
         const Plan *pl = ae->plans[i];
         size_t sp_max = 0, scratch = 2 * (size_t)pl->nb * pl->T;
-        size_t heads = ae->bf16 ? ((size_t)pl->nb + 2 * (size_t)pl->T) * pl->D : 0;
+        size_t heads = heads_floats(ae, pl->nb, pl->T, pl->D);
         for (int j = 0; j < pl->n_blocks * N_PROD; j++)
             if (pl->prod[j].sp_bytes > sp_max) sp_max = pl->prod[j].sp_bytes;
         bytes += pl->n_threads * (sp_max + scratch * (sizeof(float) + (ae->bf16 ? sizeof(uint16_t) : 0)) +
@@ -325,8 +330,7 @@ static void to_bf16_head_major(uint16_t *y, const float *x, int parts, int B, in
         for (int ph = 0; ph < parts * H; ph++) {   // part p = ph / H, head h = ph % H
             uint16_t *dst = y + ((size_t)b * parts * HT + (size_t)ph * T + t) * D;
             const float *src = row + (size_t)ph * D;
-            #pragma omp simd
-            for (size_t d = 0; d < D; d++) dst[d] = bf16_round(src[d]);
+            bf16_round_n(dst, src, D);
         }
     }
 }
