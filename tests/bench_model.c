@@ -302,9 +302,9 @@ static void timed_weights_changed(Engine *e) {
     if (in->weights_changed) in->weights_changed(in);
 }
 // Not timed: it hands out a buffer (the rounding it stands for runs in the model's layers).
-static uint16_t *timed_input_bf16(Engine *e, const float *x, int N, int C) {
+static uint16_t *timed_input_bf16(Engine *e, const float *x, const float *W, int N, int C) {
     Engine *in = ((TimedEngine *)e)->inner;
-    return in->input_bf16(in, x, N, C);
+    return in->input_bf16(in, x, W, N, C);
 }
 static size_t timed_bytes(const Engine *e) {
     const Engine *in = ((const TimedEngine *)e)->inner;
@@ -320,7 +320,7 @@ static void timed_engine_insert(TimedEngine *te, GPT *model) {
                         .attention_backward = timed_attention_backward,
                         .weights_changed = in->weights_changed ? timed_weights_changed : NULL,
                         .input_bf16 = in->input_bf16 ? timed_input_bf16 : NULL,
-                        .bytes = timed_bytes, .free = NULL};
+                        .bytes = timed_bytes, .free = NULL, .keeps_inputs = in->keeps_inputs};
     memcpy(te->base.describe, in->describe, sizeof te->base.describe);
     model->engine = &te->base;
 }
@@ -416,7 +416,7 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
            median(bwd, steps) * 1e3, median(upd, steps) * 1e3, gflops, peak,
            peak > 0 ? gflops / peak : 0.0, rss, acct_state, acct_act, acct_matmul,
            rss / (acct_state + acct_act + acct_matmul), flops, bench_state_bytes(bc) / (1024.0 * 1024.0),
-           bench_activation_bytes(bc) / (1024.0 * 1024.0), steps, loss_first, loss_last, attention,
+           bench_activation_bytes(bc, model->acts.inputs_shared) / (1024.0 * 1024.0), steps, loss_first, loss_last, attention,
            engine_share, flops / (linear_s + attention_s) / 1e9, linear_s * 1e3,
            bench_linear_flops_per_step(bc) / linear_s / 1e9, attention_s * 1e3,
            bench_attention_flops_per_step(bc) / attention_s / 1e9);
@@ -561,10 +561,12 @@ static int compare_schemes(const BenchConfig *bc, GPTMatmul mm, GPTPrecision pre
 static void list_configs(void) {
     for (int i = 0; i < N_CONFIGS; i++) {
         const BenchConfig *c = &CONFIGS[i];
-        double st = bench_state_bytes(c) / (1024.0 * 1024.0), act = bench_activation_bytes(c) / (1024.0 * 1024.0);
+        double st = bench_state_bytes(c) / (1024.0 * 1024.0), act = bench_activation_bytes(c, 0) / (1024.0 * 1024.0);
+        double act_bf16 = bench_activation_bytes(c, 1) / (1024.0 * 1024.0);
         printf("bench_config config=%s L=%d C=%d H=%d T=%d B=%d V=%d params=%.0f flops_per_step=%.4g "
-               "formula_state_mb=%.1f formula_act_mb=%.1f formula_mb=%.1f\n", c->name, c->L, c->C, c->H, c->T,
-               c->B, c->V, bench_params(c), bench_flops_per_step(c), st, act, st + act);
+               "formula_state_mb=%.1f formula_act_mb=%.1f formula_mb=%.1f formula_act_bf16_mb=%.1f "
+               "formula_bf16_mb=%.1f\n", c->name, c->L, c->C, c->H, c->T, c->B, c->V, bench_params(c),
+               bench_flops_per_step(c), st, act, st + act, act_bf16, st + act_bf16);
     }
 }
 

@@ -489,7 +489,7 @@ static void test_input_bf16(void **s) {
         run_engine(e, &r, r.W, &full);   // inp rounded by the engine
         float *want_other = ue_nans((size_t)N * OC), *got = ue_nans((size_t)N * OC);
         e->linear_forward(e, want_other, other, r.W, r.b, N, C, OC);
-        uint16_t *copy = e->input_bf16(e, r.inp, N, C);
+        uint16_t *copy = e->input_bf16(e, r.inp, r.W, N, C);
         assert_non_null(copy);
         for (size_t i = 0; i < (size_t)N * C; i++) copy[i] = bf16_round(other[i]);
         e->linear_forward(e, got, r.inp, r.W, r.b, N, C, OC);   // reads the copy: other's result
@@ -507,6 +507,62 @@ static void test_input_bf16(void **s) {
         e->free(e);
     }
     free(other);
+    ref_free(&r);
+    ref->free(ref);
+}
+
+// Engine.keeps_inputs (engine.h): a bf16 engine's backward takes dW from
+// forward's rounding of inp, kept per weight, and never reads inp itself:
+// with inp overwritten (NaN) after the forward, the backward is bit for bit
+// the one with inp intact. Where it has no such rounding (another row count,
+// a weight never run forward, or a copy the next forward's producer has
+// begun), it fails with a message rather than read inp. fp32 engines read
+// inp (keeps_inputs 0).
+static void test_keeps_inputs(void **s) {
+    (void)s;
+    enum { N = 100, C = 72, OC = 200 };
+    Engine *ref = ue_reference();
+    Ref r;
+    ref_make(ref, &r, N, C, OC, 9);
+    assert_int_equal(ref->keeps_inputs, 0);
+    for (int ci = 0; ci < ue_n_engines; ci++) {
+        const EngineCfg *cfg = &ue_engines[ci];
+        Engine *e = ue_engine(cfg);
+        if (!e) continue;
+        assert_int_equal(e->keeps_inputs, cfg->bf16);
+        if (!cfg->bf16) {
+            e->free(e);
+            continue;
+        }
+        Result full;
+        run_engine(e, &r, r.W, &full);   // inp intact
+        float *x = ue_copy(r.inp, (size_t)N * C), *out = ue_nans((size_t)N * OC);
+        float *dinp = ue_nans((size_t)N * C), *dw = ue_copy(r.dW0, (size_t)OC * C), *db = ue_copy(r.db0, OC);
+        e->linear_forward(e, out, x, r.W, r.b, N, C, OC);
+        for (size_t i = 0; i < (size_t)N * C; i++) x[i] = NAN;   // the model's buffer, reused by the next layer
+        e->linear_backward(e, dinp, dw, db, r.dout, x, r.W, N, C, OC);
+        ue_check(e, "linear");
+        assert_memory_equal(dinp, full.dinp, sizeof(float) * N * C);
+        assert_memory_equal(dw, full.dw, sizeof(float) * OC * C);
+        assert_memory_equal(db, full.db, sizeof(float) * OC);
+        char err[256];
+        float *W2 = ue_copy(r.W, (size_t)OC * C);   // a weight never run forward
+        e->linear_backward(e, NULL, dw, NULL, r.dout, x, W2, N, C, OC);
+        assert_int_equal(engine_failed(e, err, sizeof err), -1);
+        printf("  %s: %s\n", cfg->name, err);
+        assert_non_null(strstr(err, "no forward of this weight"));
+        e->linear_backward(e, NULL, dw, NULL, r.dout, x, r.W, N - 16, C, OC);   // other rows
+        assert_int_equal(engine_failed(e, err, sizeof err), -1);
+        e->linear_backward(e, NULL, dw, NULL, r.dout, r.inp, r.W, N, C, OC);   // another input
+        assert_int_equal(engine_failed(e, err, sizeof err), -1);
+        assert_non_null(e->input_bf16(e, x, r.W, N, C));   // the next forward's copy begun
+        e->linear_backward(e, NULL, dw, NULL, r.dout, x, r.W, N, C, OC);
+        assert_int_equal(engine_failed(e, err, sizeof err), -1);
+        assert_memory_equal(dw, full.dw, sizeof(float) * OC * C);   // a failed dW adds nothing
+        free(x); free(out); free(dinp); free(dw); free(db); free(W2);
+        result_free(&full);
+        e->free(e);
+    }
     ref_free(&r);
     ref->free(ref);
 }
@@ -650,6 +706,7 @@ int main(void) {
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_skips),
         cmocka_unit_test(test_input_bf16),
+        cmocka_unit_test(test_keeps_inputs),
         cmocka_unit_test(test_repack),
         cmocka_unit_test(test_threads),
     };

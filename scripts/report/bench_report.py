@@ -467,10 +467,20 @@ def scaling_table(res, out):
         rec = res.best.get((side, cfg, pos))
         return num(rec.get("ms_per_step")) if rec else math.nan
 
+    # the bf16 engine keeps the linear layers' inputs itself, so the model holds them for one layer
+    # (records from before that change have no bf16 formula: every side is set against fp32's)
+    bf16_layout = any("formula_bf16_mb" in sizes[c] for c in configs)
+    bf16_sides = {s.name for s in res.setups if s.where.get("precision") == "bf16"} if bf16_layout else set()
+
+    def formula_mb(side, z):
+        return num(z.get("formula_bf16_mb" if side in bf16_sides else "formula_mb"))
+
     out("")
     out(f"Scaling with size ({pos}; formula = docs/MODEL.md's: state = 16 bytes per parameter (parameters, "
         "gradients, AdamW m and v), activations = B*T*(C + L*(16C + 4 + H) + C + 4 + V + 10C + H) floats "
-        "+ 2 B*T ints; model FLOPs as for the MFU; per setup and PyTorch side, of its best run: ms/step, "
+        + ("(bf16: L*(9C + 4 + H) + 7C in place of L*(16C + 4 + H), the four linear inputs held for one "
+           "layer, since its engine keeps them in bf16; the bf16 total in brackets) " if bf16_layout else "")
+        + "+ 2 B*T ints; model FLOPs as for the MFU; per setup and PyTorch side, of its best run: ms/step, "
         f"then peak RSS MiB and its ratio to the formula's total; (xN) = N times config {configs[0]}'s value):")
     out("")
     out("| config | L, C, H, T, B, V | parameters | model GFLOP/step | formula MiB (state + activations) | "
@@ -483,13 +493,14 @@ def scaling_table(res, out):
                  f"{num(z.get('params')) / 1e6:.2f} M",
                  f"{fmt(gf, '.1f')}" + rel(gf, num(first.get("flops_per_step")) / 1e9),
                  f"{z.get('formula_state_mb')} + {z.get('formula_act_mb')} = {z.get('formula_mb')}"
-                 + rel(f_mb, num(first.get("formula_mb")))]
+                 + rel(f_mb, num(first.get("formula_mb")))
+                 + (f" (bf16: {z.get('formula_bf16_mb')})" if bf16_layout else "")]
         for side in sides:
             ms, rec = ms_of(side, cfg), res.best.get((side, cfg, pos))
-            rss = num(rec.get("rss_mb")) if rec else math.nan
+            rss, side_mb = (num(rec.get("rss_mb")) if rec else math.nan), formula_mb(side, z)
             cells.append("-" if rec is None else
                          ("-" if math.isnan(ms) else f"{ms:g}" + rel(ms, ms_of(side, configs[0])))
-                         + "; " + ("n/a" if math.isnan(rss) else f"{rss:g} ({rss / f_mb:.2f})"))
+                         + "; " + ("n/a" if math.isnan(rss) else f"{rss:g} ({rss / side_mb:.2f})"))
         out("| " + " | ".join(cells) + " |")
     out("")
     out("Read down a column: where ms/step grows like the model GFLOP/step, the GFLOP/s (and MFU) stay the "

@@ -40,9 +40,10 @@ struct Engine {
     void (*linear_forward)(Engine *e, float *out, const float *inp, const float *W, const float *b,
                            int N, int C, int OC);
     // dinp (N,C) = dout W (overwritten), dW (OC,C) += dout^T inp, db (OC) += sum_n dout;
-    // dout (N,OC). A NULL dinp, dW or db is skipped. inp must hold what it held at the last
-    // linear_forward that read it: an engine may keep what it made of inp there (oneDNN
-    // bf16: inp rounded) and use that instead, when inp and N are the same.
+    // dout (N,OC). A NULL dinp, dW or db is skipped. inp and N are those of the last
+    // linear_forward of W. keeps_inputs 0: inp must still hold what it held then.
+    // keeps_inputs 1: dW reads what that forward made of inp, which the engine keeps per
+    // W (oneDNN bf16: inp rounded to bf16); inp is not read and may have been overwritten.
     void (*linear_backward)(Engine *e, float *dinp, float *dW, float *db, const float *dout,
                             const float *inp, const float *W, int N, int C, int OC);
     // Causal multi-head attention, D = C/H, scale = 1/sqrt(D):
@@ -55,15 +56,19 @@ struct Engine {
     void (*attention_backward)(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
                                const float *lse, const float *bias, int B, int T, int C, int H);
     // Optional (NULL: the engine rounds nothing ahead; so in fp32). bf16: where the layer that
-    // is about to write x (N,C), the inp of the next linear_forward, writes x rounded to bf16
-    // (bf16_round, bf16.h) in the same pass, every element; that linear_forward then reads it
-    // instead of making it in a pass of its own. NULL: the layer writes x alone.
-    uint16_t *(*input_bf16)(Engine *e, const float *x, int N, int C);
+    // is about to write x (N,C), the inp of the next linear_forward of W, writes x rounded to
+    // bf16 (bf16_round, bf16.h) in the same pass, every element; that linear_forward then
+    // reads it instead of making it in a pass of its own. NULL: the layer writes x alone.
+    uint16_t *(*input_bf16)(Engine *e, const float *x, const float *W, int N, int C);
     // The parameters were written: weight copies are re-made at their next use. NULL: no copies.
     void (*weights_changed)(Engine *e);
     // Memory the engine holds besides parameters and activations (copies, scratch), in bytes.
     size_t (*bytes)(const Engine *e);
     void (*free)(Engine *e);
+    // 1: linear_backward never reads inp (above), so the model need not keep each layer's
+    // linear inputs until backward: one layer's buffers serve every layer (gpt.c's
+    // gpt_alloc_activations). 0: the model keeps them all.
+    int keeps_inputs;
     char describe[320];   // one line: the engine, its precision, where its products run
     char err[256];        // the first failure since the model last looked; "" while fine
 };

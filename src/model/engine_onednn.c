@@ -18,17 +18,17 @@
 // exact in fp32 and accumulated in fp32 (avx512_core_bf16: vdpbf16ps), dst
 // and bias are fp32. The activations (inp, dout) are rounded to bf16 into
 // engine-owned buffers: dout once per backward, for both DINP (as src) and
-// DW (its transposed view); inp once per forward, into a copy of that
-// activation's own (an InputCopy, found by inp's address), which the
-// backward then reads for DW when it is given the same inp and N (engine.h:
-// inp is unchanged in between), so the rounding is not made twice. The
-// layer that writes inp (LayerNorm, GELU: Engine.input_bf16) may fill the
-// copy as it writes inp, and the forward then reads it instead of rounding
-// inp in a pass of its own. The copies cost N*C bf16 per linear layer's
-// input (M: 43 MiB in all); keeping them saved 6-12% of the linear layers'
-// time on an AMX Xeon, and the layers filling them about 1% of a bf16
-// step's samples more (docs/PERFORMANCE.md). Without a copy of that inp and
-// N, DW rounds inp itself.
+// DW (its transposed view); inp once per forward, into a copy kept per
+// weight (an InputCopy, found by W's address), which the backward then
+// reads for DW: the rounding is not made twice, and the model's fp32 inp is
+// not read again (Engine.keeps_inputs: the model may overwrite it, and
+// keeps one layer's linear inputs instead of every layer's). The layer that
+// writes inp (LayerNorm, GELU: Engine.input_bf16) may fill the copy as it
+// writes inp, and the forward then reads it instead of rounding inp in a
+// pass of its own. The copies cost N*C bf16 per linear layer's input (M:
+// 43 MiB in all), a half of the fp32 inputs they stand in for; keeping them
+// saved 6-12% of the linear layers' time on an AMX Xeon, and the layers
+// filling them about 1% of a bf16 step's samples more (docs/PERFORMANCE.md).
 //
 // Weights. A weight is found by its address (a parameter's, which never
 // moves) and registered at its first use. Its B operand is either the fp32
@@ -106,11 +106,11 @@ typedef struct {
     dnnl_memory_t plain_fwd_view;   // PLAIN bf16: copy[OP_DINP]'s bytes read as W^T (C,OC) "ba"
 } Weight;
 
-// bf16: an activation that is a linear layer's inp, rounded, found by its
-// address (the model's activation buffers never move while it trains).
+// bf16: the inp of the last linear_forward of weight W, rounded, found by W's address.
 typedef struct {
-    const float *x;                 // the fp32 activation
-    int N, C;                       // its shape when last rounded
+    const float *W;                 // the weight whose input this is
+    const float *x;                 // the fp32 activation it was rounded from
+    int N, C;                       // its shape when last rounded (0, 0: holds nothing)
     int produced;                   // 1: rounded by the layer that wrote x (input_bf16), not yet read
     uint16_t *bf16;                 // (N,C)
     size_t bytes;
@@ -155,10 +155,8 @@ typedef struct {
     int n_layouts, cap_layouts;
     Reorder **reorders;
     int n_reorders, cap_reorders;
-    InputCopy *inputs;              // bf16: the linear layers' inputs rounded, one per activation
+    InputCopy *inputs;              // bf16: the linear layers' inputs rounded, one per weight
     int n_inputs, cap_inputs;
-    void *inp_bf16;                 // a dW product's inp (N,C) rounded, when no InputCopy holds it
-    size_t inp_bf16_bytes;
     void *dout_bf16;                // dout (N,OC) rounded to bf16
     size_t dout_bf16_bytes;
     void *scratchpad;               // oneDNN's scratchpad, shared by every primitive
@@ -391,9 +389,7 @@ static int matmul_create(OnednnEngine *e, Matmul *m) {
     // the buffers this shape needs: scratchpad, and the bf16 activations it reads
     int fail_oom = grow_buffer(&e->scratchpad, &e->scratchpad_bytes, sp_bytes) != 0;
     if (dt == dnnl_bf16) {
-        if (m->op == OP_DW)   // forward rounds into the activation's own copy (input_copy)
-            fail_oom |= grow_buffer(&e->inp_bf16, &e->inp_bf16_bytes, (size_t)N * C * sizeof(uint16_t)) != 0;
-        if (m->op != OP_FWD)
+        if (m->op != OP_FWD)   // (DW's inp is forward's copy: input_copy)
             fail_oom |= grow_buffer(&e->dout_bf16, &e->dout_bf16_bytes, (size_t)N * OC * sizeof(uint16_t)) != 0;
     }
     if (fail_oom) { set_err(e, "out of memory for the matmul buffers"); goto fail; }
@@ -472,35 +468,34 @@ fail:;
 
 /* ---- the linear layers' inputs in bf16 ---- */
 
-// The rounded copy of activation x: found by x (NULL: none yet), or found
-// or registered and grown to N*C (input_copy; NULL if out of memory).
-static InputCopy *input_find(OnednnEngine *e, const float *x) {
+// The rounded copy of W's input: found by W (NULL: none yet), or found or
+// registered and grown to N*C for x (input_copy; NULL if out of memory).
+static InputCopy *input_find(OnednnEngine *e, const float *W) {
     for (int i = 0; i < e->n_inputs; i++)
-        if (e->inputs[i].x == x) return &e->inputs[i];
+        if (e->inputs[i].W == W) return &e->inputs[i];
     return NULL;
 }
 
-static InputCopy *input_copy(OnednnEngine *e, const float *x, int N, int C) {
-    InputCopy *c = input_find(e, x);
+static InputCopy *input_copy(OnednnEngine *e, const float *W, const float *x, int N, int C) {
+    InputCopy *c = input_find(e, W);
     if (!c) {
         InputCopy *inputs = grow(e->inputs, &e->cap_inputs, e->n_inputs + 1, sizeof *inputs);
         if (!inputs) return NULL;
         e->inputs = inputs;
         c = &e->inputs[e->n_inputs++];
-        *c = (InputCopy){.x = x};
+        *c = (InputCopy){.W = W};
     }
-    if (grow_buffer((void **)&c->bf16, &c->bytes, (size_t)N * C * sizeof(uint16_t)) != 0) {
-        c->produced = 0;
-        c->N = c->C = 0;   // holds nothing
-        return NULL;
-    }
+    c->x = x;
+    c->produced = 0;
+    c->N = c->C = 0;   // holds nothing until it is filled
+    if (grow_buffer((void **)&c->bf16, &c->bytes, (size_t)N * C * sizeof(uint16_t)) != 0) return NULL;
     return c;
 }
 
 // Engine.input_bf16: the buffer the layer writing x fills with x rounded.
-static uint16_t *input_bf16(Engine *base, const float *x, int N, int C) {
+static uint16_t *input_bf16(Engine *base, const float *x, const float *W, int N, int C) {
     OnednnEngine *e = (OnednnEngine *)base;
-    InputCopy *c = input_copy(e, x, N, C);
+    InputCopy *c = input_copy(e, W, x, N, C);
     if (!c) return NULL;   // the forward rounds x itself
     c->N = N;
     c->C = C;
@@ -580,12 +575,15 @@ static void linear_forward(Engine *base, float *out, const float *inp, const flo
     }
     const void *src = inp;
     if (e->dt == dnnl_bf16) {   // inp rounded: by the layer that wrote it, or now; kept for backward
-        InputCopy *c = input_copy(e, inp, N, C);
-        if (!c) {
-            engine_fail(base, "out of memory for the bf16 copy of a (%d, %d) input", N, C);
-            return;
+        InputCopy *c = input_find(e, W);
+        if (!(c && c->produced && c->x == inp && c->N == N && c->C == C)) {
+            c = input_copy(e, W, inp, N, C);
+            if (!c) {
+                engine_fail(base, "out of memory for the bf16 copy of a (%d, %d) input", N, C);
+                return;
+            }
+            to_bf16(c->bf16, inp, (size_t)N * C);
         }
-        if (!(c->produced && c->N == N && c->C == C)) to_bf16(c->bf16, inp, (size_t)N * C);
         c->N = N;
         c->C = C;
         c->produced = 0;
@@ -616,12 +614,14 @@ static void linear_backward(Engine *base, float *dinp, float *dweight, float *db
         else
             to_bf16(e->dout_bf16, dout, (size_t)N * OC);
         dout_src = e->dout_bf16;
-        const InputCopy *c = dweight ? input_find(e, inp) : NULL;
-        if (c && c->N == N && c->C == C) {   // forward's rounding of this input
+        if (dweight) {   // forward's rounding of inp (keeps_inputs: inp itself may be overwritten)
+            const InputCopy *c = input_find(e, W);
+            if (!(c && c->x == inp && c->N == N && c->C == C && !c->produced)) {
+                engine_fail(base, "linear backward (%d x %d weight, %d rows): no forward of this weight and "
+                            "input to take dW from", OC, C, N);
+                return;
+            }
             inp_src = c->bf16;
-        } else if (dweight) {
-            to_bf16(e->inp_bf16, inp, (size_t)N * C);
-            inp_src = e->inp_bf16;
         }
     } else if (dbias) {
         bias_grad(dbias, NULL, dout, N, OC);
@@ -681,7 +681,7 @@ void engine_onednn_stats(const Engine *base, OnednnStats *s) {
                 if (dnnl_memory_get_memory_desc(e->weights[i].copy[c].mem, &md) == dnnl_success)
                     s->weight_copy_bytes += dnnl_memory_desc_get_size(md);
             }
-    s->scratch_bytes = e->inp_bf16_bytes + e->dout_bf16_bytes + e->scratchpad_bytes;
+    s->scratch_bytes = e->dout_bf16_bytes + e->scratchpad_bytes;
     for (int i = 0; i < e->n_inputs; i++) s->scratch_bytes += e->inputs[i].bytes;
 }
 
@@ -728,7 +728,6 @@ static void engine_free(Engine *base) {
     free(e->matmuls);
     free(e->layouts);
     free(e->reorders);
-    free(e->inp_bf16);
     free(e->dout_bf16);
     free(e->scratchpad);
     free(e->openblas_scratch);
@@ -760,7 +759,7 @@ int engine_onednn_create(Engine **out, int bf16, WeightLayout layout, char *err,
     e->base = (Engine){.linear_forward = linear_forward, .linear_backward = linear_backward,
                        .attention_forward = attention_forward, .attention_backward = attention_backward,
                        .weights_changed = weights_changed, .bytes = bytes, .free = engine_free,
-                       .input_bf16 = bf16 ? input_bf16 : NULL};
+                       .input_bf16 = bf16 ? input_bf16 : NULL, .keeps_inputs = bf16};
     e->bf16 = bf16;
     e->dt = bf16 ? dnnl_bf16 : dnnl_f32;
     e->layout = layout != WEIGHTS_DEFAULT ? layout : bf16 ? WEIGHTS_PACKED : WEIGHTS_PLAIN;

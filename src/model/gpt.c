@@ -46,6 +46,9 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, 
     if (rc != 0) return -1;
     if (m->engine) m->engine->free(m->engine);
     m->engine = e;
+    // the activations' layout follows the engine's (gpt_alloc_activations): laid out again if it changes
+    Activations *a = &m->acts;
+    if (a->encoded && a->inputs_shared != e->keeps_inputs) return gpt_alloc_activations(m, a->B_max, a->T_max, err, errlen);
     return 0;
 }
 
@@ -154,7 +157,8 @@ int gpt_check_batch(const GPTConfig *c, int B, int T, char *err, size_t errlen) 
 }
 
 // One allocation for every activation buffer, carved up by this table, plus
-// the (B,T) token copies. The previous buffers are freed first, then the
+// the (B,T) token copies. The four linear inputs have L slices, or 1 when the
+// engine keeps its own copy of them for backward (Engine.keeps_inputs). The previous buffers are freed first, then the
 // total is checked against the memory available, before the scheme's tables
 // grow to T positions (at most T x C floats, no more than one (B,T,C)
 // buffer) and before the buffers are allocated and zeroed.
@@ -167,12 +171,14 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     memset(a, 0, sizeof *a);
     size_t L = c->n_layer, C = c->d_model, H = c->n_head, V = c->vocab_size;
     size_t F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c), BT = (size_t)B * T;
+    int shared = m->engine && m->engine->keeps_inputs;
+    size_t Li = shared ? 1 : L;   // slices of the linear inputs
     struct { float **ptr; size_t n; } table[] = {
-        {&a->encoded, BT * C},      {&a->ln1, L * BT * C},     {&a->ln1_mean, L * BT},
-        {&a->ln1_rstd, L * BT},     {&a->qkv, L * BT * 3 * C}, {&a->atty, L * BT * C},
-        {&a->att_lse, L * BT * H},  {&a->res2, L * BT * C},    {&a->ln2, L * BT * C},
+        {&a->encoded, BT * C},      {&a->ln1, Li * BT * C},    {&a->ln1_mean, L * BT},
+        {&a->ln1_rstd, L * BT},     {&a->qkv, L * BT * 3 * C}, {&a->atty, Li * BT * C},
+        {&a->att_lse, L * BT * H},  {&a->res2, L * BT * C},    {&a->ln2, Li * BT * C},
         {&a->ln2_mean, L * BT},     {&a->ln2_rstd, L * BT},    {&a->fch, L * BT * FC},
-        {&a->fch_act, L * BT * F}, {&a->res3, L * BT * C}, {&a->lnf, BT * C},
+        {&a->fch_act, Li * BT * F}, {&a->res3, L * BT * C},    {&a->lnf, BT * C},
         {&a->lnf_mean, BT},         {&a->lnf_rstd, BT},        {&a->logits, BT * V},
         {&a->ce_lse, BT},           {&a->losses, BT},          {&a->pos_bias, H * T},
         {&a->dres, BT * C},         {&a->dact, BT * C},      {&a->dqkv, BT * 3 * C},
@@ -203,6 +209,7 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     a->targets = tokens + BT;
     a->B_max = B;
     a->T_max = T;
+    a->inputs_shared = shared;
     a->bytes = bytes;
     return 0;
 }

@@ -162,6 +162,8 @@ int gpt_check_batch(const GPTConfig *cfg, int B, int T, char *err, size_t errlen
 // product's inputs are rounded to bf16 and accumulated in fp32; weights,
 // gradients and everything else stay fp32. Fails with a message where oneDNN
 // has no bf16 products (below AVX-512), or for bf16 on another engine.
+// Activations already sized are sized again, and lose their contents, when
+// the new engine needs another layout (bf16 keeps fewer: gpt_alloc_activations).
 typedef enum { GPT_MATMUL_OPENBLAS, GPT_MATMUL_ONEDNN, GPT_MATMUL_REFERENCE } GPTMatmul;
 typedef enum { GPT_FP32, GPT_BF16 } GPTPrecision;
 int gpt_set_matmul(GPT *model, GPTMatmul matmul, GPTPrecision precision, char *err, size_t errlen);
@@ -172,6 +174,8 @@ const char *gpt_matmul_describe(const GPT *model);
 // Sizes the activation buffers for batches of (B, T). T may exceed block_size
 // (length extrapolation) for every scheme except learned, which fails.
 // Called once before training; no allocation happens inside forward/backward.
+// Their size depends on the engine: one that keeps its own copy of the linear
+// layers' inputs (bf16) lets the model keep those for one layer, not L.
 int gpt_alloc_activations(GPT *model, int B, int T, char *err, size_t errlen);
 size_t gpt_activation_bytes(const GPT *model);  // for memory accounting
 // The longest sequence (positions 0..n-1) the model can run: block_size for a

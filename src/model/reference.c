@@ -35,7 +35,10 @@
 // a linear layer's input (LayerNorm, RMSNorm, GELU, SwiGLU) take an
 // out_bf16, NULL for every other engine, and then also write their output
 // rounded to bf16 (bf16.h) while it is in cache, so that the engine need not
-// read it again to round it (Engine.input_bf16).
+// read it again to round it (Engine.input_bf16). Such an engine keeps that
+// copy for backward (Engine.keeps_inputs), so the four linear inputs (ln1,
+// atty, ln2, fch_act) need not be kept per layer: layer_acts then gives every
+// layer the same buffers for them.
 //
 // Backward conventions: parameter gradients are added to (+=), so gradient
 // accumulation over micro-batches is zero_grad then k forward/backward
@@ -524,7 +527,8 @@ void block_act_backward(const GPTConfig *c, float *dfch, const float *fch, const
 
 /* ---- the model ---- */
 
-// The activations of layer l (each per-layer buffer holds L slices of B_max*T_max rows).
+// The activations of layer l (each per-layer buffer holds L slices of B_max*T_max rows;
+// ln1, atty, ln2 and fch_act hold 1 when the engine keeps its linear inputs, gpt.c).
 typedef struct {
     float *ln1, *ln1_mean, *ln1_rstd;   // (B,T,C), (B,T), (B,T)   LN1 output (c_attn's input)
     float *qkv;                         // (B,T,3C)   c_attn output, q and k rotated for rope
@@ -539,18 +543,19 @@ static LayerActs layer_acts(const GPT *m, int l) {
     const Activations *a = &m->acts;
     size_t S = (size_t)a->B_max * a->T_max, C = m->cfg.d_model, H = m->cfg.n_head;
     size_t F = gpt_mlp_hidden(&m->cfg), FC = gpt_mlp_fc_width(&m->cfg);
+    size_t li = a->inputs_shared ? 0 : l;   // the linear inputs' slice
     return (LayerActs){
-        a->ln1 + l * S * C, a->ln1_mean + l * S, a->ln1_rstd + l * S, a->qkv + l * S * 3 * C,
-        a->atty + l * S * C, a->att_lse + l * S * H, a->res2 + l * S * C,
-        a->ln2 + l * S * C, a->ln2_mean + l * S, a->ln2_rstd + l * S, a->fch + l * S * FC,
-        a->fch_act + l * S * F, a->res3 + l * S * C,
+        a->ln1 + li * S * C, a->ln1_mean + l * S, a->ln1_rstd + l * S, a->qkv + l * S * 3 * C,
+        a->atty + li * S * C, a->att_lse + l * S * H, a->res2 + l * S * C,
+        a->ln2 + li * S * C, a->ln2_mean + l * S, a->ln2_rstd + l * S, a->fch + l * S * FC,
+        a->fch_act + li * S * F, a->res3 + l * S * C,
     };
 }
 
-// Where the layer writing x (N,C), a linear layer's next input, also writes
-// it in bf16 for the engine (Engine.input_bf16), or NULL: the engine has no use for it.
-static uint16_t *engine_input_bf16(Engine *e, const float *x, int N, int C) {
-    return e->input_bf16 ? e->input_bf16(e, x, N, C) : NULL;
+// Where the layer writing x (N,C), the next input of weight W's linear layer, also
+// writes it in bf16 for the engine (Engine.input_bf16), or NULL: the engine has no use for it.
+static uint16_t *engine_input_bf16(Engine *e, const float *x, const float *W, int N, int C) {
+    return e->input_bf16 ? e->input_bf16(e, x, W, N, C) : NULL;
 }
 
 // inputs, targets (B,T) (targets NULL: logits only) -> logits (B,T,V), *loss_out the mean loss
@@ -580,7 +585,7 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
         const LayerTensors *w = &m->p.h[l];
         LayerActs la = layer_acts(m, l);
         // attention block: x + c_proj(attn(rot(c_attn(LN1(x)))))
-        block_norm_forward(c, la.ln1, engine_input_bf16(e, la.ln1, BT, C), la.ln1_mean, la.ln1_rstd, x, w->ln_1_w,
+        block_norm_forward(c, la.ln1, engine_input_bf16(e, la.ln1, w->c_attn_w, BT, C), la.ln1_mean, la.ln1_rstd, x, w->ln_1_w,
                            w->ln_1_b, BT);
         e->linear_forward(e, la.qkv, la.ln1, w->c_attn_w, w->c_attn_b, BT, C, 3 * C);    // (B,T,3C)
         if (pos->qk_forward) pos->qk_forward(&m->pos_ctx, la.qkv, B, T, 0);
@@ -588,15 +593,15 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
         e->linear_forward(e, a->proj_out, la.atty, w->attn_proj_w, w->attn_proj_b, BT, C, C);
         residual_forward(la.res2, x, a->proj_out, (size_t)BT * C);
         // MLP block: x + c_proj(act(c_fc(LN2(x)))), act GELU or SwiGLU
-        block_norm_forward(c, la.ln2, engine_input_bf16(e, la.ln2, BT, C), la.ln2_mean, la.ln2_rstd, la.res2,
+        block_norm_forward(c, la.ln2, engine_input_bf16(e, la.ln2, w->c_fc_w, BT, C), la.ln2_mean, la.ln2_rstd, la.res2,
                            w->ln_2_w, w->ln_2_b, BT);
         e->linear_forward(e, la.fch, la.ln2, w->c_fc_w, w->c_fc_b, BT, C, FC);          // (B,T,FC)
-        block_act_forward(c, la.fch_act, engine_input_bf16(e, la.fch_act, BT, F), la.fch, BT);   // (B,T,F)
+        block_act_forward(c, la.fch_act, engine_input_bf16(e, la.fch_act, w->mlp_proj_w, BT, F), la.fch, BT);   // (B,T,F)
         e->linear_forward(e, a->proj_out, la.fch_act, w->mlp_proj_w, w->mlp_proj_b, BT, F, C);
         residual_forward(la.res3, la.res2, a->proj_out, (size_t)BT * C);
         x = la.res3;
     }
-    block_norm_forward(c, a->lnf, engine_input_bf16(e, a->lnf, BT, C), a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w,
+    block_norm_forward(c, a->lnf, engine_input_bf16(e, a->lnf, m->p.wte, BT, C), a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w,
                        m->p.ln_f_b, BT);
     e->linear_forward(e, a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                  // (B,T,V)
     if (engine_failed(e, err, errlen)) return -1;
@@ -618,6 +623,11 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
     const PosScheme *pos = m->pos;
     Activations *a = &m->acts;
     Engine *e = m->engine;
+    if (a->inputs_shared && !e->keeps_inputs) {   // layer_acts' shared inputs hold the last layer's only
+        snprintf(err, errlen, "backward: the activations were sized for an engine that keeps its linear "
+                 "inputs, and this one reads them (size them again: gpt_alloc_activations)");
+        return -1;
+    }
     int B = m->B, T = m->T, BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
     int F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
     // the gradient of the MLP activation's output: gpt2 computes GELU's backward in place
