@@ -17,7 +17,9 @@ exchange of link_allreduce.c, the all-reduce's own floor with 2 ranks). A
 ring keeps every link busy both ways, so the second is the bandwidth the
 model's ring term stands for; the two agree on a link that is full-duplex
 at its rate. Runs recorded before the exchange was measured lack its
-columns.
+columns. Rows on the delay line (link=line: the TUN pair that
+scripts/run/delay_line.c forwards, where the kernel has no netem) say so in
+the link column; runs without a link field are on the veth pair.
 
 usage: bench_link_report.py RAW_FILE
 """
@@ -54,7 +56,9 @@ def main():
             runs.append(kv)
     groups = {}
     for r in runs:
-        groups.setdefault((r["config"], float(r["gbit"]), float(r["delay_ms"])), []).append(r)
+        kind = r.get("link", "veth")
+        groups.setdefault((r["config"], float(r["gbit"]), kind != "veth", float(r["delay_ms"])), []).append(r)
+    lines = any(key[2] for key in groups)
 
     train = any("train_allreduce_ms" in r for r in runs)
     exchange = all("exchange_gbit" in r for r in runs)
@@ -67,13 +71,13 @@ def main():
         head[-2:-2] = ["./train all-reduce ms/step", "./train step ms"]
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
-    for (cfg, gbit, delay), rs in sorted(groups.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+    for (cfg, gbit, on_line, delay), rs in sorted(groups.items()):
         params = int(rs[0]["params"])
         ar = [float(r["allreduce_ms"]) for r in rs]
         lat = median(float(r["latency_us"]) for r in rs)
         pred = model_ms(params, gbit, lat)
         meas = median(ar)
-        row = [cfg, f"{gbit:g} Gbit/s", f"{delay:g} ms", f"{4 * params / 1e6:.1f}", str(len(rs)),
+        row = [cfg, f"{gbit:g} Gbit/s" + (", delay line" if on_line else ""), f"{delay:g} ms", f"{4 * params / 1e6:.1f}", str(len(rs)),
                f"{meas:.1f}", f"{min(ar):.1f}-{max(ar):.1f}", f"{pred:.1f}", f"{meas / pred:.2f}",
                f"{lat:.0f}", f"{median(float(r['p2p_gbit']) for r in rs):.2f}",
                str(sum(int(r.get("drops", 0)) + int(r.get("train_drops", 0)) for r in rs)),
@@ -94,6 +98,10 @@ def main():
     if exchange:
         print("'at that rate': the same model with the bandwidth each direction measurably gets while both")
         print("ranks send G to each other at once (MPI_Sendrecv, the slower rank): the rate a ring needs.")
+    if lines:
+        print("'delay line': a TUN pair (MTU 65000) whose packets build/delay_line (scripts/run/delay_line.c)")
+        print("forwards between the namespaces after the added delay, tbf on each end as on veth; its row with")
+        print("no added delay is the line's own cost.")
 
 
 if __name__ == "__main__":
