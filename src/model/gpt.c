@@ -48,7 +48,8 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, 
     m->engine = e;
     // the activations' layout follows the engine's (gpt_alloc_activations): laid out again if it changes
     Activations *a = &m->acts;
-    if (a->encoded && a->inputs_shared != e->keeps_inputs) return gpt_alloc_activations(m, a->B_max, a->T_max, err, errlen);
+    if (a->encoded && a->inputs_shared != e->keeps_inputs)
+        return gpt_alloc_activations(m, a->B_max, a->T_max, err, errlen);
     return 0;
 }
 
@@ -157,11 +158,12 @@ int gpt_check_batch(const GPTConfig *c, int B, int T, char *err, size_t errlen) 
 }
 
 // One allocation for every activation buffer, carved up by this table, plus
-// the (B,T) token copies. The four linear inputs have L slices, or 1 when the
-// engine keeps its own copy of them for backward (Engine.keeps_inputs). The previous buffers are freed first, then the
-// total is checked against the memory available, before the scheme's tables
-// grow to T positions (at most T x C floats, no more than one (B,T,C)
-// buffer) and before the buffers are allocated and zeroed.
+// the (B,T) token copies. The four linear inputs have L slices, or 1 when
+// the engine keeps its own copy of them for backward (Engine.keeps_inputs).
+// The previous buffers are freed first, then the total is checked against
+// the memory available, before the scheme's tables grow to T positions (at
+// most T x C floats, no more than one (B,T,C) buffer) and before the
+// buffers are allocated and zeroed.
 int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     const GPTConfig *c = &m->cfg;
     if (gpt_check_batch(c, B, T, err, errlen) != 0) return -1;

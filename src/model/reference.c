@@ -585,8 +585,8 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
         const LayerTensors *w = &m->p.h[l];
         LayerActs la = layer_acts(m, l);
         // attention block: x + c_proj(attn(rot(c_attn(LN1(x)))))
-        block_norm_forward(c, la.ln1, engine_input_bf16(e, la.ln1, w->c_attn_w, BT, C), la.ln1_mean, la.ln1_rstd, x, w->ln_1_w,
-                           w->ln_1_b, BT);
+        block_norm_forward(c, la.ln1, engine_input_bf16(e, la.ln1, w->c_attn_w, BT, C), la.ln1_mean, la.ln1_rstd,
+                           x, w->ln_1_w, w->ln_1_b, BT);
         e->linear_forward(e, la.qkv, la.ln1, w->c_attn_w, w->c_attn_b, BT, C, 3 * C);    // (B,T,3C)
         if (pos->qk_forward) pos->qk_forward(&m->pos_ctx, la.qkv, B, T, 0);
         e->attention_forward(e, la.atty, la.att_lse, la.qkv, bias, B, T, C, H);         // (B,T,C)
@@ -596,13 +596,14 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
         block_norm_forward(c, la.ln2, engine_input_bf16(e, la.ln2, w->c_fc_w, BT, C), la.ln2_mean, la.ln2_rstd, la.res2,
                            w->ln_2_w, w->ln_2_b, BT);
         e->linear_forward(e, la.fch, la.ln2, w->c_fc_w, w->c_fc_b, BT, C, FC);          // (B,T,FC)
-        block_act_forward(c, la.fch_act, engine_input_bf16(e, la.fch_act, w->mlp_proj_w, BT, F), la.fch, BT);   // (B,T,F)
+        block_act_forward(c, la.fch_act, engine_input_bf16(e, la.fch_act, w->mlp_proj_w, BT, F), la.fch,
+                          BT);                                                                  // (B,T,F)
         e->linear_forward(e, a->proj_out, la.fch_act, w->mlp_proj_w, w->mlp_proj_b, BT, F, C);
         residual_forward(la.res3, la.res2, a->proj_out, (size_t)BT * C);
         x = la.res3;
     }
-    block_norm_forward(c, a->lnf, engine_input_bf16(e, a->lnf, m->p.wte, BT, C), a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w,
-                       m->p.ln_f_b, BT);
+    block_norm_forward(c, a->lnf, engine_input_bf16(e, a->lnf, m->p.wte, BT, C), a->lnf_mean, a->lnf_rstd, x,
+                       m->p.ln_f_w, m->p.ln_f_b, BT);
     e->linear_forward(e, a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                  // (B,T,V)
     if (engine_failed(e, err, errlen)) return -1;
     if (!targets) return 0;
