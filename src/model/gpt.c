@@ -135,7 +135,12 @@ const float *gpt_logits(const GPT *m) { return m->acts.logits; }
 const float *gpt_losses(const GPT *m) { return m->acts.losses; }
 size_t gpt_activation_bytes(const GPT *m) { return m->acts.bytes; }
 int gpt_max_positions(const GPT *m) { return m->pos->max_pos_is_block ? m->cfg.block_size : INT_MAX; }
-void gpt_zero_grad(GPT *m) { memset(m->grads, 0, m->num_params * sizeof(float)); }
+// On the pool, in 64K-float chunks: one thread alone does not reach the memory's bandwidth.
+void gpt_zero_grad(GPT *m) {
+    const size_t n = m->num_params, chunk = (size_t)1 << 16;
+    #pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i += chunk) memset(m->grads + i, 0, (n - i < chunk ? n - i : chunk) * sizeof(float));
+}
 
 int gpt_check_batch(const GPTConfig *c, int B, int T, char *err, size_t errlen) {
     if (B < 1 || T < 1) { snprintf(err, errlen, "batch size (%d) and sequence length (%d) must be >= 1", B, T); return -1; }
