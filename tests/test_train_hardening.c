@@ -9,6 +9,8 @@
 //   - a failing write of log.csv (ROPELAB_TEST_LOG_FAIL): no row lost, none
 //     spliced, no checkpoint past the log's last row, an exact resume;
 //   - a run killed before its first checkpoint restarts from step 0;
+//   - a kill between the checkpoint and the model: --resume writes the
+//     model again from the checkpoint (mid-run and at the last step);
 //   - a finished run pruned to its model is never started again without
 //     --overwrite, and --resume of a finished run says so;
 //   - bad inputs: directories, devices and named pipes as files, NUL bytes,
@@ -468,6 +470,36 @@ static void test_finished_model_is_never_replaced(void **state) {
     assert_log_is_reference(d);
 }
 
+// ---- a kill between the checkpoint and the model
+
+// Killed after writing the checkpoint of step K and before the model (in the
+// middle of the run, and at its last step, where --resume has nothing left to
+// train): model.safetensors is one save behind; --resume writes it again, so
+// it ends equal to the uninterrupted run's, byte for byte.
+static void test_kill_between_checkpoint_and_model(void **state) {
+    static const int kill_steps[] = {20, 40};
+    for (int k = 0; k < 2; k++) {
+        char d[512];
+        snprintf(d, sizeof d, "%s/between-saves-%d", dir, kill_steps[k]);
+        int rc = run("ROPELAB_TEST_CRASH_BETWEEN_SAVES=%d " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s --quiet",
+                     kill_steps[k], data_args, d);
+        assert_int_equal(rc, 1);
+        expect_output("dying after the checkpoint");
+        assert_int_not_equal(run("cmp '%s/model.safetensors' '%s/model.safetensors'", d, reference_dir()), 0);
+        rc = run("./train --resume %s", d);
+        if (rc != 0) fail_msg("./train --resume DIR: exit %d: %s", rc, out);
+        expect_output("written again from the checkpoint");
+        if (kill_steps[k] == 40) expect_output("the run is finished (step 40 of 40)");
+        assert_log_is_reference(d);
+        rc = run("cmp '%s/model.safetensors' '%s/model.safetensors'", d, reference_dir());
+        if (rc != 0) fail_msg("model.safetensors after --resume differs from the uninterrupted run's: %s", out);
+        // A second resume finds the two in agreement and writes nothing.
+        rc = run("./train --resume %s", d);
+        assert_int_equal(rc, 0);
+        assert_null(strstr(out, "written again"));
+    }
+}
+
 // A log whose rows do not match the checkpoint (a row out of order): one
 // line naming the row found, and the run directory is left as it was.
 static void test_log_out_of_order_row(void **state) {
@@ -677,6 +709,7 @@ int main(void) {
         cmocka_unit_test(test_log_write_failure_over_save),
         cmocka_unit_test(test_dead_end_restart),
         cmocka_unit_test(test_finished_model_is_never_replaced),
+        cmocka_unit_test(test_kill_between_checkpoint_and_model),
         cmocka_unit_test(test_log_out_of_order_row),
         cmocka_unit_test(test_resume_edited_config_refused_before_building),
         cmocka_unit_test(test_bad_config_files),

@@ -324,6 +324,16 @@ static void test_divergence_stops(void **state) {
     assert_true(step >= 1);
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
     if (step > 1) assert_int_equal(checkpoint_step(path), step - 1);   // the last good one stays
+    if (step > 1) assert_non_null(strstr(out, "the last checkpoint in"));
+    // No save before the divergence: the message names no checkpoint.
+    snprintf(run_dir, sizeof run_dir, "%s/nan-unsaved", dir);
+    rc = run("./train configs/tiny.ini %s --threads=1 --lr=1e30 --min_lr=0 --save_every=1000 --out_dir=%s --quiet",
+             data_args, run_dir);
+    assert_int_equal(rc, 3);
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
+    assert_int_equal(access(path, F_OK), -1);
+    if (strstr(out, "checkpoint in") || !strstr(out, "no checkpoint was saved"))
+        fail_msg("divergence before any save: %s", out);
 }
 
 int main(void) {

@@ -65,6 +65,17 @@ static inline void fault_crash_in_save(const char *path, int step, GPT *model, c
     _exit(1);
 }
 
+// ROPELAB_TEST_CRASH_BETWEEN_SAVES=K (tests/test_train_hardening.c: a kill
+// between the checkpoint and the model leaves nothing stale after --resume):
+// trainer.c's save() of step K dies after the checkpoint is written and
+// before model.safetensors is, as a kill at that moment would.
+static inline void fault_crash_between_saves(int step) {
+    const char *hook = getenv("ROPELAB_TEST_CRASH_BETWEEN_SAVES");
+    if (!hook || atoi(hook) != step) return;
+    fprintf(stderr, "ROPELAB_TEST_CRASH_BETWEEN_SAVES: dying after the checkpoint of step %d\n", step);
+    _exit(1);
+}
+
 // ROPELAB_TEST_SIGINT_AT_STEP=k (tests/test_train_run.c, test_train_hardening.c,
 // test_train_bf16.c, test_train_mpi.c): trainer.c raises SIGINT after step k,
 // exactly as a Ctrl-C during that step would. With several processes only the
@@ -92,6 +103,7 @@ static inline int fault_perturb_step(void) {
 static inline int fault_log_write_fails(int last_step) { return 0; }
 static inline void fault_crash_in_save(const char *path, int step, GPT *model, const StTensorOut *t, int n,
                                        const StMeta *meta, int n_meta) {}
+static inline void fault_crash_between_saves(int step) {}
 static inline int fault_sigint_step(void) { return -1; }
 static inline int fault_perturb_step(void) { return -1; }
 

@@ -320,6 +320,30 @@ static void remove_stale_temporaries(const char *dir) {
     closedir(d);
 }
 
+// save() writes the checkpoint, then the model: a kill between the two
+// leaves model.safetensors one save older than the checkpoint (or missing,
+// or, killed inside its own write, as it was before). On --resume, with the
+// checkpoint's weights loaded, a model.safetensors whose weights are not
+// exactly those is written again, so that after any kill a resume, even of a
+// finished run, leaves the model equal to the last completed step's weights.
+static int sync_model_with_checkpoint(Trainer *t) {
+    char err[1024];
+    GPT *saved = NULL;
+    size_t n = gpt_num_params(t->model);
+    int same = file_exists(t->path_model) && gpt_load(&saved, t->path_model, 0, err, sizeof err) == 0 &&
+               gpt_num_params(saved) == n && memcmp(gpt_params(saved), gpt_params(t->model), n * sizeof(float)) == 0;
+    gpt_free(saved);
+    if (same) return 0;
+    if (gpt_save(t->model, t->path_model, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    if (!t->args->quiet)
+        fprintf(stderr, "%s: did not hold the weights of checkpoint.safetensors (step %d; a kill between the two "
+                "saves leaves it behind); written again from the checkpoint\n", t->path_model, t->state.step);
+    return 0;
+}
+
 // The run directory: new (config.ini, fresh log) or resumed (checkpoint, cut
 // log). A directory whose run stopped before its first checkpoint holds
 // nothing to continue from: it starts again from step 0, with or without --resume.
@@ -383,6 +407,7 @@ static int setup_run_dir(Trainer *t) {
             return TRAIN_EIO;
         }
         loader_set_rng(&t->train, t->state.data_rng);
+        if (sync_model_with_checkpoint(t) != 0) return TRAIN_EIO;
     } else {
         if (have_ckpt && remove(t->path_ckpt) != 0) {   // --overwrite: an old checkpoint must not be resumed
             fprintf(stderr, "%s: cannot remove: %s\n", t->path_ckpt, strerror(errno));
@@ -470,8 +495,11 @@ static int save(Trainer *t) {
         return TRAIN_EIO;
     }
     t->state.data_rng = loader_get_rng(&t->train);
-    if (checkpoint_save(t->path_ckpt, t->model, &t->adamw, &t->state, err, sizeof err) != 0 ||
-        gpt_save(t->model, t->path_model, err, sizeof err) != 0) {
+    // The checkpoint first: a kill between the two leaves the model one save
+    // behind it, which the next --resume rewrites (sync_model_with_checkpoint).
+    int failed = checkpoint_save(t->path_ckpt, t->model, &t->adamw, &t->state, err, sizeof err) != 0;
+    if (!failed) fault_crash_between_saves(t->state.step);   // test build only
+    if (failed || gpt_save(t->model, t->path_model, err, sizeof err) != 0) {
         progress_break(&t->progress);
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
@@ -484,8 +512,12 @@ static int save(Trainer *t) {
 static int diverged(Trainer *t, int step, const char *what, double value) {
     if (t->rank != 0) return TRAIN_EDIVERGED;
     progress_break(&t->progress);
-    fprintf(stderr, "step %d: %s is %g; stopping (the last checkpoint in %s is from before the divergence; "
-            "try a lower lr)\n", step, what, value, t->opt->out_dir);
+    if (file_exists(t->path_ckpt))
+        fprintf(stderr, "step %d: %s is %g; stopping (the last checkpoint in %s is from before the divergence; "
+                "try a lower lr)\n", step, what, value, t->opt->out_dir);
+    else
+        fprintf(stderr, "step %d: %s is %g; stopping (no checkpoint was saved before it; try a lower lr)\n",
+                step, what, value);
     return TRAIN_EDIVERGED;
 }
 
