@@ -17,7 +17,11 @@ CFLAGS  ?= $(OPT) -g
 # -fno-math-errno: sqrtf etc. never set errno (nothing here reads errno after
 # a maths call), so they compile to single instructions and loops over them
 # vectorise (AdamW's update). Not -ffast-math: float semantics stay IEEE.
-ALL_CFLAGS = -fno-math-errno -std=c11 -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-unused-parameter \
+# -ffp-contract=off: a*b + c is never fused into one FMA behind the code's
+# back, so the same source rounds the same whatever -march enables (with the
+# fixed-order sums of src/model/lane_sum.h, a run's log is the same on every
+# x86-64 CPU; docs/TRAINING.md, "Bit for bit on any CPU").
+ALL_CFLAGS = -fno-math-errno -ffp-contract=off -std=c11 -D_GNU_SOURCE -fopenmp -Wall -Wextra -Wno-unused-parameter \
              -Isrc -MMD -MP $(CFLAGS)
 LDLIBS  := -lopenblas -ldnnl -lcjson -linih -lm
 TEST_LDLIBS := -lcmocka
@@ -68,6 +72,9 @@ build/%.o: %.c
 $(FAULT_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -DROPELAB_FAULT_INJECTION -c $< -o $@
+
+# The flags a run records in RUN_DIR/machine.txt (src/common/machine.c).
+build/src/common/machine.o: ALL_CFLAGS += -DROPELAB_BUILD_FLAGS='"$(strip $(CFLAGS))"'
 
 build/src/train/dist.o: src/train/dist.c
 	@command -v mpicc >/dev/null || { printf '%b\n' "$(MPI_MISSING)" >&2; exit 1; }

@@ -8,7 +8,7 @@
 //                      [--engines openblas-fp32,onednn-bf16,...]
 //
 // Engines (columns):
-//   openblas-fp32        engine_openblas.c (cblas_sgemm, one slice per thread): the baseline
+//   openblas-fp32        engine_openblas.c (cblas_sgemm, slices of 64 rows): the baseline
 //   onednn-fp32          oneDNN fp32, weights read in place (packed inside each call)
 //   onednn-fp32-packed   oneDNN fp32, two packed fp32 copies per weight
 //   onednn-bf16          oneDNN bf16, two packed bf16 copies per weight (W^T, W)

@@ -6,6 +6,7 @@
 #include "common/blas_cpu.h"
 
 #include <cblas.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -28,4 +29,36 @@ void blas_use_native_kernels(char **argv) {
     // Setting the variable first also guarantees at most one re-exec.
     if (setenv("OPENBLAS_CORETYPE", better, 1) != 0) return;
     execv("/proc/self/exe", argv);
+}
+
+const char *blas_kernels(void) {
+    const char *core = openblas_get_corename();
+    return core ? core : "unknown";
+}
+
+static int has_avx2_fma(void) {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+void blas_use_reproducible_kernels(char **argv) {
+    if (strcasecmp(blas_kernels(), BLAS_REPRODUCIBLE_KERNELS) == 0 || !has_avx2_fma()) return;
+    // A variable already naming the set means the re-exec happened and
+    // OpenBLAS ignored it: never a second time.
+    const char *set = getenv("OPENBLAS_CORETYPE");
+    if (set && strcasecmp(set, BLAS_REPRODUCIBLE_KERNELS) == 0) return;
+    if (setenv("OPENBLAS_CORETYPE", BLAS_REPRODUCIBLE_KERNELS, 1) != 0) return;
+    execv("/proc/self/exe", argv);
+}
+
+int blas_reproducible_check(char *err, size_t errlen) {
+    if (strcasecmp(blas_kernels(), BLAS_REPRODUCIBLE_KERNELS) == 0) return 0;
+    if (!has_avx2_fma())
+        snprintf(err, errlen, "reproducible = 1 needs a CPU with AVX2 and FMA (OpenBLAS's %s kernels); this one "
+                 "lacks them", BLAS_REPRODUCIBLE_KERNELS);
+    else
+        snprintf(err, errlen, "reproducible = 1 needs OpenBLAS's %s kernels, but OpenBLAS runs its %s kernels "
+                 "(run with OPENBLAS_CORETYPE=%s)", BLAS_REPRODUCIBLE_KERNELS, blas_kernels(),
+                 BLAS_REPRODUCIBLE_KERNELS);
+    return -1;
 }

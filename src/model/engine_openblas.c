@@ -6,12 +6,16 @@
 //   backward: dinp (N,C)  = dout (N,OC) . W (OC,C)
 //             dW (OC,C)  += dout^T (OC,N) . inp (N,C)
 //             db (OC)    += sum_n dout[n,:]
-// Threads: each product is split into one slice per OpenMP thread, and each
-// thread runs a single-threaded sgemm on its slice (OpenBLAS's OpenMP build
-// runs a call made inside a parallel region on the calling thread). The
-// forward and dinp are split by rows n, dW and db by output rows o, so every
-// slice is a whole, independent product: no two threads write the same
-// element and nobody waits for anybody until the region ends. The
+// Threads: each product is split into slices of SLICE_ROWS rows, dealt to
+// the OpenMP threads in order, and each thread runs a single-threaded sgemm
+// per slice (OpenBLAS's OpenMP build runs a call made inside a parallel
+// region on the calling thread). The forward and dinp are split by rows n,
+// dW and db by output rows o, so every slice is a whole, independent
+// product: no two threads write the same element and nobody waits for
+// anybody until the region ends. The slices are the same whatever the
+// thread count: OpenBLAS's kernels round an element differently with the
+// shape of the call (Haswell's do, for a row split at any multiple of 16),
+// so slicing per thread would make the bits depend on the thread count. The
 // alternative, one sgemm call on all threads, makes OpenBLAS partition the
 // product itself and synchronise its threads inside every call (they wait
 // with sched_yield), which is slower at these shapes (docs/PERFORMANCE.md
@@ -43,7 +47,11 @@
 
 #include "model/engine.h"
 #include "model/fastmath.h"
+#include "model/lane_sum.h"
 
+#ifndef SLICE_ROWS
+#define SLICE_ROWS 64   // rows (or output rows) per sgemm call of a linear layer
+#endif
 #ifndef ATT_BLOCK
 #define ATT_BLOCK 64   // query rows per block
 #endif
@@ -58,20 +66,17 @@ typedef struct {
 
 static void linear_forward(Engine *e, float *out, const float *inp, const float *W, const float *b,
                            int N, int C, int OC) {
-    #pragma omp parallel
-    {
-        int n0, n1;
-        thread_slice(N, &n0, &n1);
-        if (n1 > n0) {
-            float beta = 0.0f;
-            if (b) {   // start every row from the bias, then let sgemm add inp W^T
-                for (int n = n0; n < n1; n++) memcpy(out + (size_t)n * OC, b, (size_t)OC * sizeof(float));
-                beta = 1.0f;
-            }
-            // out[n0:n1] (rows, OC) = inp[n0:n1] (rows, C) . W^T (C, OC) (+ bias)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n1 - n0, OC, C,
-                        1.0f, inp + (size_t)n0 * C, C, W, C, beta, out + (size_t)n0 * OC, OC);
+    #pragma omp parallel for schedule(static)
+    for (int n0 = 0; n0 < N; n0 += SLICE_ROWS) {
+        int n1 = n0 + SLICE_ROWS < N ? n0 + SLICE_ROWS : N;
+        float beta = 0.0f;
+        if (b) {   // start every row from the bias, then let sgemm add inp W^T
+            for (int n = n0; n < n1; n++) memcpy(out + (size_t)n * OC, b, (size_t)OC * sizeof(float));
+            beta = 1.0f;
         }
+        // out[n0:n1] (rows, OC) = inp[n0:n1] (rows, C) . W^T (C, OC) (+ bias)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n1 - n0, OC, C,
+                    1.0f, inp + (size_t)n0 * C, C, W, C, beta, out + (size_t)n0 * OC, OC);
     }
 }
 
@@ -79,19 +84,25 @@ static void linear_backward(Engine *e, float *dinp, float *dW, float *db, const 
                             const float *W, int N, int C, int OC) {
     #pragma omp parallel
     {
-        int n0, n1, o0, o1;
-        thread_slice(N, &n0, &n1);
-        thread_slice(OC, &o0, &o1);
         // dinp[n0:n1] (rows, C) = dout[n0:n1] (rows, OC) . W (OC, C)
-        if (dinp && n1 > n0)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n1 - n0, C, OC,
-                        1.0f, dout + (size_t)n0 * OC, OC, W, C, 0.0f, dinp + (size_t)n0 * C, C);
-        // dW[o0:o1] (outs, C) += dout[:, o0:o1]^T (outs, N) . inp (N, C)
-        if (dW && o1 > o0)
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, C, N,
-                        1.0f, dout + o0, OC, inp, C, 1.0f, dW + (size_t)o0 * C, C);
-        // db[o0:o1] += column sums of dout, rows added in order
-        if (db) bias_grad_columns(db, NULL, dout, N, OC, o0, o1);
+        if (dinp) {
+            #pragma omp for schedule(static) nowait
+            for (int n0 = 0; n0 < N; n0 += SLICE_ROWS) {
+                int n1 = n0 + SLICE_ROWS < N ? n0 + SLICE_ROWS : N;
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n1 - n0, C, OC,
+                            1.0f, dout + (size_t)n0 * OC, OC, W, C, 0.0f, dinp + (size_t)n0 * C, C);
+            }
+        }
+        #pragma omp for schedule(static)
+        for (int o0 = 0; o0 < OC; o0 += SLICE_ROWS) {
+            int o1 = o0 + SLICE_ROWS < OC ? o0 + SLICE_ROWS : OC;
+            // dW[o0:o1] (outs, C) += dout[:, o0:o1]^T (outs, N) . inp (N, C)
+            if (dW)
+                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, o1 - o0, C, N,
+                            1.0f, dout + o0, OC, inp, C, 1.0f, dW + (size_t)o0 * C, C);
+            // db[o0:o1] += column sums of dout, rows added in order
+            if (db) bias_grad_columns(db, NULL, dout, N, OC, o0, o1);
+        }
     }
 }
 
@@ -110,9 +121,9 @@ void attention_block_probs(float *s, int i0, int rows, int keys, const float *bi
             float mx = -INFINITY;
             #pragma omp simd reduction(max : mx)
             for (int j = 0; j < n; j++) mx = row[j] > mx ? row[j] : mx;
-            float sum = 0.0f;
-            #pragma omp simd reduction(+ : sum)
-            for (int j = 0; j < n; j++) { row[j] = exp_fast(row[j] - mx); sum += row[j]; }
+            for (int j = 0; j < n; j++) row[j] = exp_fast(row[j] - mx);
+            float sum;
+            LANE_SUM(sum, j, n, row[j]);   // fixed order on every CPU (lane_sum.h)
             float inv = 1.0f / sum;
             for (int j = 0; j < n; j++) row[j] *= inv;
             lse_out[i] = mx + logf(sum);
@@ -129,9 +140,8 @@ void attention_block_dscores(float *dp, const float *p, int i0, int rows, int ke
         int i = i0 + r, n = i + 1;
         const float *pr = p + (size_t)r * keys;
         float *dpr = dp + (size_t)r * keys;
-        float sum_pd = 0.0f;
-        #pragma omp simd reduction(+ : sum_pd)
-        for (int j = 0; j < n; j++) sum_pd += pr[j] * dpr[j];
+        float sum_pd;
+        LANE_SUM(sum_pd, j, n, pr[j] * dpr[j]);
         for (int j = 0; j < n; j++) dpr[j] = pr[j] * (dpr[j] - sum_pd);
         for (int j = n; j < keys; j++) dpr[j] = 0.0f;
         if (dbias_bh)
@@ -280,8 +290,8 @@ int engine_openblas_create(Engine **out, char *err, size_t errlen) {
                         .attention_forward = attention_forward, .attention_backward = attention_backward,
                         .bytes = bytes, .free = engine_free};
     snprintf(ob->base.describe, sizeof ob->base.describe,
-             "openblas fp32 (cblas_sgemm: linear layers one slice per thread, attention in blocks of %d query rows)",
-             ATT_BLOCK);
+             "openblas fp32 (cblas_sgemm: linear layers in slices of %d rows, attention in blocks of %d query rows)",
+             SLICE_ROWS, ATT_BLOCK);
     *out = &ob->base;
     return 0;
 }

@@ -55,6 +55,7 @@
 #include "model/engine.h"
 #include "model/fastmath.h"
 #include "model/gpt_internal.h"
+#include "model/lane_sum.h"
 #include "model/layers.h"
 
 /* ---- embedding ---- */
@@ -90,8 +91,8 @@ void encoder_backward(float *dwte, const float *dout, const int *inp, int N, int
  *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
  *   dw += dy * xhat,  db += dy   (summed over rows)
  * Only mean and rstd are saved; xhat is recomputed from the input. The row
- * sums are `omp simd` reductions: without them the compiler may not reorder
- * a float sum, so it would add one element at a time. */
+ * sums are LANE_SUMs (lane_sum.h): 16 partial sums in a fixed order, which
+ * vectorise and round the same on every CPU. */
 
 // inp (N,C) -> out (N,C), mean (N), rstd (N), out_bf16 (N,C) if not NULL; eps LN_EPS (layers.h)
 void layernorm_forward(float *out, uint16_t *out_bf16, float *mean, float *rstd, const float *inp,
@@ -100,13 +101,10 @@ void layernorm_forward(float *out, uint16_t *out_bf16, float *mean, float *rstd,
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float *y = out + (size_t)n * C;
-        float m = 0.0f;
-        #pragma omp simd reduction(+ : m)
-        for (int c = 0; c < C; c++) m += x[c];
+        float m, v;
+        LANE_SUM(m, c, C, x[c]);
         m /= C;
-        float v = 0.0f;
-        #pragma omp simd reduction(+ : v)
-        for (int c = 0; c < C; c++) { float d = x[c] - m; v += d * d; }
+        LANE_SUM(v, c, C, (x[c] - m) * (x[c] - m));
         v /= C;
         float s = 1.0f / sqrtf(v + LN_EPS);
         for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * weight[c] + bias[c];
@@ -126,13 +124,9 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
         const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
         float *dx = dinp + (size_t)n * C;
         float m = mean[n], s = rstd[n];
-        float g_mean = 0.0f, gx_mean = 0.0f;
-        #pragma omp simd reduction(+ : g_mean, gx_mean)
-        for (int c = 0; c < C; c++) {
-            float g = dy[c] * weight[c];
-            g_mean += g;
-            gx_mean += g * (x[c] - m) * s;
-        }
+        float g_mean, gx_mean;
+        LANE_SUM(g_mean, c, C, dy[c] * weight[c]);
+        LANE_SUM(gx_mean, c, C, dy[c] * weight[c] * (x[c] - m) * s);
         g_mean /= C;
         gx_mean /= C;
         for (int c = 0; c < C; c++) {
@@ -173,9 +167,8 @@ void rmsnorm_forward(float *out, uint16_t *out_bf16, float *rstd, const float *i
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
         float *y = out + (size_t)n * C;
-        float ms = 0.0f;
-        #pragma omp simd reduction(+ : ms)
-        for (int c = 0; c < C; c++) ms += x[c] * x[c];
+        float ms;
+        LANE_SUM(ms, c, C, x[c] * x[c]);
         float s = 1.0f / sqrtf(ms / C + RMS_EPS);
         for (int c = 0; c < C; c++) y[c] = x[c] * s * weight[c];
         if (out_bf16) bf16_round_n(out_bf16 + (size_t)n * C, y, C);
@@ -190,9 +183,8 @@ void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const floa
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C, *dy = dout + (size_t)n * C;
         float *dx = dinp + (size_t)n * C;
-        float s = rstd[n], gx_mean = 0.0f;
-        #pragma omp simd reduction(+ : gx_mean)
-        for (int c = 0; c < C; c++) gx_mean += dy[c] * weight[c] * x[c] * s;
+        float s = rstd[n], gx_mean;
+        LANE_SUM(gx_mean, c, C, dy[c] * weight[c] * x[c] * s);
         gx_mean /= C;
         for (int c = 0; c < C; c++) dx[c] += s * (dy[c] * weight[c] - x[c] * s * gx_mean);
     }
@@ -457,10 +449,11 @@ void swiglu_backward(float *dinp, const float *inp, const float *dout, int N, in
  * Forward keeps lse (N); backward rebuilds the softmax from it in place, so
  * no separate probability tensor is stored. Each pass touches every logit
  * once (N x V floats: 32 MB at B*T = 4096, V = 2048): the exponentials are
- * exp_fast and the row max and sum `omp simd` reductions, so the passes run
- * in vector lanes. The row sum is float in 8 or 16 lanes (a short sum of
- * positive terms, then the lanes): its rounding error is far below the
- * float rounding of lse itself. */
+ * exp_fast, the row max an `omp simd` reduction (a max is the same in any
+ * order) and the row sum a LANE_SUM (16 lanes in a fixed order, lane_sum.h),
+ * so the passes run in vector lanes. The row sum is float (a short sum of
+ * positive terms per lane, then the lanes): its rounding error is far below
+ * the float rounding of lse itself. */
 
 // logits (N,V), targets (N) -> losses (N), lse (N); returns the mean loss (summed in double)
 double crossentropy_forward(float *losses, float *lse, const float *logits,
@@ -471,9 +464,8 @@ double crossentropy_forward(float *losses, float *lse, const float *logits,
         float mx = z[0];
         #pragma omp simd reduction(max : mx)
         for (int v = 1; v < V; v++) mx = z[v] > mx ? z[v] : mx;
-        float sum = 0.0f;
-        #pragma omp simd reduction(+ : sum)
-        for (int v = 0; v < V; v++) sum += exp_fast(z[v] - mx);
+        float sum;
+        LANE_SUM(sum, v, V, exp_fast(z[v] - mx));
         lse[n] = mx + logf(sum);
         losses[n] = lse[n] - z[targets[n]];
     }

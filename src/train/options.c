@@ -71,6 +71,10 @@ static const OptSpec OPTION_TABLE[] = {
     {"matmul", "run", T_STR, "auto", F(matmul), 1, 0, 0,
      "engine of the linear layers' and attention's products: openblas (fp32), onednn (fp32 or bf16), "
      "reference (fp32, plain loops: slow); auto = openblas for fp32, onednn for bf16", "auto|openblas|onednn|reference"},
+    {"reproducible", "run", T_INT, "0", F(reproducible), 0, 1, 0,
+     "1: the run's bits are the same on any x86-64 CPU with AVX2 and FMA, whatever the thread count and "
+     "OPENBLAS_CORETYPE: OpenBLAS fp32 on its Haswell kernels (./train sets OPENBLAS_CORETYPE=Haswell and "
+     "starts again if OpenBLAS runs others); the study scripts use it (docs/TRAINING.md)", NULL},
     {"out_dir", "run", T_STR, "", F(out_dir), 0, 0, 0, "run directory; empty = runs/<pos>-<config name>-s<seed>", NULL},
 };
 #undef F
@@ -454,6 +458,10 @@ int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *pre
     char msg[256];
     if (options_engine(opt->matmul, opt->precision, matmul, precision, msg, sizeof msg) != 0)
         return blame(opt, "precision", "matmul", err, errlen, "%s", msg);
+    if (opt->reproducible && (*matmul != GPT_MATMUL_OPENBLAS || *precision != GPT_FP32))
+        return blame(opt, "reproducible", strcmp(opt->precision, "fp32") ? "precision" : "matmul", err, errlen,
+                     "reproducible = 1 runs on OpenBLAS in fp32 (matmul = auto or openblas, precision = fp32): "
+                     "oneDNN's kernels and blocking follow the CPU");
     return 0;
 }
 

@@ -42,6 +42,7 @@ typedef struct {
     int threads;
     char precision[8];          // fp32 | bf16
     char matmul[16];            // auto | openblas | onednn | reference
+    int reproducible;           // 1: bits independent of the CPU (OpenBLAS fp32, Haswell kernels)
     char out_dir[OPT_STR_MAX];  // "" = runs/<pos>-<config name>-s<seed>, resolved by options_check
 
     // Not keys: where each value came from, for error messages.

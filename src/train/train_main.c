@@ -38,8 +38,21 @@ static int parse_args_on_rank0(int argc, char **argv, TrainOptions *opt, TrainAr
     return TRAIN_OK;
 }
 
+// reproducible = 1 needs OpenBLAS's Haswell kernels, which it takes only from
+// the environment when it is loaded: the command line and config file are
+// read once here, before MPI starts, to know whether to start again with
+// OPENBLAS_CORETYPE set. Errors are left to the real reading below.
+static void reproducible_kernels(int argc, char **argv) {
+    TrainOptions opt;
+    TrainArgs args;
+    char err[1024];
+    if (options_parse_args(argc, argv, &opt, &args, err, sizeof err) == 0 && opt.reproducible)
+        blas_use_reproducible_kernels(argv);
+}
+
 int main(int argc, char **argv) {
-    blas_use_native_kernels(argv);   // may re-execute the program: before MPI starts
+    reproducible_kernels(argc, argv);   // these two may re-execute the program: before MPI starts
+    blas_use_native_kernels(argv);
     TrainOptions opt;
     TrainArgs args;
     char err[1024];

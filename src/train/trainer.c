@@ -20,8 +20,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/blas_cpu.h"
 #include "common/clock.h"
 #include "common/fs.h"
+#include "common/machine.h"
 #include "data/bpe.h"
 #include "data/loader.h"
 #include "model/gpt.h"
@@ -162,6 +164,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     GPTMatmul matmul;
     GPTPrecision precision;
     if (options_matmul(opt, &matmul, &precision, err, sizeof err) != 0 ||
+        (opt->reproducible && blas_reproducible_check(err, sizeof err) != 0) ||
         gpt_set_matmul(t->model, matmul, precision, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);   // e.g. bf16 on a CPU without bf16 dot products
         return TRAIN_ECONFIG;
@@ -320,6 +323,29 @@ static void remove_stale_temporaries(const char *dir) {
     closedir(d);
 }
 
+// RUN_DIR/machine.txt: one block per start of ./train in the directory (new
+// or resumed), saying from which step it ran on what CPU, OpenBLAS kernels,
+// build, engine and thread count (common/machine.h). A fresh run starts the
+// file again; a resume appends, so a run trained on two machines says so.
+static int record_machine(Trainer *t, char *err, size_t errlen) {
+    char path[sizeof t->path_config + 16];
+    snprintf(path, sizeof path, "%s/machine.txt", t->opt->out_dir);
+    FILE *f = fopen(path, t->state.step > 0 ? "a" : "w");
+    if (!f) {
+        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
+        return -1;
+    }
+    fprintf(f, "[from step %d]\n", t->state.step);
+    machine_describe(f);
+    fprintf(f, "engine = %s\nthreads = %d\nreproducible = %d\n", gpt_matmul_describe(t->model),
+            omp_get_max_threads(), t->opt->reproducible);
+    if (fclose(f) != 0) {
+        snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
 // save() writes the checkpoint, then the model: a kill between the two
 // leaves model.safetensors one save older than the checkpoint (or missing,
 // or, killed inside its own write, as it was before). On --resume, with the
@@ -419,6 +445,7 @@ static int setup_run_dir(Trainer *t) {
     // config.ini is (re)written on resume too: [optim]/[run] overrides such as
     // --steps stick for the next resume.
     if (options_write_ini(opt, t->path_config, t->vocab_size, err, sizeof err) != 0 ||
+        record_machine(t, err, sizeof err) != 0 ||
         runlog_open(&t->log, t->path_log, resume ? t->state.step : -1, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
@@ -596,9 +623,10 @@ static int train_loop(Trainer *t) {
 
     progress_init(&t->progress, t->args->quiet, opt->steps);
     if (!t->args->quiet)
-        fprintf(stderr, "%s %s: %zu parameters, vocab %d, %.0f tokens per step, %d threads, step %d of %d; %s\n",
+        fprintf(stderr, "%s %s: %zu parameters, vocab %d, %.0f tokens per step, %d threads, step %d of %d; %s%s\n",
                 first_step ? "resuming" : "training", opt->out_dir, gpt_num_params(t->model), t->vocab_size,
-                tokens_per_step, omp_get_max_threads(), first_step, opt->steps, gpt_matmul_describe(t->model));
+                tokens_per_step, omp_get_max_threads(), first_step, opt->steps, gpt_matmul_describe(t->model),
+                opt->reproducible ? "; reproducible (OpenBLAS " BLAS_REPRODUCIBLE_KERNELS " kernels)" : "");
     if (!t->args->quiet && t->world > 1)
         fprintf(stderr, "mpi: %d processes x %d threads; global batch %d x %d x %d sequences "
                 "(processes x batch_size x grad_accum); gradients summed by one all-reduce per step\n", t->world,

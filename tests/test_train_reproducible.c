@@ -1,0 +1,111 @@
+// test_train_reproducible.c: reproducible = 1 (docs/TRAINING.md, "Bit for bit
+// on any CPU"): a run's log and model are the same bits whatever OpenBLAS
+// would have chosen by itself, whatever OPENBLAS_CORETYPE says and whatever
+// the thread count, and they equal a checksum committed here, so a change of
+// the machine's kernels, vector width or build target that moves one bit of
+// a tiny run fails on the machine that sees it (CI runs the suite under
+// OPENBLAS_CORETYPE unset and Haswell).
+//
+// The checksums are FNV-1a 64 of the log's rows without their timings
+// (read_log), joined by newlines. They change with any change of the
+// arithmetic (a new rounding, another order of a sum): such a change must
+// say so in its commit and set the new values, which the failure prints.
+// Run from the repository root with ./train and ./prepare built.
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <cmocka.h>
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util_run.h"
+
+// Each run: 40 steps of tiny.ini on the test corpus (util_run.h), evaluated every 10.
+#define RUN_ARGS "configs/tiny.ini %s --steps=40 --eval_every=10 --reproducible=1 --quiet"
+
+static const struct {
+    const char *flags;      // the model
+    const char *checksum;   // of its log, on every CPU with AVX2 and FMA
+} RUNS[] = {
+    {"--pos=rope --block=gpt2", "ad3b24f7a396cee5"},
+    {"--pos=alibi --block=llama", "41a35cf42ed3be84"},
+};
+
+// The settings a run must not depend on: the environment's choice of
+// kernels (none, the reproducible set itself, another set that every AVX2
+// CPU runs) and the thread count.
+static const struct { const char *env; int threads; } SETTINGS[] = {
+    {"env -u OPENBLAS_CORETYPE", 1},
+    {"env -u OPENBLAS_CORETYPE", 2},
+    {"OPENBLAS_CORETYPE=Haswell", 2},
+    {"OPENBLAS_CORETYPE=Sandybridge", 1},
+};
+
+static uint64_t log_checksum(const char *run_dir) {
+    static char rows[64][160];
+    int n = read_log(run_dir, rows, 64);
+    uint64_t h = 1469598103934665603ull;
+    for (int i = 0; i < n; i++) {
+        for (const char *c = rows[i]; *c; c++) h = (h ^ (unsigned char)*c) * 1099511628211ull;
+        h = (h ^ '\n') * 1099511628211ull;
+    }
+    return h;
+}
+
+static int setup(void **state) { return make_data_dir("repro"); }
+
+static void test_same_bits_everywhere(void **state) {
+    int failed = 0;
+    for (size_t r = 0; r < sizeof RUNS / sizeof RUNS[0]; r++) {
+        char first[700];
+        for (size_t s = 0; s < sizeof SETTINGS / sizeof SETTINGS[0]; s++) {
+            char run_dir[620];
+            snprintf(run_dir, sizeof run_dir, "%s/run%zu-%zu", dir, r, s);
+            int rc = run("%s ./train " RUN_ARGS " %s --threads=%d --out_dir=%s", SETTINGS[s].env, data_args,
+                         RUNS[r].flags, SETTINGS[s].threads, run_dir);
+            if (rc != 0) fail_msg("%s: exit %d: %s", RUNS[r].flags, rc, out);
+            // whatever the environment said, the run used the reproducible kernels and says so
+            assert_int_equal(run("grep -x 'openblas_kernels = Haswell' %s/machine.txt", run_dir), 0);
+            char got[17];
+            snprintf(got, sizeof got, "%016llx", (unsigned long long)log_checksum(run_dir));
+            if (strcmp(got, RUNS[r].checksum) != 0) {
+                printf("  %s, %s, %d threads: log checksum %s, committed %s\n", RUNS[r].flags, SETTINGS[s].env,
+                       SETTINGS[s].threads, got, RUNS[r].checksum);
+                failed = 1;
+            }
+            if (s == 0) snprintf(first, sizeof first, "%s/model.safetensors", run_dir);
+            else {
+                char model[700];
+                snprintf(model, sizeof model, "%s/model.safetensors", run_dir);
+                if (!files_equal(first, model)) {
+                    printf("  %s, %s, %d threads: model.safetensors differs from the first setting's\n",
+                           RUNS[r].flags, SETTINGS[s].env, SETTINGS[s].threads);
+                    failed = 1;
+                }
+            }
+        }
+    }
+    if (failed) fail_msg("a reproducible run's bits depend on the machine's kernels or thread count (above)");
+}
+
+// Only OpenBLAS fp32 is reproducible: oneDNN and bf16 are refused in one line.
+static void test_other_engines_refused(void **state) {
+    static const char *const flags[] = {"--precision=bf16", "--matmul=onednn", "--matmul=reference"};
+    for (int i = 0; i < 3; i++) {
+        int rc = run("./train " RUN_ARGS " %s --out_dir=%s/refused", data_args, flags[i], dir);
+        assert_int_equal(rc, 2);
+        if (!strstr(out, "reproducible = 1 runs on OpenBLAS in fp32") || strchr(out, '\n') != strrchr(out, '\n'))
+            fail_msg("%s: want one line naming reproducible: %s", flags[i], out);
+    }
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_same_bits_everywhere),
+        cmocka_unit_test(test_other_engines_refused),
+    };
+    return cmocka_run_group_tests(tests, setup, remove_data_dir);
+}
