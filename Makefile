@@ -62,7 +62,7 @@ fault_train_objs = $(patsubst %.c,$(2)/%.o,$(FAULT_SRC)) $(patsubst %.c,$(1)/%.o
 FAULT_TRAIN_OBJ := $(call fault_train_objs,build,$(FAULT_DIR)/obj)
 FAULT_TESTS     := $(patsubst tests/%.c,%,$(shell grep -l TRAIN_WITH_FAULTS $(TEST_SRC)))
 
-.PHONY: all test test-llamacpp bench bench-data bench-mpi run compare clean
+.PHONY: all test test-llamacpp bench bench-data bench-mpi run compare reproduce clean
 all: $(PROGRAMS)
 
 build/%.o: %.c
@@ -150,6 +150,11 @@ run:
 
 compare: $(PROGRAMS)
 	@bash scripts/run/compare.sh --setup $(if $(QUICK),quick,$(or $(SETUP),default)) $(if $(JOBS),--jobs $(JOBS))
+
+# make reproduce RUN=RUN_DIR (or RUN=STUDY/logs/VARIANT-sSEED.csv): trains the run
+# again and says "bit-identical" or where its log first differs (scripts/run/reproduce.sh).
+reproduce: $(PROGRAMS)
+	@bash scripts/run/reproduce.sh $(RUN)
 
 clean: clean-sanitize
 	rm -rf build $(PROGRAMS)

@@ -38,6 +38,10 @@
 #   --train-flags "..."       added to every run (e.g. "--precision=bf16": the bf16 replication)
 #   --lrs "..."               the lr setup's grid (default "0.0005 0.001 0.002 0.004 0.008")
 #   --no-extrapolation        skip the length-extrapolation evaluations
+#   --no-reproducible         train without reproducible = 1 (by default every run is
+#                             reproducible: the same bits on any x86-64 CPU with AVX2
+#                             and FMA; docs/TRAINING.md, "Bit for bit on any CPU")
+#   --variant-flags VARIANT   print the ./train flags of VARIANT and exit
 # A variant is a scheme, optionally followed by -scaleS (sinusoidal_scale=S)
 # and/or -lrX (lr=X, min_lr=X/10): sinusoidal-scale0.02, learned-lr0.004.
 #
@@ -50,8 +54,22 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
 
+# The flags of one variant: SCHEME[-scaleS][-lrX].
+variant_flags() {
+  local rest=${1#*-} flags="--pos=${1%%-*}" part
+  [ "$rest" = "$1" ] && rest=""
+  for part in ${rest//-/ }; do
+    case "$part" in
+      scale*) flags+=" --sinusoidal_scale=${part#scale}" ;;
+      lr*)    flags+=" --lr=${part#lr} --min_lr=$(awk -v x="${part#lr}" 'BEGIN { printf "%.10g", x / 10 }')" ;;
+      *) echo "compare.sh: variant '$1': unknown part '$part'" >&2; return 2 ;;
+    esac
+  done
+  echo "$flags"
+}
+
 setup=default; seeds=3; jobs=$(nproc); config=""; out=""; variants=""; train_flags=""
-lrs="0.0005 0.001 0.002 0.004 0.008"; extrapolate=1; reuse=""; reuse_committed=""; committed=""
+lrs="0.0005 0.001 0.002 0.004 0.008"; extrapolate=1; reproducible=1; reuse=""; reuse_committed=""; committed=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --setup) setup=$2; shift ;;
@@ -72,6 +90,8 @@ while [ $# -gt 0 ]; do
     --lrs) lrs=$2; shift ;;
     --lrs=*) lrs=${1#*=} ;;
     --no-extrapolation) extrapolate=0 ;;
+    --no-reproducible) reproducible=0 ;;
+    --variant-flags) variant_flags "$2"; exit ;;   # scripts/run/reproduce.sh: a committed log's flags
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -144,19 +164,11 @@ if [ "$setup" != custom ] && [ ! -f "data/$corpus/val.bin" ]; then
   ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir "data/$corpus" "data/$corpus.txt"
 fi
 
-# The flags of one variant: SCHEME[-scaleS][-lrX].
-variant_flags() {
-  local rest=${1#*-} flags="--pos=${1%%-*}" part
-  [ "$rest" = "$1" ] && rest=""
-  for part in ${rest//-/ }; do
-    case "$part" in
-      scale*) flags+=" --sinusoidal_scale=${part#scale}" ;;
-      lr*)    flags+=" --lr=${part#lr} --min_lr=$(awk -v x="${part#lr}" 'BEGIN { printf "%.10g", x / 10 }')" ;;
-      *) echo "compare.sh: variant '$1': unknown part '$part'" >&2; return 2 ;;
-    esac
-  done
-  echo "$flags"
-}
+# Only OpenBLAS fp32 is reproducible: a replication on another engine or in
+# bf16 (--train-flags) trains without it.
+case " $train_flags " in
+  *" --precision=bf16 "*|*" --matmul=onednn "*|*" --matmul=reference "*) reproducible=0 ;;
+esac
 # The config's own lr: a -lrX variant at that lr is the plain scheme's run.
 config_lr=$(sed -n 's/^[[:space:]]*lr[[:space:]]*=[[:space:]]*\([0-9.eE+-]*\).*/\1/p' "$config" | head -1)
 
@@ -176,7 +188,7 @@ run_one() {
   else
     rm -rf "$dir"
     # shellcheck disable=SC2046,SC2086
-    ./train $flags $train_flags --seed="$seed" --out_dir="$dir" "${extra[@]}" "$config"
+    ./train $flags --reproducible="$reproducible" $train_flags --seed="$seed" --out_dir="$dir" "${extra[@]}" "$config"
   fi && touch "$dir/done"
 }
 
