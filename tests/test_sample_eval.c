@@ -66,11 +66,11 @@ static int setup(void **state) {
     if (bpe_train(&tok, text, len * 20, 300, NULL, NULL, err, sizeof err)) return -1;
     char path[512];
     snprintf(path, sizeof path, "%s/tok.bin", dir);
-    if (bpe_save(&tok, path, err, sizeof err)) return -1;
+    if (bpe_save(&tok, path, ATOMIC_REPLACE, err, sizeof err)) return -1;
     uint32_t *ids = malloc(len * reps * sizeof *ids);
     size_t n = bpe_encode(&tok, text, len * reps, ids);
     snprintf(path, sizeof path, "%s/val.bin", dir);
-    if (tokens_write(path, ids, n, tok.vocab_size, err, sizeof err)) return -1;
+    if (tokens_write(path, ids, n, tok.vocab_size, ATOMIC_REPLACE, err, sizeof err)) return -1;
     // One random model per scheme (the trained values do not matter here).
     for (int k = 0; k < POS_COUNT; k++) {
         GPTConfig cfg = { .n_layer = 2, .n_head = 2, .d_model = 32, .vocab_size = tok.vocab_size,

@@ -366,9 +366,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", err);
         goto done;
     }
-    if (bpe_save(&tok, path_tok, err, sizeof err) ||
-        tokens_write(path_train, ids, split, tok.vocab_size, err, sizeof err) ||
-        tokens_write(path_val, ids + split, n_val, tok.vocab_size, err, sizeof err)) {
+    if (bpe_save(&tok, path_tok, ATOMIC_REPLACE, err, sizeof err) ||
+        tokens_write(path_train, ids, split, tok.vocab_size, ATOMIC_REPLACE, err, sizeof err) ||
+        tokens_write(path_val, ids + split, n_val, tok.vocab_size, ATOMIC_REPLACE, err, sizeof err)) {
         unlink(path_tok);
         unlink(path_train);
         unlink(path_val);

@@ -108,7 +108,7 @@ int main(int argc, char **argv) {
     GgufKv kv[GGUF_MODEL_MAX_KV + BPE_GGUF_KV];
     memcpy(kv, gm.kv, (size_t)gm.n_kv * sizeof *kv);
     memcpy(kv + gm.n_kv, vocab.kv, sizeof vocab.kv);
-    if (gguf_write(a.out, kv, gm.n_kv + BPE_GGUF_KV, gm.tensors, gm.n_tensors, err, sizeof err)) {
+    if (gguf_write(a.out, kv, gm.n_kv + BPE_GGUF_KV, gm.tensors, gm.n_tensors, ATOMIC_REPLACE, err, sizeof err)) {
         fprintf(stderr, "export: %s\n", err);
         goto done;
     }

@@ -672,7 +672,7 @@ void options_print_help(FILE *f) {
 
 int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size, char *err, size_t errlen) {
     AtomicFile af;
-    FILE *f = atomic_open(&af, path, err, errlen);
+    FILE *f = atomic_open(&af, path, ATOMIC_REPLACE, err, errlen);
     if (!f) return -1;
     fprintf(f, "; ropelab run configuration, resolved by ./train (every key, defaults included).\n"
                "; Load it again with ./train FILE, or continue the run with ./train --resume DIR.\n"

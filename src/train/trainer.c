@@ -260,7 +260,7 @@ static int run_debug_state(Trainer *t) {
                              matmul == GPT_MATMUL_ONEDNN      ? "onednn"
                              : matmul == GPT_MATMUL_REFERENCE ? "reference"
                                                               : "openblas",
-                             err, sizeof err) != 0) {
+                             ATOMIC_REPLACE, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             rc = TRAIN_EIO;
         } else if (!t->args->quiet) {
