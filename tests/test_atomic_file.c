@@ -2,21 +2,26 @@
 // may write over, the one place every writer of ropelab goes through: an
 // existing file only in ATOMIC_REPLACE, never a FIFO, directory, device or a
 // link to one, a link to a regular file replaced as a link, the no-replace
-// rule kept at the rename too.
+// rule kept at the rename too; and a file-size limit (SIGXFSZ ignored by
+// cli_start) failing the write like a full disk with no temporary left.
 #include <errno.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 
 #include "common/atomic_file.h"
+#include "common/cli.h"
 
 static char dir[256], err[1024];
 
@@ -171,6 +176,34 @@ static void test_checked_again_at_the_rename(void **state) {
     expect_no_temporary();
 }
 
+// Under a file-size limit (ulimit -f) a process that called cli_start sees
+// the write fail with EFBIG, as on a full disk: a one-line error, no file,
+// no temporary. Without cli_start SIGXFSZ would kill it mid-write.
+static void test_file_size_limit_is_a_failed_write(void **state) {
+    const char *p = at("big.bin");
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        cli_start();
+        struct rlimit rl = {4096, 4096};
+        if (setrlimit(RLIMIT_FSIZE, &rl) != 0) _exit(3);
+        static char block[1 << 16];
+        AtomicFile af;
+        FILE *f = atomic_open(&af, p, ATOMIC_NEW, err, sizeof err);
+        if (!f) _exit(4);
+        int ok = fwrite(block, 1, sizeof block, f) == sizeof block;
+        if (atomic_commit(&af, ok, err, sizeof err) == 0) _exit(5);
+        fprintf(stderr, "%s\n", err);
+        _exit(strstr(err, "write failed: File too large") ? 0 : 6);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    if (!WIFEXITED(status)) fail_msg("the writer died of signal %d", WTERMSIG(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_not_equal(access(p, F_OK), 0);
+    expect_no_temporary();
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_new_and_replace),
@@ -178,6 +211,7 @@ int main(void) {
         cmocka_unit_test(test_device_refused),
         cmocka_unit_test(test_link_to_regular_replaced_as_link),
         cmocka_unit_test(test_checked_again_at_the_rename),
+        cmocka_unit_test(test_file_size_limit_is_a_failed_write),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

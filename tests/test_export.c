@@ -485,11 +485,28 @@ static void test_export_refusals(void **state) {
     assert_string_equal(out, "0\n");
 }
 
+// A file-size limit (ulimit -f) fails the write like a full disk: one line,
+// exit 1, no file and no temporary (SIGXFSZ would kill ./export and leave
+// out.gguf.tmp.XXXXXX).
+static void test_export_file_size_limit(void **state) {
+    (void)state;
+    char w[512];
+    weights_of("rope", w, sizeof w);
+    assert_int_equal(run("mkdir -p %s/fsize", dir), 0);
+    int rc = run("ulimit -f 8; ./export --weights %s --tokenizer %s/data/tokenizer.bin --out %s/fsize/out.gguf",
+                 w, dir, dir);
+    if (rc != 1 || !strstr(out, "out.gguf: write failed: File too large") || strchr(out, '\n') != out + strlen(out) - 1)
+        fail_msg("exit %d, want 1 and one line with 'write failed: File too large':\n%s", rc, out);
+    assert_int_equal(run("ls -A %s/fsize | wc -l", dir), 0);
+    assert_string_equal(out, "0\n");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_layout), cmocka_unit_test(test_gpt2_alphabet),
         cmocka_unit_test(test_neox_permutation), cmocka_unit_test(test_export_schemes),
         cmocka_unit_test(test_export_rope_scalings), cmocka_unit_test(test_export_refusals),
+        cmocka_unit_test(test_export_file_size_limit),
     };
     return cmocka_run_group_tests(tests, group_setup, remove_data_dir);
 }

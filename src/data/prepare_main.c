@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cli.h"
 #include "common/clock.h"
 #include "common/fs.h"
 #include "data/bpe.h"
@@ -256,6 +257,7 @@ static void on_merge(int done, int total, void *user) { progress_show(user, done
 // ------------------------------------------------------------ main
 
 int main(int argc, char **argv) {
+    cli_start();
     Options o;
     int parsed = parse_options(argc, argv, &o);
     if (parsed != 0) { free_options(&o); return parsed > 0 ? 0 : 2; }

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "common/blas_cpu.h"
+#include "common/cli.h"
 #include "common/threads.h"
 #include "data/loader.h"
 #include "model/gpt.h"
@@ -108,6 +109,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
 }
 
 int main(int argc, char **argv) {
+    cli_start();
     blas_use_native_kernels(argv);
     EvalArgs a;
     parse_args(argc, argv, &a);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cli.h"
 #include "common/gguf.h"
 #include "data/bpe.h"
 #include "data/bpe_gpt2.h"
@@ -74,6 +75,7 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
 }
 
 int main(int argc, char **argv) {
+    cli_start();
     ExportArgs a;
     parse_args(argc, argv, &a);
     char err[1024];

@@ -38,6 +38,7 @@
 #include "common/meter.h"
 #include "train/options.h"
 #include "common/blas_cpu.h"
+#include "common/cli.h"
 #include "common/threads.h"
 
 typedef struct {
@@ -170,6 +171,7 @@ static void print_token(const Tokenizer *tok, int id) {
 }
 
 int main(int argc, char **argv) {
+    cli_start();
     blas_use_native_kernels(argv);
     SampleArgs a;
     parse_args(argc, argv, &a);

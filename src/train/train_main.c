@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/blas_cpu.h"
+#include "common/cli.h"
 #include "train/dist.h"
 #include "train/options.h"
 #include "train/trainer.h"
@@ -39,6 +40,7 @@ static int parse_args_on_rank0(int argc, char **argv, TrainOptions *opt, TrainAr
 }
 
 int main(int argc, char **argv) {
+    cli_start();
     blas_use_native_kernels(argv);   // may re-execute the program: before MPI starts
     TrainOptions opt;
     TrainArgs args;
