@@ -235,7 +235,9 @@ static void test_prepare_bad_inputs(void **state) {
                    DIR "/corpus.txt: bad magic");
     expect_failure("--split docs --out-dir " DIR "/one " DIR "/corpus.txt", "--split docs needs at least two documents");
     expect_failure("--val-fraction 0.9 " DIR "/corpus.txt", "--val-fraction 0.9");
-    expect_failure("--frobnicate 1 " DIR "/corpus.txt", "unknown option --frobnicate");
+    expect_failure("--frobnicate 1 " DIR "/corpus.txt", "prepare: unknown option '--frobnicate' (see ./prepare --help)");
+    expect_failure(DIR "/corpus.txt --frobnicate", "prepare: unknown option '--frobnicate' (see ./prepare --help)");
+    expect_failure(DIR "/corpus.txt --out-dir", "prepare: option '--out-dir' needs a value");
     expect_failure("", "no input file");
     // A failed run leaves nothing behind.
     struct stat st;

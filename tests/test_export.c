@@ -485,6 +485,21 @@ static void test_export_refusals(void **state) {
     assert_string_equal(out, "0\n");
 }
 
+// One line, exit 2: what getopt would have said, and the usage, are not printed.
+static void expect_one_line_exit2(const char *cmd_flags, const char *want) {
+    int rc = run("./export %s", cmd_flags);
+    if (rc != 2 || !strstr(out, want) || strchr(out, '\n') != out + strlen(out) - 1)
+        fail_msg("./export %s: exit %d, want 2 and one line with '%s':\n%s", cmd_flags, rc, want, out);
+}
+
+static void test_export_unknown_option_one_line(void **state) {
+    (void)state;
+    expect_one_line_exit2("--bogus", "export: unknown option '--bogus' (see ./export --help)");
+    expect_one_line_exit2("--weights x --tokenizer y --out z --frob=3", "export: unknown option '--frob'");
+    expect_one_line_exit2("--weights x --tokenizer y --out", "export: option '--out' needs a value");
+    expect_one_line_exit2("-x", "export: unknown option '-x'");
+}
+
 // A file-size limit (ulimit -f) fails the write like a full disk: one line,
 // exit 1, no file and no temporary (SIGXFSZ would kill ./export and leave
 // out.gguf.tmp.XXXXXX).
@@ -506,7 +521,7 @@ int main(void) {
         cmocka_unit_test(test_gguf_layout), cmocka_unit_test(test_gpt2_alphabet),
         cmocka_unit_test(test_neox_permutation), cmocka_unit_test(test_export_schemes),
         cmocka_unit_test(test_export_rope_scalings), cmocka_unit_test(test_export_refusals),
-        cmocka_unit_test(test_export_file_size_limit),
+        cmocka_unit_test(test_export_unknown_option_one_line), cmocka_unit_test(test_export_file_size_limit),
     };
     return cmocka_run_group_tests(tests, group_setup, remove_data_dir);
 }

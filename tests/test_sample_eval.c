@@ -287,6 +287,21 @@ static void test_overflow_while_generating_stops(void **state) {
     assert_null(strstr(out, "stopped at"));
 }
 
+// ./PROG (sample or eval) on the rope model with args: exit 2 and exactly the line want.
+static void expect_line(const char *prog, const char *args, const char *want) {
+    static char out[4096];
+    char cmd[1024], line[600];
+    if (strcmp(prog, "sample") == 0)
+        snprintf(cmd, sizeof cmd, "./sample --weights %s/rope.safetensors --tokenizer %s/tok.bin --tokens 3 %s 2>&1",
+                 dir, dir, args);
+    else
+        snprintf(cmd, sizeof cmd, "timeout 60 ./eval --weights %s/rope.safetensors --data %s/val.bin --batches 1 %s 2>&1",
+                 dir, dir, args);
+    int rc = run(cmd, out, sizeof out);
+    snprintf(line, sizeof line, "%s\n", want);
+    if (rc != 2 || strcmp(out, line) != 0) fail_msg("%s %s: exit %d, want 2 and '%s', printed: %s", prog, args, rc, want, out);
+}
+
 // --seed and --threads are ./train's keys: seed a u64 (no '-', no overflow),
 // threads in [0, 4096]; refused before any file is read, exit 2, one line.
 static void test_shared_options_follow_train(void **state) {
@@ -300,22 +315,22 @@ static void test_shared_options_follow_train(void **state) {
         {"eval", "--threads x", "eval: --threads: 'x' is not an integer"},
     };
     static char out[4096];
-    char cmd[1024], want[600];
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (strcmp(cases[i].prog, "sample") == 0)
-            snprintf(cmd, sizeof cmd, "./sample --weights %s/rope.safetensors --tokenizer %s/tok.bin --tokens 3 %s 2>&1",
-                     dir, dir, cases[i].args);
-        else
-            snprintf(cmd, sizeof cmd, "./eval --weights %s/rope.safetensors --data %s/val.bin --batches 1 %s 2>&1",
-                     dir, dir, cases[i].args);
-        int rc = run(cmd, out, sizeof out);
-        snprintf(want, sizeof want, "%s\n", cases[i].want);
-        if (rc != 2 || strcmp(out, want) != 0) fail_msg("%s %s: exit %d, printed: %s", cases[i].prog, cases[i].args, rc, out);
-    }
+    char cmd[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) expect_line(cases[i].prog, cases[i].args, cases[i].want);
     // The largest seed is a seed.
     snprintf(cmd, sizeof cmd, "./sample --weights %s/rope.safetensors --tokenizer %s/tok.bin --tokens 3 "
              "--seed 18446744073709551615 --threads 1 2>&1", dir, dir);
     assert_int_equal(run(cmd, out, sizeof out), 0);
+}
+
+// An unknown option, or one without its value: one line (not getopt's line and
+// the whole usage), exit 2.
+static void test_unknown_option_one_line(void **state) {
+    expect_line("sample", "--bogus", "sample: unknown option '--bogus' (see ./sample --help)");
+    expect_line("sample", "--top-k", "sample: option '--top-k' needs a value (see ./sample --help)");
+    expect_line("eval", "--bogus=1", "eval: unknown option '--bogus' (see ./eval --help)");
+    expect_line("eval", "--help=1", "eval: option '--help' takes no value (see ./eval --help)");
+    expect_line("eval", "-q", "eval: unknown option '-q' (see ./eval --help)");
 }
 
 // A short run: nothing on stderr, and stdout is what it was with 2>&1.
@@ -392,6 +407,7 @@ int main(void) {
         cmocka_unit_test(test_shared_options_follow_train),
         cmocka_unit_test(test_short_run_no_progress),
         cmocka_unit_test(test_long_work_shows_progress),
+        cmocka_unit_test(test_unknown_option_one_line),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

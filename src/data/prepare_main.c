@@ -105,13 +105,15 @@ static int parse_options(int argc, char **argv, Options *o) {
     o->val_fraction = 0.05;
     o->inputs = calloc((size_t)argc, sizeof *o->inputs);
     if (!o->inputs) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 1; }
-        if (strncmp(a, "--", 2) != 0) { o->inputs[o->n_inputs++] = a; continue; }
-        if (i + 1 >= argc) { fprintf(stderr, "prepare: %s needs a value (see --help)\n", a); return -1; }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--vocab-size")) {
+    static const struct option opts[] = {
+        {"vocab-size", 1, 0, 'v'}, {"val-fraction", 1, 0, 'f'}, {"split", 1, 0, 's'}, {"doc-sep", 1, 0, 'd'},
+        {"out-dir", 1, 0, 'o'}, {"tokenizer", 1, 0, 't'}, {"block-size", 1, 0, 'b'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
+    int c, idx = 0;
+    while ((c = cli_getopt("prepare", argc, argv, opts, &idx)) != -1) {
+        const char *v = optarg;
+        if (c == 'h') { usage(stdout); return 1; }
+        if (c == 'v') {
             char *end;
             long x = strtol(v, &end, 10);
             if (*end || end == v || x < BPE_MIN_VOCAB || x > BPE_MAX_VOCAB) {
@@ -120,7 +122,7 @@ static int parse_options(int argc, char **argv, Options *o) {
                 return -1;
             }
             o->vocab_size = (int)x;
-        } else if (!strcmp(a, "--val-fraction")) {
+        } else if (c == 'f') {
             char *end;
             double f = strtod(v, &end);
             if (*end || end == v || !(f > 0 && f <= 0.5)) {
@@ -128,30 +130,28 @@ static int parse_options(int argc, char **argv, Options *o) {
                 return -1;
             }
             o->val_fraction = f;
-        } else if (!strcmp(a, "--split")) {
+        } else if (c == 's') {
             if (!strcmp(v, "tail")) o->split_docs = 0;
             else if (!strcmp(v, "docs")) o->split_docs = 1;
             else { fprintf(stderr, "prepare: --split %s: expected tail or docs\n", v); return -1; }
-        } else if (!strcmp(a, "--doc-sep")) {
+        } else if (c == 'd') {
             free(o->doc_sep);
             if (!(o->doc_sep = unescape(v))) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
             if (!*o->doc_sep) { fprintf(stderr, "prepare: --doc-sep: the separator is empty\n"); return -1; }
-        } else if (!strcmp(a, "--out-dir")) {
+        } else if (c == 'o') {
             // Room for "/tokenizer.bin" and the writer's ".tmp.XXXXXX" within PATH_MAX.
             if (!*v || strlen(v) + 32 >= PATH_MAX) {
                 fprintf(stderr, "prepare: --out-dir: the path is empty or longer than %d characters\n", PATH_MAX - 32);
                 return -1;
             }
             o->out_dir = v;
-        } else if (!strcmp(a, "--tokenizer")) {
+        } else if (c == 't') {
             o->tokenizer = v;
-        } else if (!strcmp(a, "--block-size")) {
-            if (parse_int(a, v, 1, 1 << 20, &o->block_size)) return -1;
-        } else {
-            fprintf(stderr, "prepare: unknown option %s (see --help)\n", a);
-            return -1;
+        } else if (c == 'b') {
+            if (parse_int("--block-size", v, 1, 1 << 20, &o->block_size)) return -1;
         }
     }
+    while (optind < argc) o->inputs[o->n_inputs++] = argv[optind++];
     if (o->n_inputs == 0) { fprintf(stderr, "prepare: no input file (see --help)\n"); return -1; }
     if (!o->out_dir) {   // data/NAME from the first input (NAME at most 255 bytes, a file name)
         const char *base = strrchr(o->inputs[0], '/');

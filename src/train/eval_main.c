@@ -14,7 +14,6 @@
 // is refused, not printed. A long evaluation shows the batches done on
 // stderr (common/meter.h); stdout holds only the result line.
 #include <errno.h>
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,7 +65,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         {0, 0, 0, 0}};
     int c, idx = 0;
     char matmul[OPT_STR_MAX] = "auto", precision[OPT_STR_MAX] = "fp32";
-    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
+    while ((c = cli_getopt("eval", argc, argv, opts, &idx)) != -1) {
         if (c == 'w') { a->weights = optarg; continue; }
         if (c == 'd') { a->data = optarg; continue; }
         if (c == 'P') { a->per_position = optarg; continue; }
@@ -79,7 +78,6 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
             continue;
         }
         if (c == 'h') { usage(stdout); exit(0); }
-        if (c == '?') { usage(stderr); exit(2); }
         if (c == 'j') {   // ./train's key, by its table's rules
             char msg[256];
             if (options_parse_key_value("threads", optarg, &a->threads, msg, sizeof msg) != 0) {

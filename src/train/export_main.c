@@ -9,7 +9,6 @@
 // (--rope_scaling=yarn --rope_scaling_factor=4 ...) apply before exporting, so a
 // rope model can be written with llama.cpp's own YaRN or linear scaling. The
 // file is written atomically: a failure leaves --out as it was.
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,7 +47,7 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
         {"weights", 1, 0, 'w'}, {"tokenizer", 1, 0, 'k'}, {"out", 1, 0, 'o'},
         {"context-length", 1, 0, 'c'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c, idx = 0;
-    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
+    while ((c = cli_getopt("export", argc, argv, opts, &idx)) != -1) {
         switch (c) {
         case 'w': a->weights = optarg; break;
         case 'k': a->tokenizer = optarg; break;
@@ -64,7 +63,6 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
             break;
         }
         case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
         }
     }
     if (optind < argc) { fprintf(stderr, "export: unexpected argument '%s'\n", argv[optind]); exit(2); }
