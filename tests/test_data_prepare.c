@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "common/rng.h"
@@ -270,6 +271,53 @@ static void test_prepare_full_disk_leaves_no_partial_set(void **state) {
     assert_int_not_equal(stat(DIR "/full/val.bin", &st), 0);
 }
 
+// Refused before any work: exit status code and stderr exactly one line
+// holding want (no "training merges" or "encoding" progress before it).
+static void expect_refused_first(const char *args, int code, const char *want) {
+    char *e;
+    int rc = run_prepare(args, &e);
+    size_t n = strlen(e);
+    if (rc != code || !strstr(e, want) || n == 0 || strchr(e, '\n') != e + n - 1) {
+        print_error("./prepare %s: exit %d, want %d and the one line \"%s\" before any work; stderr:\n%s\n",
+                    args, rc, code, want, e);
+        fail();
+    }
+    free(e);
+}
+
+// An OUT that holds the three files: refused without --overwrite (before
+// the work, the files as they were), replaced with it; never onto an input
+// (the --tokenizer given, or a corpus file) even with --overwrite; a FIFO in
+// OUT never replaced.
+static void test_prepare_output_files(void **state) {
+    char *e;
+    shell_prefix[0] = 0;
+    assert_int_equal(run_prepare("--vocab-size 300 --out-dir " DIR "/ow " DIR "/corpus.txt", &e), 0);
+    free(e);
+    assert_int_equal(system("cp " DIR "/ow/train.bin " DIR "/train.copy"), 0);
+    expect_refused_first("--vocab-size 400 --out-dir " DIR "/ow " DIR "/corpus.txt", 2,
+                         "prepare: " DIR "/ow/tokenizer.bin: exists; pass --overwrite to replace it");
+    assert_true(same_file(DIR "/ow/train.bin", DIR "/train.copy"));
+    expect_refused_first("--tokenizer " DIR "/ow/tokenizer.bin --overwrite --out-dir " DIR "/ow " DIR "/corpus.txt", 2,
+                         DIR "/ow/tokenizer.bin: the same file as the input " DIR "/ow/tokenizer.bin");
+    assert_int_equal(system("cp " DIR "/corpus.txt " DIR "/ow/val.bin"), 0);   // a corpus where val.bin goes
+    expect_refused_first("--overwrite --out-dir " DIR "/ow " DIR "/ow/val.bin", 2,
+                         DIR "/ow/val.bin: the same file as the input " DIR "/ow/val.bin");
+    assert_int_equal(run_prepare("--vocab-size 400 --overwrite --out-dir " DIR "/ow " DIR "/corpus.txt", &e), 0);
+    free(e);
+    Tokenizer tok;
+    assert_int_equal(bpe_load(&tok, DIR "/ow/tokenizer.bin", err, sizeof err), 0);
+    assert_int_equal(tok.vocab_size, 400);
+    bpe_free(&tok);
+    assert_int_equal(system("mkdir -p " DIR "/fifo && mkfifo " DIR "/fifo/val.bin"), 0);
+    expect_refused_first("--overwrite --out-dir " DIR "/fifo " DIR "/corpus.txt", 2,
+                         DIR "/fifo/val.bin: exists and is not a regular file (a FIFO)");
+    struct stat st;
+    assert_int_equal(stat(DIR "/fifo/val.bin", &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_not_equal(stat(DIR "/fifo/tokenizer.bin", &st), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prepare_end_to_end),
@@ -277,6 +325,7 @@ int main(void) {
         cmocka_unit_test(test_prepare_split_docs),
         cmocka_unit_test(test_prepare_bad_inputs),
         cmocka_unit_test(test_prepare_full_disk_leaves_no_partial_set),
+        cmocka_unit_test(test_prepare_output_files),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

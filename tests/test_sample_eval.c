@@ -287,7 +287,8 @@ static void test_overflow_while_generating_stops(void **state) {
     assert_null(strstr(out, "stopped at"));
 }
 
-// ./PROG (sample or eval) on the rope model with args: exit 2 and exactly the line want.
+// ./PROG (sample or eval) on the rope model with args: exit 2 and exactly the
+// line want. (timeout: an output refused for being a FIFO must not be waited on.)
 static void expect_line(const char *prog, const char *args, const char *want) {
     static char out[4096];
     char cmd[1024], line[600];
@@ -331,6 +332,42 @@ static void test_unknown_option_one_line(void **state) {
     expect_line("eval", "--bogus=1", "eval: unknown option '--bogus' (see ./eval --help)");
     expect_line("eval", "--help=1", "eval: option '--help' takes no value (see ./eval --help)");
     expect_line("eval", "-q", "eval: unknown option '-q' (see ./eval --help)");
+}
+
+// ./eval --per-position F: written whole, a new F; an existing one only with
+// --overwrite; never the --data or --weights file, a FIFO (which the old
+// fopen would block on) or a directory. Each refusal one line, exit 2.
+static void test_eval_per_position_file(void **state) {
+    static char out[8192];
+    char cmd[2048], f[300], msg[1200];
+    snprintf(f, sizeof f, "%s/pos.csv", dir);
+    for (int overwrite = 0; overwrite < 2; overwrite++) {   // a new file, then replaced with --overwrite
+        snprintf(cmd, sizeof cmd, "./eval --weights %s/rope.safetensors --data %s/val.bin --batches 1 --threads 1 "
+                 "--per-position %s %s >/dev/null 2>&1 && head -1 %s && wc -l < %s", dir, dir, f,
+                 overwrite ? "--overwrite" : "", f, f);
+        assert_int_equal(run(cmd, out, sizeof out), 0);
+        assert_string_equal(out, "position,loss\n17\n");   // the header and block_size rows
+        if (overwrite) break;
+        snprintf(cmd, sizeof cmd, "--per-position %s", f);
+        snprintf(msg, sizeof msg, "eval: %s: exists; pass --overwrite to replace it", f);
+        expect_line("eval", cmd, msg);
+    }
+    snprintf(cmd, sizeof cmd, "cp %s/val.bin %s/val.copy && mkfifo %s/pos.fifo && mkdir %s/pos.d", dir, dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "--per-position %s/./val.bin --overwrite", dir);
+    snprintf(msg, sizeof msg, "eval: %s/./val.bin: the same file as the input %s/val.bin; an output is never "
+             "written onto an input", dir, dir);
+    expect_line("eval", cmd, msg);
+    snprintf(cmd, sizeof cmd, "cmp -s %s/val.bin %s/val.copy", dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "--per-position %s/pos.fifo --overwrite", dir);
+    snprintf(msg, sizeof msg, "eval: %s/pos.fifo: exists and is not a regular file (a FIFO); not replaced", dir);
+    expect_line("eval", cmd, msg);
+    snprintf(cmd, sizeof cmd, "--per-position %s/pos.d", dir);
+    snprintf(msg, sizeof msg, "eval: %s/pos.d: exists and is not a regular file (a directory); not replaced", dir);
+    expect_line("eval", cmd, msg);
+    snprintf(cmd, sizeof cmd, "test -p %s/pos.fifo && test -d %s/pos.d && ! ls %s | grep -q tmp", dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
 }
 
 // A short run: nothing on stderr, and stdout is what it was with 2>&1.
@@ -408,6 +445,7 @@ int main(void) {
         cmocka_unit_test(test_short_run_no_progress),
         cmocka_unit_test(test_long_work_shows_progress),
         cmocka_unit_test(test_unknown_option_one_line),
+        cmocka_unit_test(test_eval_per_position_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -12,8 +12,8 @@
 // the same PATH never write into one temporary; a temporary left by a kill
 // is named PATH.tmp.XXXXXX and is never read. Used by every writer of a
 // whole file in ropelab: safetensors (weights, checkpoints, debug states),
-// GGUF, token and tokenizer files, config.ini, and log.csv when it is cut
-// back.
+// GGUF, token and tokenizer files, config.ini, log.csv when it is cut back,
+// ./eval's --per-position file.
 //
 // What PATH may be. It must not exist, or be a regular file: a directory, a
 // FIFO, a device, a socket, or a symbolic link to one of those (or to

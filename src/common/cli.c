@@ -1,10 +1,13 @@
-// cli.c: the programs' start, unknown options (see cli.h).
+// cli.c: the programs' start, unknown options, output checks (see cli.h).
 #include "common/cli.h"
 
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "common/atomic_file.h"
+#include "common/fs.h"
 
 void cli_start(void) {
     signal(SIGXFSZ, SIG_IGN);
@@ -28,4 +31,15 @@ int cli_getopt(const char *prog, int argc, char **argv, const struct option *opt
     else
         fprintf(stderr, "%s: unknown option '%s' (see ./%s --help)\n", prog, name, prog);
     exit(2);
+}
+
+int cli_check_output(const char *path, int overwrite, const char *const *inputs, int n_inputs,
+                     char *err, size_t errlen) {
+    for (int i = 0; i < n_inputs; i++)
+        if (inputs[i] && fs_same_file(path, inputs[i])) {
+            snprintf(err, errlen, "%s: the same file as the input %s; an output is never written onto an input", path,
+                     inputs[i]);
+            return -1;
+        }
+    return atomic_check_target(path, overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, err, errlen);
 }

@@ -59,3 +59,8 @@ FILE *fopen_regular_file(const char *path, long long *size, char *err, size_t er
     }
     return f;
 }
+
+int fs_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}

@@ -17,4 +17,8 @@ int open_regular_file(const char *path, long long *size, char *err, size_t errle
 // The same as a stdio stream ("rb"); NULL with a message.
 FILE *fopen_regular_file(const char *path, long long *size, char *err, size_t errlen);
 
+// Whether paths a and b name the same file (device and inode, after symbolic
+// links); 0 when either does not exist.
+int fs_same_file(const char *a, const char *b);
+
 #endif

@@ -3,6 +3,8 @@
 //
 //   ./prepare --vocab-size 4096 --val-fraction 0.05 --out-dir data/kjv data/kjv.txt
 //
+// 0. Before any work: each output file may be written: not there, or with
+//    --overwrite a regular file, and never one of the inputs (common/cli.h).
 // 1. Read every file (UTF-8 text, checked) and cut it into documents: each file
 //    is one document, or, with --doc-sep STR, every STR starts a new one.
 // 2. Train the BPE tokenizer on the documents (or load one, --tokenizer).
@@ -39,6 +41,7 @@ typedef struct {
     char out_dir_default[300];
     const char *tokenizer;     // existing tokenizer to use instead of training
     int block_size;            // > 0: both splits must hold one window of block_size + 1
+    int overwrite;             // --overwrite: replace the files of an existing OUT
     const char **inputs;
     int n_inputs;
 } Options;
@@ -61,6 +64,7 @@ static void usage(FILE *f) {
         "                     without its extension)\n"
         "  --tokenizer FILE   use this tokenizer instead of training one\n"
         "  --block-size T     fail unless both splits hold one window of T+1 tokens\n"
+        "  --overwrite        replace the three files if OUT already holds them\n"
         "  --help             this text\n",
         BPE_MIN_VOCAB, BPE_MAX_VOCAB);
 }
@@ -107,13 +111,15 @@ static int parse_options(int argc, char **argv, Options *o) {
     if (!o->inputs) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
     static const struct option opts[] = {
         {"vocab-size", 1, 0, 'v'}, {"val-fraction", 1, 0, 'f'}, {"split", 1, 0, 's'}, {"doc-sep", 1, 0, 'd'},
-        {"out-dir", 1, 0, 'o'}, {"tokenizer", 1, 0, 't'}, {"block-size", 1, 0, 'b'}, {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"out-dir", 1, 0, 'o'}, {"tokenizer", 1, 0, 't'}, {"block-size", 1, 0, 'b'}, {"overwrite", 0, 0, 'O'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c, idx = 0;
     while ((c = cli_getopt("prepare", argc, argv, opts, &idx)) != -1) {
         const char *v = optarg;
         if (c == 'h') { usage(stdout); return 1; }
-        if (c == 'v') {
+        if (c == 'O') {
+            o->overwrite = 1;
+        } else if (c == 'v') {
             char *end;
             long x = strtol(v, &end, 10);
             if (*end || end == v || x < BPE_MIN_VOCAB || x > BPE_MAX_VOCAB) {
@@ -254,6 +260,25 @@ static void progress_show(PhaseMeter *p, double done, double total) {
 
 static void on_merge(int done, int total, void *user) { progress_show(user, done, total); }
 
+// Step 0: the three output files can be written, before any work. 0, or the
+// exit status: 2 for an output file refused (the command line's: exists
+// without --overwrite, not a regular file, one of the inputs), 1 out of memory.
+static int check_outputs(const Options *o, char *const paths[3]) {
+    char err[1400];
+    const char **inputs = malloc(((size_t)o->n_inputs + 1) * sizeof *inputs);
+    if (!inputs) { fprintf(stderr, "prepare: out of memory\n"); return 1; }
+    memcpy(inputs, o->inputs, (size_t)o->n_inputs * sizeof *inputs);
+    inputs[o->n_inputs] = o->tokenizer;
+    int rc = 0;
+    for (int i = 0; i < 3 && rc == 0; i++)
+        if (cli_check_output(paths[i], o->overwrite, inputs, o->n_inputs + 1, err, sizeof err) != 0) {
+            fprintf(stderr, "prepare: %s\n", err);
+            rc = 2;
+        }
+    free(inputs);
+    return rc;
+}
+
 // ------------------------------------------------------------ main
 
 int main(int argc, char **argv) {
@@ -272,7 +297,17 @@ int main(int argc, char **argv) {
     size_t *lens = NULL;
     char *path_tok = NULL, *path_train = NULL, *path_val = NULL, err[1400];
     Tokenizer tok;
-    if (!texts) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
+    size_t dir_len = strlen(o.out_dir) + 32;
+    path_tok = malloc(dir_len);
+    path_train = malloc(dir_len);
+    path_val = malloc(dir_len);
+    if (!texts || !path_tok || !path_train || !path_val) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
+    snprintf(path_tok, dir_len, "%s/tokenizer.bin", o.out_dir);
+    snprintf(path_train, dir_len, "%s/train.bin", o.out_dir);
+    snprintf(path_val, dir_len, "%s/val.bin", o.out_dir);
+    char *paths[3] = {path_tok, path_train, path_val};
+    int checked = check_outputs(&o, paths);
+    if (checked != 0) { rc = checked; goto done; }
 
     // 1. Read and cut into documents.
     for (int i = 0; i < o.n_inputs; i++) {
@@ -289,14 +324,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: no text left once the document separators are removed\n", o.inputs[0]);
         goto done;
     }
-    size_t dir_len = strlen(o.out_dir) + 32;
-    path_tok = malloc(dir_len);
-    path_train = malloc(dir_len);
-    path_val = malloc(dir_len);
-    if (!path_tok || !path_train || !path_val) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
-    snprintf(path_tok, dir_len, "%s/tokenizer.bin", o.out_dir);
-    snprintf(path_train, dir_len, "%s/train.bin", o.out_dir);
-    snprintf(path_val, dir_len, "%s/val.bin", o.out_dir);
 
     // 2. Tokenizer.
     double t0 = clock_seconds();
@@ -362,18 +389,23 @@ int main(int argc, char **argv) {
     // 5. Write, only now that every check has passed. OUT always holds the
     // tokenizer of its token files (a copy when one was given).
     // Each file is written atomically, but the three are one set: when one
-    // fails (a full disk), those already written would pair a new tokenizer
-    // with old or missing token files, so the whole set is removed.
+    // fails (a full disk) after another was written, that one would pair a
+    // new tokenizer with old or missing token files, so the whole set is
+    // removed. A failure of the first leaves OUT as it was.
     if (make_dirs(o.out_dir, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         goto done;
     }
-    if (bpe_save(&tok, path_tok, ATOMIC_REPLACE, err, sizeof err) ||
-        tokens_write(path_train, ids, split, tok.vocab_size, ATOMIC_REPLACE, err, sizeof err) ||
-        tokens_write(path_val, ids + split, n_val, tok.vocab_size, ATOMIC_REPLACE, err, sizeof err)) {
-        unlink(path_tok);
-        unlink(path_train);
-        unlink(path_val);
+    AtomicMode mode = o.overwrite ? ATOMIC_REPLACE : ATOMIC_NEW;
+    int failed = bpe_save(&tok, path_tok, mode, err, sizeof err) != 0, tok_written = !failed;
+    if (!failed) failed = tokens_write(path_train, ids, split, tok.vocab_size, mode, err, sizeof err) != 0;
+    if (!failed) failed = tokens_write(path_val, ids + split, n_val, tok.vocab_size, mode, err, sizeof err) != 0;
+    if (failed && !tok_written) {
+        fprintf(stderr, "%s\n", err);
+        goto done;
+    }
+    if (failed) {
+        for (int i = 0; i < 3; i++) unlink(paths[i]);
         fprintf(stderr, "%s (tokenizer.bin, train.bin and val.bin removed from %s: they are written as one set)\n",
                 err, o.out_dir);
         goto done;
