@@ -318,6 +318,27 @@ static void test_prepare_output_files(void **state) {
     assert_int_not_equal(stat(DIR "/fifo/tokenizer.bin", &st), 0);
 }
 
+// An OUT that cannot be made or written is found before the BPE work (exit
+// 1): under a regular file, or in a directory without write permission (as
+// root, whom permissions do not stop, ./prepare runs as nobody for that).
+static void test_prepare_unwritable_out_dir_first(void **state) {
+    shell_prefix[0] = 0;
+    expect_refused_first("--out-dir " DIR "/corpus.txt/sub " DIR "/corpus.txt", 1,
+                         "prepare: " DIR "/corpus.txt/sub: Not a directory");
+    write_file(DIR "/plain", "x", 1);
+    expect_refused_first("--out-dir " DIR "/plain " DIR "/corpus.txt", 1, "prepare: " DIR "/plain: not a directory");
+    assert_int_equal(system("rm -rf " DIR "/ro && mkdir -m 555 " DIR "/ro"), 0);
+    if (geteuid() == 0)
+        snprintf(shell_prefix, sizeof shell_prefix, "setpriv --reuid=65534 --regid=65534 --clear-groups ");
+    expect_refused_first("--out-dir " DIR "/ro/a/b " DIR "/corpus.txt", 1,
+                         "prepare: " DIR "/ro/a/b: cannot create directory: cannot write in " DIR "/ro: Permission denied");
+    expect_refused_first("--out-dir " DIR "/ro " DIR "/corpus.txt", 1,
+                         "prepare: " DIR "/ro: cannot write in this directory: Permission denied");
+    shell_prefix[0] = 0;
+    struct stat st;
+    assert_int_not_equal(stat(DIR "/ro/a", &st), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_prepare_end_to_end),
@@ -326,6 +347,7 @@ int main(void) {
         cmocka_unit_test(test_prepare_bad_inputs),
         cmocka_unit_test(test_prepare_full_disk_leaves_no_partial_set),
         cmocka_unit_test(test_prepare_output_files),
+        cmocka_unit_test(test_prepare_unwritable_out_dir_first),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

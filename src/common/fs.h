@@ -8,6 +8,11 @@
 // mkdir -p path (mode 0777 & ~umask); 0, or -1 with "dir: cannot create directory: reason".
 int make_dirs(const char *path, char *err, size_t errlen);
 
+// Whether make_dirs(dir) and writing files in dir would succeed, found
+// without creating anything: dir, or its nearest ancestor that exists, must
+// be a directory this process may write in. 0, or -1 with "dir: problem".
+int fs_check_writable_dir(const char *dir, char *err, size_t errlen);
+
 // Opens path for reading if it is a regular file: the one rule every input
 // file of ropelab follows (config, weights, checkpoint, tokens, tokenizer).
 // The open never blocks (a FIFO or a device would), and a directory, FIFO,

@@ -3,8 +3,9 @@
 //
 //   ./prepare --vocab-size 4096 --val-fraction 0.05 --out-dir data/kjv data/kjv.txt
 //
-// 0. Before any work: each output file may be written: not there, or with
-//    --overwrite a regular file, and never one of the inputs (common/cli.h).
+// 0. Before any work: OUT can be written (it exists or can be created, and
+//    is writable), and each output file may be written there: not there, or
+//    with --overwrite a regular file, and never one of the inputs (common/cli.h).
 // 1. Read every file (UTF-8 text, checked) and cut it into documents: each file
 //    is one document, or, with --doc-sep STR, every STR starts a new one.
 // 2. Train the BPE tokenizer on the documents (or load one, --tokenizer).
@@ -260,11 +261,13 @@ static void progress_show(PhaseMeter *p, double done, double total) {
 
 static void on_merge(int done, int total, void *user) { progress_show(user, done, total); }
 
-// Step 0: the three output files can be written, before any work. 0, or the
-// exit status: 2 for an output file refused (the command line's: exists
-// without --overwrite, not a regular file, one of the inputs), 1 out of memory.
+// Step 0: OUT and the three output files can be written, before any work.
+// 0, or the exit status: 1 for a directory that cannot be written (or out of
+// memory), 2 for an output file refused (the command line's: exists without
+// --overwrite, not a regular file, one of the inputs).
 static int check_outputs(const Options *o, char *const paths[3]) {
     char err[1400];
+    if (fs_check_writable_dir(o->out_dir, err, sizeof err) != 0) { fprintf(stderr, "prepare: %s\n", err); return 1; }
     const char **inputs = malloc(((size_t)o->n_inputs + 1) * sizeof *inputs);
     if (!inputs) { fprintf(stderr, "prepare: out of memory\n"); return 1; }
     memcpy(inputs, o->inputs, (size_t)o->n_inputs * sizeof *inputs);
