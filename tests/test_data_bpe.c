@@ -360,8 +360,8 @@ static void test_deterministic_files(void **state) {
     Tokenizer a, b;
     assert_int_equal(bpe_train(&a, text, n, 2000, NULL, NULL, err, sizeof err), 0);
     assert_int_equal(bpe_train(&b, text, n, 2000, NULL, NULL, err, sizeof err), 0);
-    assert_int_equal(bpe_save(&a, "build/test_bpe_a.bin", err, sizeof err), 0);
-    assert_int_equal(bpe_save(&b, "build/test_bpe_b.bin", err, sizeof err), 0);
+    assert_int_equal(bpe_save(&a, "build/test_bpe_a.bin", ATOMIC_REPLACE, err, sizeof err), 0);
+    assert_int_equal(bpe_save(&b, "build/test_bpe_b.bin", ATOMIC_REPLACE, err, sizeof err), 0);
     size_t na, nb;
     uint8_t *fa = read_all("build/test_bpe_a.bin", &na), *fb = read_all("build/test_bpe_b.bin", &nb);
     assert_int_equal(na, 24 + 8 * (size_t)a.n_merges);

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "common/rng.h"
@@ -235,7 +236,9 @@ static void test_prepare_bad_inputs(void **state) {
                    DIR "/corpus.txt: bad magic");
     expect_failure("--split docs --out-dir " DIR "/one " DIR "/corpus.txt", "--split docs needs at least two documents");
     expect_failure("--val-fraction 0.9 " DIR "/corpus.txt", "--val-fraction 0.9");
-    expect_failure("--frobnicate 1 " DIR "/corpus.txt", "unknown option --frobnicate");
+    expect_failure("--frobnicate 1 " DIR "/corpus.txt", "prepare: unknown option '--frobnicate' (see ./prepare --help)");
+    expect_failure(DIR "/corpus.txt --frobnicate", "prepare: unknown option '--frobnicate' (see ./prepare --help)");
+    expect_failure(DIR "/corpus.txt --out-dir", "prepare: option '--out-dir' needs a value");
     expect_failure("", "no input file");
     // A failed run leaves nothing behind.
     struct stat st;
@@ -244,8 +247,9 @@ static void test_prepare_bad_inputs(void **state) {
 }
 
 // A disk that fills while the three files are written (simulated with a
-// file-size limit: writes past it fail with EFBIG, as ENOSPC would): one
-// error line, and no file of the set is left, not even the first written.
+// file-size limit: ./prepare ignores SIGXFSZ, so writes past it fail with
+// EFBIG, as ENOSPC would): one error line, and no file of the set is left,
+// not even the first written.
 static void test_prepare_full_disk_leaves_no_partial_set(void **state) {
     char *e;
     assert_int_equal(run_prepare("--vocab-size 300 --out-dir " DIR "/fullref " DIR "/corpus.txt", &e), 0);
@@ -258,13 +262,81 @@ static void test_prepare_full_disk_leaves_no_partial_set(void **state) {
     if ((long long)blocks * 512 >= (long long)train_st.st_size)
         fail_msg("the test corpus is too small: train.bin (%lld bytes) must exceed %ld blocks",
                  (long long)train_st.st_size, blocks);
-    snprintf(shell_prefix, sizeof shell_prefix, "trap '' XFSZ; ulimit -f %ld; ", blocks);
+    snprintf(shell_prefix, sizeof shell_prefix, "ulimit -f %ld; ", blocks);
     expect_failure("--vocab-size 300 --out-dir " DIR "/full " DIR "/corpus.txt",
                    "write failed: File too large (tokenizer.bin, train.bin and val.bin removed");
     shell_prefix[0] = 0;
     assert_int_not_equal(stat(DIR "/full/tokenizer.bin", &st), 0);
     assert_int_not_equal(stat(DIR "/full/train.bin", &st), 0);
     assert_int_not_equal(stat(DIR "/full/val.bin", &st), 0);
+}
+
+// Refused before any work: exit status code and stderr exactly one line
+// holding want (no "training merges" or "encoding" progress before it).
+static void expect_refused_first(const char *args, int code, const char *want) {
+    char *e;
+    int rc = run_prepare(args, &e);
+    size_t n = strlen(e);
+    if (rc != code || !strstr(e, want) || n == 0 || strchr(e, '\n') != e + n - 1) {
+        print_error("./prepare %s: exit %d, want %d and the one line \"%s\" before any work; stderr:\n%s\n",
+                    args, rc, code, want, e);
+        fail();
+    }
+    free(e);
+}
+
+// An OUT that holds the three files: refused without --overwrite (before
+// the work, the files as they were), replaced with it; never onto an input
+// (the --tokenizer given, or a corpus file) even with --overwrite; a FIFO in
+// OUT never replaced.
+static void test_prepare_output_files(void **state) {
+    char *e;
+    shell_prefix[0] = 0;
+    assert_int_equal(run_prepare("--vocab-size 300 --out-dir " DIR "/ow " DIR "/corpus.txt", &e), 0);
+    free(e);
+    assert_int_equal(system("cp " DIR "/ow/train.bin " DIR "/train.copy"), 0);
+    expect_refused_first("--vocab-size 400 --out-dir " DIR "/ow " DIR "/corpus.txt", 2,
+                         "prepare: " DIR "/ow/tokenizer.bin: exists; pass --overwrite to replace it");
+    assert_true(same_file(DIR "/ow/train.bin", DIR "/train.copy"));
+    expect_refused_first("--tokenizer " DIR "/ow/tokenizer.bin --overwrite --out-dir " DIR "/ow " DIR "/corpus.txt", 2,
+                         DIR "/ow/tokenizer.bin: the same file as the input " DIR "/ow/tokenizer.bin");
+    assert_int_equal(system("cp " DIR "/corpus.txt " DIR "/ow/val.bin"), 0);   // a corpus where val.bin goes
+    expect_refused_first("--overwrite --out-dir " DIR "/ow " DIR "/ow/val.bin", 2,
+                         DIR "/ow/val.bin: the same file as the input " DIR "/ow/val.bin");
+    assert_int_equal(run_prepare("--vocab-size 400 --overwrite --out-dir " DIR "/ow " DIR "/corpus.txt", &e), 0);
+    free(e);
+    Tokenizer tok;
+    assert_int_equal(bpe_load(&tok, DIR "/ow/tokenizer.bin", err, sizeof err), 0);
+    assert_int_equal(tok.vocab_size, 400);
+    bpe_free(&tok);
+    assert_int_equal(system("mkdir -p " DIR "/fifo && mkfifo " DIR "/fifo/val.bin"), 0);
+    expect_refused_first("--overwrite --out-dir " DIR "/fifo " DIR "/corpus.txt", 2,
+                         DIR "/fifo/val.bin: exists and is not a regular file (a FIFO)");
+    struct stat st;
+    assert_int_equal(stat(DIR "/fifo/val.bin", &st), 0);
+    assert_true(S_ISFIFO(st.st_mode));
+    assert_int_not_equal(stat(DIR "/fifo/tokenizer.bin", &st), 0);
+}
+
+// An OUT that cannot be made or written is found before the BPE work (exit
+// 1): under a regular file, or in a directory without write permission (as
+// root, whom permissions do not stop, ./prepare runs as nobody for that).
+static void test_prepare_unwritable_out_dir_first(void **state) {
+    shell_prefix[0] = 0;
+    expect_refused_first("--out-dir " DIR "/corpus.txt/sub " DIR "/corpus.txt", 1,
+                         "prepare: " DIR "/corpus.txt/sub: Not a directory");
+    write_file(DIR "/plain", "x", 1);
+    expect_refused_first("--out-dir " DIR "/plain " DIR "/corpus.txt", 1, "prepare: " DIR "/plain: not a directory");
+    assert_int_equal(system("rm -rf " DIR "/ro && mkdir -m 555 " DIR "/ro"), 0);
+    if (geteuid() == 0)
+        snprintf(shell_prefix, sizeof shell_prefix, "setpriv --reuid=65534 --regid=65534 --clear-groups ");
+    expect_refused_first("--out-dir " DIR "/ro/a/b " DIR "/corpus.txt", 1,
+                         "prepare: " DIR "/ro/a/b: cannot create directory: cannot write in " DIR "/ro: Permission denied");
+    expect_refused_first("--out-dir " DIR "/ro " DIR "/corpus.txt", 1,
+                         "prepare: " DIR "/ro: cannot write in this directory: Permission denied");
+    shell_prefix[0] = 0;
+    struct stat st;
+    assert_int_not_equal(stat(DIR "/ro/a", &st), 0);
 }
 
 int main(void) {
@@ -274,6 +346,8 @@ int main(void) {
         cmocka_unit_test(test_prepare_split_docs),
         cmocka_unit_test(test_prepare_bad_inputs),
         cmocka_unit_test(test_prepare_full_disk_leaves_no_partial_set),
+        cmocka_unit_test(test_prepare_output_files),
+        cmocka_unit_test(test_prepare_unwritable_out_dir_first),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -41,7 +41,7 @@ static void test_roundtrip_uint16(void **state) {
     size_t n = 100000;
     uint32_t *t = malloc(n * sizeof *t);
     for (size_t i = 0; i < n; i++) t[i] = (uint32_t)((i * 2654435761u) % 65536);
-    assert_int_equal(tokens_write(path, t, n, 65536, err, sizeof err), 0);
+    assert_int_equal(tokens_write(path, t, n, 65536, ATOMIC_REPLACE, err, sizeof err), 0);
 
     // The bytes on disk, read without the library.
     FILE *f = fopen(path, "rb");
@@ -70,7 +70,7 @@ static void test_roundtrip_uint16(void **state) {
 static void test_roundtrip_uint32(void **state) {
     const char *path = "build/test_tokens_u32.bin";
     uint32_t t[5] = {0, 65535, 65536, 99999, 7};
-    assert_int_equal(tokens_write(path, t, 5, 100000, err, sizeof err), 0);
+    assert_int_equal(tokens_write(path, t, 5, 100000, ATOMIC_REPLACE, err, sizeof err), 0);
     FILE *f = fopen(path, "rb");
     int32_t header[3];
     assert_int_equal(fread(header, 4, 3, f), 3);
@@ -135,11 +135,11 @@ static void test_write_rejects_bad_ids(void **state) {
     const char *path = "build/test_tokens_reject.bin";
     remove(path);
     uint32_t t[3] = {1, 500, 2};
-    assert_int_equal(tokens_write(path, t, 3, 500, err, sizeof err), -1);
+    assert_int_equal(tokens_write(path, t, 3, 500, ATOMIC_REPLACE, err, sizeof err), -1);
     assert_non_null(strstr(err, "token 1 is 500, beyond the vocabulary of 500"));
     FILE *f = fopen(path, "rb");
     assert_null(f);   // nothing written
-    assert_int_equal(tokens_write("build/no_such_dir/x.bin", t, 3, 501, err, sizeof err), -1);
+    assert_int_equal(tokens_write("build/no_such_dir/x.bin", t, 3, 501, ATOMIC_REPLACE, err, sizeof err), -1);
     assert_non_null(strstr(err, "build/no_such_dir/x.bin: cannot create"));
 }
 

@@ -172,7 +172,7 @@ static void test_gguf_layout(void **state) {
     float a[3] = {1, 2, 3}, b[6] = {4, 5, 6, 7, 8, 9};
     GgufTensor t[2] = {{.name = "one", .n_dims = 1, .ne = {3}, .data = a},
                        {.name = "two", .n_dims = 2, .ne = {3, 2}, .data = b}};
-    assert_int_equal(gguf_write(path, kv, 6, t, 2, err, sizeof err), 0);
+    assert_int_equal(gguf_write(path, kv, 6, t, 2, ATOMIC_REPLACE, err, sizeof err), 0);
     Gguf g;
     gguf_read(&g, path);
     assert_int_equal(g.n_kv, 6);
@@ -193,11 +193,11 @@ static void test_gguf_layout(void **state) {
     free(g.buf);
     // a failed write names the file and leaves what was there
     snprintf(path, sizeof path, "%s/no/such/dir/t.gguf", dir);
-    assert_int_equal(gguf_write(path, kv, 6, t, 2, err, sizeof err), -1);
+    assert_int_equal(gguf_write(path, kv, 6, t, 2, ATOMIC_REPLACE, err, sizeof err), -1);
     assert_non_null(strstr(err, path));
     t[0].n_dims = 5;
     snprintf(path, sizeof path, "%s/t.gguf", dir);
-    assert_int_equal(gguf_write(path, kv, 6, t, 2, err, sizeof err), -1);
+    assert_int_equal(gguf_write(path, kv, 6, t, 2, ATOMIC_REPLACE, err, sizeof err), -1);
     gguf_read(&g, path);   // the earlier file, whole
     assert_int_equal(g.n_tensors, 2);
     free(g.buf);
@@ -308,7 +308,7 @@ static void export_ok(const char *pos, const char *extra, char *gguf, size_t n) 
     char w[512];
     weights_of(pos, w, sizeof w);
     snprintf(gguf, n, "%s/%s.gguf", dir, pos);
-    if (run("./export --weights %s --tokenizer %s/data/tokenizer.bin --out %s %s", w, dir, gguf, extra) != 0)
+    if (run("./export --weights %s --tokenizer %s/data/tokenizer.bin --out %s --overwrite %s", w, dir, gguf, extra) != 0)
         fail_msg("./export %s: %s", pos, out);
 }
 
@@ -428,7 +428,7 @@ static void test_export_rope_scalings(void **state) {
 }
 
 // Refused in one line naming the weights file (exit 2), bad files exit 1, and
-// --out is left as it was.
+// --out is left as it was, even with --overwrite.
 static void test_export_refusals(void **state) {
     (void)state;
     char keep[512], w_rope[512], w_t5[512], w_alibi[512], w_learned[512], w_llama[512], tk[512];
@@ -457,23 +457,25 @@ static void test_export_refusals(void **state) {
         const char *w = !strcmp(CASES[i].weights_kind, "t5") ? w_t5 : !strcmp(CASES[i].weights_kind, "rope") ? w_rope
                       : !strcmp(CASES[i].weights_kind, "alibi") ? w_alibi
                       : !strcmp(CASES[i].weights_kind, "llama") ? w_llama : w_learned;
-        int rc = run("./export --weights %s --tokenizer %s --out %s %s", w, tk, keep, CASES[i].flags);
+        int rc = run("./export --weights %s --tokenizer %s --out %s --overwrite %s", w, tk, keep, CASES[i].flags);
         if (rc != CASES[i].code || !strstr(out, CASES[i].msg) || strchr(out, '\n') != out + strlen(out) - 1)
             fail_msg("./export %s: exit %d, want %d and one line with '%s':\n%s", CASES[i].flags, rc, CASES[i].code,
                      CASES[i].msg, out);
     }
     // bad or missing files: exit 1
-    assert_int_equal(run("./export --weights %s/none.safetensors --tokenizer %s --out %s", dir, tk, keep), 1);
+    assert_int_equal(run("./export --weights %s/none.safetensors --tokenizer %s --out %s --overwrite", dir, tk, keep), 1);
     assert_non_null(strstr(out, "none.safetensors"));
-    assert_int_equal(run("./export --weights %s --tokenizer %s/corpus.txt --out %s", w_rope, dir, keep), 1);
+    assert_int_equal(run("./export --weights %s --tokenizer %s/corpus.txt --out %s --overwrite", w_rope, dir, keep), 1);
     assert_int_equal(run("./prepare --vocab-size 300 --out-dir %s/data300 %s/corpus.txt", dir, dir), 0);
-    assert_int_equal(run("./export --weights %s --tokenizer %s/data300/tokenizer.bin --out %s", w_rope, dir, keep), 1);
+    assert_int_equal(run("./export --weights %s --tokenizer %s/data300/tokenizer.bin --out %s --overwrite", w_rope,
+                         dir, keep), 1);
     assert_non_null(strstr(out, "does not match the tokenizer"));
     assert_int_equal(run("./export --weights %s --tokenizer %s --out %s/no/dir/x.gguf", w_rope, tk, dir), 1);
     // the command line: exit 2
     assert_int_equal(run("./export --weights %s --tokenizer %s", w_rope, tk), 2);
-    assert_int_equal(run("./export --weights %s --tokenizer %s --out %s --bogus", w_rope, tk, keep), 2);
-    assert_int_equal(run("./export --weights %s --tokenizer %s --out %s --rope_scaling=nope", w_rope, tk, keep), 2);
+    assert_int_equal(run("./export --weights %s --tokenizer %s --out %s --overwrite --bogus", w_rope, tk, keep), 2);
+    assert_int_equal(run("./export --weights %s --tokenizer %s --out %s --overwrite --rope_scaling=nope", w_rope, tk,
+                         keep), 2);
     size_t len;
     f = fopen(keep, "r");
     char buf[8] = {0};
@@ -485,11 +487,111 @@ static void test_export_refusals(void **state) {
     assert_string_equal(out, "0\n");
 }
 
+// One line, exit 2: what getopt would have said, and the usage, are not printed.
+static void expect_one_line_exit2(const char *cmd_flags, const char *want) {
+    int rc = run("./export %s", cmd_flags);
+    if (rc != 2 || !strstr(out, want) || strchr(out, '\n') != out + strlen(out) - 1)
+        fail_msg("./export %s: exit %d, want 2 and one line with '%s':\n%s", cmd_flags, rc, want, out);
+}
+
+static void test_export_unknown_option_one_line(void **state) {
+    (void)state;
+    expect_one_line_exit2("--bogus", "export: unknown option '--bogus' (see ./export --help)");
+    expect_one_line_exit2("--weights x --tokenizer y --out z --frob=3", "export: unknown option '--frob'");
+    expect_one_line_exit2("--weights x --tokenizer y --out", "export: option '--out' needs a value");
+    expect_one_line_exit2("-x", "export: unknown option '-x'");
+}
+
+// Whether path still holds exactly the bytes of copy (a file saved before the run).
+static int unchanged(const char *path, const char *copy) { return run("cmp -s '%s' '%s'", path, copy) == 0; }
+
+// --out: an existing file only with --overwrite; never an input (by another
+// spelling, or through a link, even with --overwrite); never a FIFO,
+// directory or a link to one. Each refused in one line (exit 2) before any
+// work, the target as it was, no temporary left.
+static void test_export_output_rules(void **state) {
+    (void)state;
+    char w[512], tk[512], target[600], cmd[2048];
+    weights_of("rope", w, sizeof w);
+    snprintf(tk, sizeof tk, "%s/data/tokenizer.bin", dir);
+    assert_int_equal(run("mkdir -p %s/out && cp %s %s/out/weights.copy && cp %s %s/out/tokenizer.copy && "
+                         "echo old > %s/out/old.gguf && mkfifo %s/out/fifo && mkdir %s/out/d && "
+                         "ln -s fifo %s/out/link-to-fifo && ln -s %s %s/out/link-to-tokenizer",
+                         dir, w, dir, tk, dir, dir, dir, dir, dir, tk, dir), 0);
+    static const struct { const char *out, *flags, *msg; } CASES[] = {
+        {"out/old.gguf", "", "out/old.gguf: exists; pass --overwrite to replace it"},
+        {"WEIGHTS", "--overwrite", "the same file as the input"},
+        {"rope/../rope/model.safetensors", "--overwrite", "the same file as the input"},
+        {"data/./tokenizer.bin", "", "the same file as the input"},
+        {"out/link-to-tokenizer", "--overwrite", "the same file as the input"},
+        {"out/fifo", "--overwrite", "exists and is not a regular file (a FIFO)"},
+        {"out/d", "--overwrite", "exists and is not a regular file (a directory)"},
+        {"out/link-to-fifo", "--overwrite", "(a symbolic link to a FIFO)"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        if (!strcmp(CASES[i].out, "WEIGHTS")) snprintf(target, sizeof target, "%s", w);
+        else snprintf(target, sizeof target, "%s/%s", dir, CASES[i].out);
+        snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s --out %s %s", w, tk, target, CASES[i].flags);
+        expect_one_line_exit2(cmd, CASES[i].msg);
+    }
+    char copy[600];
+    snprintf(copy, sizeof copy, "%s/out/weights.copy", dir);
+    assert_true(unchanged(w, copy));
+    snprintf(copy, sizeof copy, "%s/out/tokenizer.copy", dir);
+    assert_true(unchanged(tk, copy));
+    assert_int_equal(run("cat %s/out/old.gguf", dir), 0);
+    assert_string_equal(out, "old\n");
+    assert_int_equal(run("test -p %s/out/fifo && test -d %s/out/d && test -L %s/out/link-to-fifo", dir, dir, dir), 0);
+    // --overwrite replaces a regular file; a link to one is replaced as a
+    // link, and the file it named keeps its bytes
+    assert_int_equal(run("cp %s/out/old.gguf %s/out/other && ln -s other %s/out/link-to-other", dir, dir, dir), 0);
+    assert_int_equal(run("./export --weights %s --tokenizer %s --out %s/out/old.gguf --overwrite", w, tk, dir), 0);
+    assert_int_equal(run("./export --weights %s --tokenizer %s --out %s/out/link-to-other --overwrite", w, tk, dir), 0);
+    assert_int_equal(run("test ! -L %s/out/link-to-other && cmp -s %s/out/old.gguf %s/out/link-to-other && "
+                         "cat %s/out/other", dir, dir, dir, dir), 0);
+    assert_string_equal(out, "old\n");
+    assert_int_equal(run("ls %s/out | grep -c tmp", dir), 1);
+    assert_string_equal(out, "0\n");
+}
+
+// The issue's /dev/null: a character device made with mknod (root only).
+static void test_export_refuses_device(void **state) {
+    (void)state;
+    if (geteuid() != 0) {
+        fprintf(stderr, "not root: no device node can be made; skipped\n");
+        skip();
+    }
+    char w[512], cmd[2048];
+    weights_of("rope", w, sizeof w);
+    assert_int_equal(run("rm -f %s/null && mknod %s/null c 1 3", dir, dir), 0);
+    snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s/data/tokenizer.bin --out %s/null --overwrite", w, dir, dir);
+    expect_one_line_exit2(cmd, "exists and is not a regular file (a character device)");
+    assert_int_equal(run("test -c %s/null", dir), 0);
+}
+
+// A file-size limit (ulimit -f) fails the write like a full disk: one line,
+// exit 1, no file and no temporary (SIGXFSZ would kill ./export and leave
+// out.gguf.tmp.XXXXXX).
+static void test_export_file_size_limit(void **state) {
+    (void)state;
+    char w[512];
+    weights_of("rope", w, sizeof w);
+    assert_int_equal(run("mkdir -p %s/fsize", dir), 0);
+    int rc = run("ulimit -f 8; ./export --weights %s --tokenizer %s/data/tokenizer.bin --out %s/fsize/out.gguf",
+                 w, dir, dir);
+    if (rc != 1 || !strstr(out, "out.gguf: write failed: File too large") || strchr(out, '\n') != out + strlen(out) - 1)
+        fail_msg("exit %d, want 1 and one line with 'write failed: File too large':\n%s", rc, out);
+    assert_int_equal(run("ls -A %s/fsize | wc -l", dir), 0);
+    assert_string_equal(out, "0\n");
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_layout), cmocka_unit_test(test_gpt2_alphabet),
         cmocka_unit_test(test_neox_permutation), cmocka_unit_test(test_export_schemes),
         cmocka_unit_test(test_export_rope_scalings), cmocka_unit_test(test_export_refusals),
+        cmocka_unit_test(test_export_unknown_option_one_line), cmocka_unit_test(test_export_output_rules),
+        cmocka_unit_test(test_export_refuses_device), cmocka_unit_test(test_export_file_size_limit),
     };
     return cmocka_run_group_tests(tests, group_setup, remove_data_dir);
 }

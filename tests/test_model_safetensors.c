@@ -98,7 +98,7 @@ static void test_generic_round_trip(void **s) {
     };
     StMeta meta[] = {{"note", "hello \"json\""}};
     const char *path = tmp_path("gen.safetensors");
-    assert_int_equal(st_write(path, t, 5, meta, 1, err, sizeof err), 0);
+    assert_int_equal(st_write(path, t, 5, meta, 1, ATOMIC_REPLACE, err, sizeof err), 0);
     StFile *f;
     assert_int_equal(st_open(&f, path, err, sizeof err), 0);
     assert_string_equal(st_meta(f, "note"), "hello \"json\"");
@@ -273,7 +273,7 @@ static void write_variant(GPT *m, const char *path, const char *drop, const char
             nm++;
         }
     char err[512];
-    assert_int_equal(st_write(path, t, k, meta, nm, err, sizeof err), 0);
+    assert_int_equal(st_write(path, t, k, meta, nm, ATOMIC_REPLACE, err, sizeof err), 0);
     free(t);
 }
 

@@ -66,11 +66,11 @@ static int setup(void **state) {
     if (bpe_train(&tok, text, len * 20, 300, NULL, NULL, err, sizeof err)) return -1;
     char path[512];
     snprintf(path, sizeof path, "%s/tok.bin", dir);
-    if (bpe_save(&tok, path, err, sizeof err)) return -1;
+    if (bpe_save(&tok, path, ATOMIC_REPLACE, err, sizeof err)) return -1;
     uint32_t *ids = malloc(len * reps * sizeof *ids);
     size_t n = bpe_encode(&tok, text, len * reps, ids);
     snprintf(path, sizeof path, "%s/val.bin", dir);
-    if (tokens_write(path, ids, n, tok.vocab_size, err, sizeof err)) return -1;
+    if (tokens_write(path, ids, n, tok.vocab_size, ATOMIC_REPLACE, err, sizeof err)) return -1;
     // One random model per scheme (the trained values do not matter here).
     for (int k = 0; k < POS_COUNT; k++) {
         GPTConfig cfg = { .n_layer = 2, .n_head = 2, .d_model = 32, .vocab_size = tok.vocab_size,
@@ -287,6 +287,22 @@ static void test_overflow_while_generating_stops(void **state) {
     assert_null(strstr(out, "stopped at"));
 }
 
+// ./PROG (sample or eval) on the rope model with args: exit 2 and exactly the
+// line want. (timeout: an output refused for being a FIFO must not be waited on.)
+static void expect_line(const char *prog, const char *args, const char *want) {
+    static char out[4096];
+    char cmd[1024], line[600];
+    if (strcmp(prog, "sample") == 0)
+        snprintf(cmd, sizeof cmd, "./sample --weights %s/rope.safetensors --tokenizer %s/tok.bin --tokens 3 %s 2>&1",
+                 dir, dir, args);
+    else
+        snprintf(cmd, sizeof cmd, "timeout 60 ./eval --weights %s/rope.safetensors --data %s/val.bin --batches 1 %s 2>&1",
+                 dir, dir, args);
+    int rc = run(cmd, out, sizeof out);
+    snprintf(line, sizeof line, "%s\n", want);
+    if (rc != 2 || strcmp(out, line) != 0) fail_msg("%s %s: exit %d, want 2 and '%s', printed: %s", prog, args, rc, want, out);
+}
+
 // --seed and --threads are ./train's keys: seed a u64 (no '-', no overflow),
 // threads in [0, 4096]; refused before any file is read, exit 2, one line.
 static void test_shared_options_follow_train(void **state) {
@@ -300,22 +316,58 @@ static void test_shared_options_follow_train(void **state) {
         {"eval", "--threads x", "eval: --threads: 'x' is not an integer"},
     };
     static char out[4096];
-    char cmd[1024], want[600];
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        if (strcmp(cases[i].prog, "sample") == 0)
-            snprintf(cmd, sizeof cmd, "./sample --weights %s/rope.safetensors --tokenizer %s/tok.bin --tokens 3 %s 2>&1",
-                     dir, dir, cases[i].args);
-        else
-            snprintf(cmd, sizeof cmd, "./eval --weights %s/rope.safetensors --data %s/val.bin --batches 1 %s 2>&1",
-                     dir, dir, cases[i].args);
-        int rc = run(cmd, out, sizeof out);
-        snprintf(want, sizeof want, "%s\n", cases[i].want);
-        if (rc != 2 || strcmp(out, want) != 0) fail_msg("%s %s: exit %d, printed: %s", cases[i].prog, cases[i].args, rc, out);
-    }
+    char cmd[1024];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) expect_line(cases[i].prog, cases[i].args, cases[i].want);
     // The largest seed is a seed.
     snprintf(cmd, sizeof cmd, "./sample --weights %s/rope.safetensors --tokenizer %s/tok.bin --tokens 3 "
              "--seed 18446744073709551615 --threads 1 2>&1", dir, dir);
     assert_int_equal(run(cmd, out, sizeof out), 0);
+}
+
+// An unknown option, or one without its value: one line (not getopt's line and
+// the whole usage), exit 2.
+static void test_unknown_option_one_line(void **state) {
+    expect_line("sample", "--bogus", "sample: unknown option '--bogus' (see ./sample --help)");
+    expect_line("sample", "--top-k", "sample: option '--top-k' needs a value (see ./sample --help)");
+    expect_line("eval", "--bogus=1", "eval: unknown option '--bogus' (see ./eval --help)");
+    expect_line("eval", "--help=1", "eval: option '--help' takes no value (see ./eval --help)");
+    expect_line("eval", "-q", "eval: unknown option '-q' (see ./eval --help)");
+}
+
+// ./eval --per-position F: written whole, a new F; an existing one only with
+// --overwrite; never the --data or --weights file, a FIFO (which the old
+// fopen would block on) or a directory. Each refusal one line, exit 2.
+static void test_eval_per_position_file(void **state) {
+    static char out[8192];
+    char cmd[2048], f[300], msg[1200];
+    snprintf(f, sizeof f, "%s/pos.csv", dir);
+    for (int overwrite = 0; overwrite < 2; overwrite++) {   // a new file, then replaced with --overwrite
+        snprintf(cmd, sizeof cmd, "./eval --weights %s/rope.safetensors --data %s/val.bin --batches 1 --threads 1 "
+                 "--per-position %s %s >/dev/null 2>&1 && head -1 %s && wc -l < %s", dir, dir, f,
+                 overwrite ? "--overwrite" : "", f, f);
+        assert_int_equal(run(cmd, out, sizeof out), 0);
+        assert_string_equal(out, "position,loss\n17\n");   // the header and block_size rows
+        if (overwrite) break;
+        snprintf(cmd, sizeof cmd, "--per-position %s", f);
+        snprintf(msg, sizeof msg, "eval: %s: exists; pass --overwrite to replace it", f);
+        expect_line("eval", cmd, msg);
+    }
+    snprintf(cmd, sizeof cmd, "cp %s/val.bin %s/val.copy && mkfifo %s/pos.fifo && mkdir %s/pos.d", dir, dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "--per-position %s/./val.bin --overwrite", dir);
+    snprintf(msg, sizeof msg, "eval: %s/./val.bin: the same file as the input %s/val.bin; an output is never "
+             "written onto an input", dir, dir);
+    expect_line("eval", cmd, msg);
+    snprintf(cmd, sizeof cmd, "cmp -s %s/val.bin %s/val.copy", dir, dir);
+    assert_int_equal(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "--per-position %s/pos.fifo --overwrite", dir);
+    snprintf(msg, sizeof msg, "eval: %s/pos.fifo: exists and is not a regular file (a FIFO); not replaced", dir);
+    expect_line("eval", cmd, msg);
+    snprintf(cmd, sizeof cmd, "--per-position %s/pos.d", dir);
+    snprintf(msg, sizeof msg, "eval: %s/pos.d: exists and is not a regular file (a directory); not replaced", dir);
+    expect_line("eval", cmd, msg);
+    snprintf(cmd, sizeof cmd, "test -p %s/pos.fifo && test -d %s/pos.d && ! ls %s | grep -q tmp", dir, dir, dir);
+    assert_int_equal(system(cmd), 0);
 }
 
 // A short run: nothing on stderr, and stdout is what it was with 2>&1.
@@ -392,6 +444,8 @@ int main(void) {
         cmocka_unit_test(test_shared_options_follow_train),
         cmocka_unit_test(test_short_run_no_progress),
         cmocka_unit_test(test_long_work_shows_progress),
+        cmocka_unit_test(test_unknown_option_one_line),
+        cmocka_unit_test(test_eval_per_position_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

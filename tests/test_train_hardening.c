@@ -16,6 +16,9 @@
 //   - bad inputs: directories, devices and named pipes as files, NUL bytes,
 //     NaN weights, control characters in tensor names, oversized batches and
 //     models, a metadata-only weights file (refused before allocating).
+//   - the files ./train writes that the command line names: --debug-state
+//     FILE replaced only with --overwrite, never an input nor a FIFO or
+//     device; --init-from never the run directory's own model;
 //   - the shipped ./train carries no fault injection: no ROPELAB_TEST_* name
 //     in its bytes; the test build (TRAIN_WITH_FAULTS) has them.
 // Run from the repository root with ./train, ./prepare, ./eval, ./sample and
@@ -618,6 +621,60 @@ static void test_fifo_inputs_refused(void **state) {
     unlink(fifo);
 }
 
+// --debug-state FILE: an existing FILE only with --overwrite; never one of
+// the run's inputs (the config file, the tokenizer, a token file: compared as
+// files) nor a FIFO or a device, even with --overwrite. --init-from: never the
+// run directory's model.safetensors, which the run's first save would
+// replace. Each refused in one line, exit 2, before anything is built.
+static void test_output_files_refused(void **state) {
+    char ds[600], copy[600], ini[600], tok[600], fifo[600], run_dir[600], cmd[2048];
+    snprintf(ds, sizeof ds, "%s/debug.safetensors", dir);
+    snprintf(copy, sizeof copy, "%s/debug.copy", dir);
+    snprintf(ini, sizeof ini, "%s/tiny-copy.ini", dir);
+    snprintf(tok, sizeof tok, "%s/data/tokenizer.bin", dir);
+    snprintf(fifo, sizeof fifo, "%s/debug.fifo", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/own-init", dir);
+    assert_int_equal(run("cp configs/tiny.ini %s && cp %s %s/tokenizer.copy && rm -f %s && mkfifo %s",
+                         ini, tok, dir, fifo, fifo), 0);
+#define DEBUG_STATE(target, flags) \
+    run("./train %s %s --threads=1 --quiet --debug-state %s %s", ini, data_args, target, flags)
+    if (DEBUG_STATE(ds, "") != 0) fail_msg("%s", out);
+    assert_int_equal(run("cp %s %s", ds, copy), 0);
+    assert_int_equal(DEBUG_STATE(ds, "--seed=2"), 2);
+    snprintf(cmd, sizeof cmd, "%s: exists; pass --overwrite to replace it", ds);
+    expect_one_line(cmd);
+    assert_true(files_equal(ds, copy));
+    assert_int_equal(DEBUG_STATE(ds, "--seed=2 --overwrite"), 0);
+    assert_false(files_equal(ds, copy));
+    snprintf(cmd, sizeof cmd, "%s/data/../data/tokenizer.bin", dir);
+    assert_int_equal(DEBUG_STATE(cmd, "--overwrite"), 2);
+    expect_one_line("the same file as the input");
+    assert_int_equal(DEBUG_STATE(ini, "--overwrite"), 2);
+    expect_one_line("the same file as the input");
+    snprintf(cmd, sizeof cmd, "%s/tokenizer.copy", dir);
+    assert_true(files_equal(tok, cmd));
+    assert_int_equal(run("cmp -s %s configs/tiny.ini", ini), 0);
+    assert_int_equal(DEBUG_STATE(fifo, "--overwrite"), 2);
+    expect_one_line("exists and is not a regular file (a FIFO)");
+    assert_int_equal(run("test -p %s", fifo), 0);
+    if (geteuid() == 0) {   // the device node (mknod needs root)
+        snprintf(cmd, sizeof cmd, "%s/debug.null", dir);
+        assert_int_equal(run("rm -f %s && mknod %s c 1 3", cmd, cmd), 0);
+        assert_int_equal(DEBUG_STATE(cmd, "--overwrite"), 2);
+        expect_one_line("exists and is not a regular file (a character device)");
+        assert_int_equal(run("test -c %s", cmd), 0);
+    }
+#undef DEBUG_STATE
+    if (run("./train %s %s --threads=1 --quiet --steps=2 --eval_every=0 --out_dir=%s", ini, data_args, run_dir) != 0)
+        fail_msg("%s", out);
+    assert_int_equal(run("cp %s/model.safetensors %s", run_dir, copy), 0);
+    assert_int_equal(run("./train %s %s --threads=1 --quiet --steps=2 --eval_every=0 --out_dir=%s --overwrite "
+                         "--init-from=%s/./model.safetensors", ini, data_args, run_dir, run_dir), 2);
+    expect_one_line("which this run's first save replaces");
+    snprintf(cmd, sizeof cmd, "%s/model.safetensors", run_dir);
+    assert_true(files_equal(cmd, copy));
+}
+
 // A weights file of metadata only (248 bytes) describing a 13-billion-parameter
 // model: refused for its missing tensors before anything is allocated. Under a
 // 2 GB address-space limit (ASan reserves terabytes of shadow, so there the
@@ -715,6 +772,7 @@ int main(void) {
         cmocka_unit_test(test_bad_config_files),
         cmocka_unit_test(test_bad_weights_and_tokenizer_files),
         cmocka_unit_test(test_fifo_inputs_refused),
+        cmocka_unit_test(test_output_files_refused),
         cmocka_unit_test(test_metadata_only_weights),
         cmocka_unit_test(test_oversized_batch_and_model),
     };

@@ -138,7 +138,7 @@ for v in "${rope_variants[@]}" alibi t5 sinusoidal none; do
   base=${v%%-*}
   # shellcheck disable=SC2046
   ./eval --weights "$compare/$base-s1/model.safetensors" --data "$val_file" --seq-len $(( T * max_mult )) \
-         --batch-size 1 --batches 0 --threads 0 --per-position "$out/pos.tmp" $(scaling_flags "$v" "$max_mult") \
+         --batch-size 1 --batches 0 --threads 0 --per-position "$out/pos.tmp" --overwrite $(scaling_flags "$v" "$max_mult") \
          >/dev/null
   tail -n +2 "$out/pos.tmp" | sed "s/^/$v,/" >> "$positions.tmp"
 done

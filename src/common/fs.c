@@ -29,6 +29,34 @@ int make_dirs(const char *path, char *err, size_t errlen) {
     return rc;
 }
 
+int fs_check_writable_dir(const char *dir, char *err, size_t errlen) {
+    char *p = strdup(dir);
+    if (!p) { snprintf(err, errlen, "%s: out of memory", dir); return -1; }
+    struct stat st;
+    int rc = -1;
+    while (stat(p, &st) != 0) {   // up to the nearest ancestor that exists
+        char *slash = strrchr(p, '/');
+        if (errno != ENOENT || strcmp(p, ".") == 0) { snprintf(err, errlen, "%s: %s", p, strerror(errno)); goto done; }
+        if (!slash) strcpy(p, ".");              // "a": the current directory
+        else if (slash == p) p[1] = 0;           // "/a": the root
+        else *slash = 0;
+    }
+    int exists = strcmp(p, dir) == 0;
+    if (!S_ISDIR(st.st_mode) && exists)
+        snprintf(err, errlen, "%s: not a directory", dir);
+    else if (!S_ISDIR(st.st_mode))
+        snprintf(err, errlen, "%s: cannot create directory: %s is not a directory", dir, p);
+    else if (access(p, W_OK | X_OK) != 0 && exists)
+        snprintf(err, errlen, "%s: cannot write in this directory: %s", dir, strerror(errno));
+    else if (access(p, W_OK | X_OK) != 0)
+        snprintf(err, errlen, "%s: cannot create directory: cannot write in %s: %s", dir, p, strerror(errno));
+    else
+        rc = 0;
+done:
+    free(p);
+    return rc;
+}
+
 int open_regular_file(const char *path, long long *size, char *err, size_t errlen) {
     // O_NONBLOCK: opening a FIFO for reading would otherwise wait for a writer.
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -58,4 +86,9 @@ FILE *fopen_regular_file(const char *path, long long *size, char *err, size_t er
         close(fd);
     }
     return f;
+}
+
+int fs_same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }

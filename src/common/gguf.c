@@ -52,7 +52,7 @@ static void put_kv(FILE *f, const GgufKv *kv, int *ok) {
 }
 
 int gguf_write(const char *path, const GgufKv *kv, int n_kv, const GgufTensor *tensors, int n_tensors,
-               char *err, size_t errlen) {
+               AtomicMode mode, char *err, size_t errlen) {
     for (int i = 0; i < n_tensors; i++) {   // what ggml refuses to load, refused before writing
         const GgufTensor *t = &tensors[i];
         if (strlen(t->name) == 0 || t->n_dims < 1 || t->n_dims > GGUF_MAX_DIMS) {
@@ -62,7 +62,7 @@ int gguf_write(const char *path, const GgufKv *kv, int n_kv, const GgufTensor *t
         }
     }
     AtomicFile af;
-    FILE *f = atomic_open(&af, path, err, errlen);
+    FILE *f = atomic_open(&af, path, mode, err, errlen);
     if (!f) return -1;
     int ok = 1;
     put(f, "GGUF", 4, &ok);

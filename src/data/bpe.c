@@ -176,7 +176,7 @@ void bpe_free(Tokenizer *tok) {
 static void put_u32(uint8_t *p, uint32_t v) { p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24; }
 static uint32_t get_u32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
 
-int bpe_save(const Tokenizer *tok, const char *path, char *err, size_t errlen) {
+int bpe_save(const Tokenizer *tok, const char *path, AtomicMode mode, char *err, size_t errlen) {
     size_t bytes = BPE_HEADER_BYTES + 8 * (size_t)tok->n_merges;
     uint8_t *buf = malloc(bytes);
     if (!buf) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
@@ -191,7 +191,7 @@ int bpe_save(const Tokenizer *tok, const char *path, char *err, size_t errlen) {
     }
     // Atomic: a crash leaves the old file or the new one, never half of one.
     AtomicFile af;
-    FILE *f = atomic_open(&af, path, err, errlen);
+    FILE *f = atomic_open(&af, path, mode, err, errlen);
     int ok = f && fwrite(buf, 1, bytes, f) == bytes;
     free(buf);
     return f ? atomic_commit(&af, ok, err, errlen) : -1;

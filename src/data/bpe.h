@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/atomic_file.h"
+
 typedef struct {
     int vocab_size;
     int eot_id;              // vocab_size - 1
@@ -41,7 +43,8 @@ int bpe_train_multi(Tokenizer *tok, const uint8_t *const *texts, const size_t *l
                     int vocab_size, BpeProgress progress, void *user, char *err, size_t errlen);
 // Builds a tokenizer from a merge list (checked: each merge refers to earlier ids).
 int bpe_from_merges(Tokenizer *tok, const uint32_t (*merges)[2], int n_merges, char *err, size_t errlen);
-int bpe_save(const Tokenizer *tok, const char *path, char *err, size_t errlen);
+// Writes the tokenizer file atomically; mode: whether an existing PATH is replaced (common/atomic_file.h).
+int bpe_save(const Tokenizer *tok, const char *path, AtomicMode mode, char *err, size_t errlen);
 int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen);
 void bpe_free(Tokenizer *tok);
 

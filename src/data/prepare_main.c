@@ -3,6 +3,9 @@
 //
 //   ./prepare --vocab-size 4096 --val-fraction 0.05 --out-dir data/kjv data/kjv.txt
 //
+// 0. Before any work: OUT can be written (it exists or can be created, and
+//    is writable), and each output file may be written there: not there, or
+//    with --overwrite a regular file, and never one of the inputs (common/cli.h).
 // 1. Read every file (UTF-8 text, checked) and cut it into documents: each file
 //    is one document, or, with --doc-sep STR, every STR starts a new one.
 // 2. Train the BPE tokenizer on the documents (or load one, --tokenizer).
@@ -24,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/cli.h"
 #include "common/clock.h"
 #include "common/fs.h"
 #include "data/bpe.h"
@@ -38,6 +42,7 @@ typedef struct {
     char out_dir_default[300];
     const char *tokenizer;     // existing tokenizer to use instead of training
     int block_size;            // > 0: both splits must hold one window of block_size + 1
+    int overwrite;             // --overwrite: replace the files of an existing OUT
     const char **inputs;
     int n_inputs;
 } Options;
@@ -60,6 +65,7 @@ static void usage(FILE *f) {
         "                     without its extension)\n"
         "  --tokenizer FILE   use this tokenizer instead of training one\n"
         "  --block-size T     fail unless both splits hold one window of T+1 tokens\n"
+        "  --overwrite        replace the three files if OUT already holds them\n"
         "  --help             this text\n",
         BPE_MIN_VOCAB, BPE_MAX_VOCAB);
 }
@@ -104,13 +110,17 @@ static int parse_options(int argc, char **argv, Options *o) {
     o->val_fraction = 0.05;
     o->inputs = calloc((size_t)argc, sizeof *o->inputs);
     if (!o->inputs) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) { usage(stdout); return 1; }
-        if (strncmp(a, "--", 2) != 0) { o->inputs[o->n_inputs++] = a; continue; }
-        if (i + 1 >= argc) { fprintf(stderr, "prepare: %s needs a value (see --help)\n", a); return -1; }
-        const char *v = argv[++i];
-        if (!strcmp(a, "--vocab-size")) {
+    static const struct option opts[] = {
+        {"vocab-size", 1, 0, 'v'}, {"val-fraction", 1, 0, 'f'}, {"split", 1, 0, 's'}, {"doc-sep", 1, 0, 'd'},
+        {"out-dir", 1, 0, 'o'}, {"tokenizer", 1, 0, 't'}, {"block-size", 1, 0, 'b'}, {"overwrite", 0, 0, 'O'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+    int c, idx = 0;
+    while ((c = cli_getopt("prepare", argc, argv, opts, &idx)) != -1) {
+        const char *v = optarg;
+        if (c == 'h') { usage(stdout); return 1; }
+        if (c == 'O') {
+            o->overwrite = 1;
+        } else if (c == 'v') {
             char *end;
             long x = strtol(v, &end, 10);
             if (*end || end == v || x < BPE_MIN_VOCAB || x > BPE_MAX_VOCAB) {
@@ -119,7 +129,7 @@ static int parse_options(int argc, char **argv, Options *o) {
                 return -1;
             }
             o->vocab_size = (int)x;
-        } else if (!strcmp(a, "--val-fraction")) {
+        } else if (c == 'f') {
             char *end;
             double f = strtod(v, &end);
             if (*end || end == v || !(f > 0 && f <= 0.5)) {
@@ -127,30 +137,28 @@ static int parse_options(int argc, char **argv, Options *o) {
                 return -1;
             }
             o->val_fraction = f;
-        } else if (!strcmp(a, "--split")) {
+        } else if (c == 's') {
             if (!strcmp(v, "tail")) o->split_docs = 0;
             else if (!strcmp(v, "docs")) o->split_docs = 1;
             else { fprintf(stderr, "prepare: --split %s: expected tail or docs\n", v); return -1; }
-        } else if (!strcmp(a, "--doc-sep")) {
+        } else if (c == 'd') {
             free(o->doc_sep);
             if (!(o->doc_sep = unescape(v))) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
             if (!*o->doc_sep) { fprintf(stderr, "prepare: --doc-sep: the separator is empty\n"); return -1; }
-        } else if (!strcmp(a, "--out-dir")) {
+        } else if (c == 'o') {
             // Room for "/tokenizer.bin" and the writer's ".tmp.XXXXXX" within PATH_MAX.
             if (!*v || strlen(v) + 32 >= PATH_MAX) {
                 fprintf(stderr, "prepare: --out-dir: the path is empty or longer than %d characters\n", PATH_MAX - 32);
                 return -1;
             }
             o->out_dir = v;
-        } else if (!strcmp(a, "--tokenizer")) {
+        } else if (c == 't') {
             o->tokenizer = v;
-        } else if (!strcmp(a, "--block-size")) {
-            if (parse_int(a, v, 1, 1 << 20, &o->block_size)) return -1;
-        } else {
-            fprintf(stderr, "prepare: unknown option %s (see --help)\n", a);
-            return -1;
+        } else if (c == 'b') {
+            if (parse_int("--block-size", v, 1, 1 << 20, &o->block_size)) return -1;
         }
     }
+    while (optind < argc) o->inputs[o->n_inputs++] = argv[optind++];
     if (o->n_inputs == 0) { fprintf(stderr, "prepare: no input file (see --help)\n"); return -1; }
     if (!o->out_dir) {   // data/NAME from the first input (NAME at most 255 bytes, a file name)
         const char *base = strrchr(o->inputs[0], '/');
@@ -253,9 +261,31 @@ static void progress_show(PhaseMeter *p, double done, double total) {
 
 static void on_merge(int done, int total, void *user) { progress_show(user, done, total); }
 
+// Step 0: OUT and the three output files can be written, before any work.
+// 0, or the exit status: 1 for a directory that cannot be written (or out of
+// memory), 2 for an output file refused (the command line's: exists without
+// --overwrite, not a regular file, one of the inputs).
+static int check_outputs(const Options *o, char *const paths[3]) {
+    char err[1400];
+    if (fs_check_writable_dir(o->out_dir, err, sizeof err) != 0) { fprintf(stderr, "prepare: %s\n", err); return 1; }
+    const char **inputs = malloc(((size_t)o->n_inputs + 1) * sizeof *inputs);
+    if (!inputs) { fprintf(stderr, "prepare: out of memory\n"); return 1; }
+    memcpy(inputs, o->inputs, (size_t)o->n_inputs * sizeof *inputs);
+    inputs[o->n_inputs] = o->tokenizer;
+    int rc = 0;
+    for (int i = 0; i < 3 && rc == 0; i++)
+        if (cli_check_output(paths[i], o->overwrite, inputs, o->n_inputs + 1, err, sizeof err) != 0) {
+            fprintf(stderr, "prepare: %s\n", err);
+            rc = 2;
+        }
+    free(inputs);
+    return rc;
+}
+
 // ------------------------------------------------------------ main
 
 int main(int argc, char **argv) {
+    cli_start();
     Options o;
     int parsed = parse_options(argc, argv, &o);
     if (parsed != 0) { free_options(&o); return parsed > 0 ? 0 : 2; }
@@ -270,7 +300,17 @@ int main(int argc, char **argv) {
     size_t *lens = NULL;
     char *path_tok = NULL, *path_train = NULL, *path_val = NULL, err[1400];
     Tokenizer tok;
-    if (!texts) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
+    size_t dir_len = strlen(o.out_dir) + 32;
+    path_tok = malloc(dir_len);
+    path_train = malloc(dir_len);
+    path_val = malloc(dir_len);
+    if (!texts || !path_tok || !path_train || !path_val) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
+    snprintf(path_tok, dir_len, "%s/tokenizer.bin", o.out_dir);
+    snprintf(path_train, dir_len, "%s/train.bin", o.out_dir);
+    snprintf(path_val, dir_len, "%s/val.bin", o.out_dir);
+    char *paths[3] = {path_tok, path_train, path_val};
+    int checked = check_outputs(&o, paths);
+    if (checked != 0) { rc = checked; goto done; }
 
     // 1. Read and cut into documents.
     for (int i = 0; i < o.n_inputs; i++) {
@@ -287,14 +327,6 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s: no text left once the document separators are removed\n", o.inputs[0]);
         goto done;
     }
-    size_t dir_len = strlen(o.out_dir) + 32;
-    path_tok = malloc(dir_len);
-    path_train = malloc(dir_len);
-    path_val = malloc(dir_len);
-    if (!path_tok || !path_train || !path_val) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
-    snprintf(path_tok, dir_len, "%s/tokenizer.bin", o.out_dir);
-    snprintf(path_train, dir_len, "%s/train.bin", o.out_dir);
-    snprintf(path_val, dir_len, "%s/val.bin", o.out_dir);
 
     // 2. Tokenizer.
     double t0 = clock_seconds();
@@ -360,18 +392,23 @@ int main(int argc, char **argv) {
     // 5. Write, only now that every check has passed. OUT always holds the
     // tokenizer of its token files (a copy when one was given).
     // Each file is written atomically, but the three are one set: when one
-    // fails (a full disk), those already written would pair a new tokenizer
-    // with old or missing token files, so the whole set is removed.
+    // fails (a full disk) after another was written, that one would pair a
+    // new tokenizer with old or missing token files, so the whole set is
+    // removed. A failure of the first leaves OUT as it was.
     if (make_dirs(o.out_dir, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         goto done;
     }
-    if (bpe_save(&tok, path_tok, err, sizeof err) ||
-        tokens_write(path_train, ids, split, tok.vocab_size, err, sizeof err) ||
-        tokens_write(path_val, ids + split, n_val, tok.vocab_size, err, sizeof err)) {
-        unlink(path_tok);
-        unlink(path_train);
-        unlink(path_val);
+    AtomicMode mode = o.overwrite ? ATOMIC_REPLACE : ATOMIC_NEW;
+    int failed = bpe_save(&tok, path_tok, mode, err, sizeof err) != 0, tok_written = !failed;
+    if (!failed) failed = tokens_write(path_train, ids, split, tok.vocab_size, mode, err, sizeof err) != 0;
+    if (!failed) failed = tokens_write(path_val, ids + split, n_val, tok.vocab_size, mode, err, sizeof err) != 0;
+    if (failed && !tok_written) {
+        fprintf(stderr, "%s\n", err);
+        goto done;
+    }
+    if (failed) {
+        for (int i = 0; i < 3; i++) unlink(paths[i]);
         fprintf(stderr, "%s (tokenizer.bin, train.bin and val.bin removed from %s: they are written as one set)\n",
                 err, o.out_dir);
         goto done;

@@ -101,7 +101,8 @@ void tokens_close(TokenFile *tf) {
     memset(tf, 0, sizeof *tf);
 }
 
-int tokens_write(const char *path, const uint32_t *tokens, size_t n, int vocab_size, char *err, size_t errlen) {
+int tokens_write(const char *path, const uint32_t *tokens, size_t n, int vocab_size, AtomicMode mode,
+                 char *err, size_t errlen) {
     if (vocab_size <= 0) { snprintf(err, errlen, "%s: vocabulary size %d is not positive", path, vocab_size); return -1; }
     if (n > INT32_MAX) { snprintf(err, errlen, "%s: %zu tokens do not fit the header's int32 count", path, n); return -1; }
     for (size_t i = 0; i < n; i++)
@@ -116,7 +117,7 @@ int tokens_write(const char *path, const uint32_t *tokens, size_t n, int vocab_s
     header[2] = (int32_t)n;
 
     AtomicFile af;
-    FILE *f = atomic_open(&af, path, err, errlen);
+    FILE *f = atomic_open(&af, path, mode, err, errlen);
     if (!f) return -1;
     int ok = fwrite(header, 1, HEADER_BYTES, f) == HEADER_BYTES;
     if (wide) {

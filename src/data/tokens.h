@@ -9,6 +9,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/atomic_file.h"
+
 typedef struct {
     char path[512];
     void *map;           // mmap of the whole file
@@ -25,7 +27,9 @@ void tokens_close(TokenFile *tf);
 static inline uint32_t tokens_get(const TokenFile *tf, size_t i) {
     return tf->token_bytes == 2 ? ((const uint16_t *)tf->tokens)[i] : ((const uint32_t *)tf->tokens)[i];
 }
-// Writes atomically (tmp + fsync + rename); uint16 layout if vocab_size <= 65536.
-int tokens_write(const char *path, const uint32_t *tokens, size_t n, int vocab_size, char *err, size_t errlen);
+// Writes atomically (tmp + fsync + rename; mode: whether an existing PATH is
+// replaced, common/atomic_file.h); uint16 layout if vocab_size <= 65536.
+int tokens_write(const char *path, const uint32_t *tokens, size_t n, int vocab_size, AtomicMode mode,
+                 char *err, size_t errlen);
 
 #endif

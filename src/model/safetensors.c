@@ -69,7 +69,7 @@ static char *build_header(const StTensorOut *t, int n, const StMeta *meta, int n
 }
 
 int st_write(const char *path, const StTensorOut *t, int n, const StMeta *meta, int n_meta,
-             char *err, size_t errlen) {
+             AtomicMode mode, char *err, size_t errlen) {
     for (int i = 0; i < n; i++) {
         if (t[i].ndim < 0 || t[i].ndim > ST_MAX_DIMS || !t[i].name || !t[i].name[0] ||
             strcmp(t[i].name, "__metadata__") == 0) {
@@ -86,7 +86,7 @@ int st_write(const char *path, const StTensorOut *t, int n, const StMeta *meta, 
     char *header = build_header(t, n, meta, n_meta, &hlen);
     if (!header) { snprintf(err, errlen, "%s: out of memory building the header", path); return -1; }
     AtomicFile af;
-    FILE *f = atomic_open(&af, path, err, errlen);
+    FILE *f = atomic_open(&af, path, mode, err, errlen);
     if (!f) { free(header); return -1; }
     unsigned char len8[8];
     for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((uint64_t)hlen >> (8 * i));

@@ -11,6 +11,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/atomic_file.h"
+
 typedef enum { ST_F32, ST_I32, ST_I64, ST_U8 } StDtype;
 const char *st_dtype_name(StDtype d);  // "F32", ...
 size_t st_dtype_size(StDtype d);
@@ -28,9 +30,10 @@ typedef struct StTensorOut { // a tensor to write
 typedef struct { const char *key, *value; } StMeta;
 
 // Writes the file atomically: a unique PATH.tmp.XXXXXX, fsync, rename over PATH, fsync of the
-// directory. On any failure PATH is untouched and the temporary is removed.
+// directory. On any failure PATH is untouched and the temporary is removed. mode:
+// whether an existing PATH is replaced (common/atomic_file.h).
 int st_write(const char *path, const StTensorOut *tensors, int n_tensors,
-             const StMeta *meta, int n_meta, char *err, size_t errlen);
+             const StMeta *meta, int n_meta, AtomicMode mode, char *err, size_t errlen);
 
 typedef struct {            // a tensor read from a file
     char name[128];

@@ -29,7 +29,7 @@ void gpt_metadata(const GPT *m, GPTMetadata *md) {
 }
 
 int gpt_save_with(const GPT *m, const char *path, const StTensorOut *extra, int n_extra,
-                  const StMeta *extra_meta, int n_extra_meta, char *err, size_t errlen) {
+                  const StMeta *extra_meta, int n_extra_meta, AtomicMode mode, char *err, size_t errlen) {
     if (n_extra < 0 || n_extra_meta < 0 || n_extra_meta > GPT_META_MAX) {
         snprintf(err, errlen, "%s: bad count of extra tensors or metadata", path);
         return -1;
@@ -48,13 +48,13 @@ int gpt_save_with(const GPT *m, const char *path, const StTensorOut *extra, int 
     StMeta meta[2 * GPT_META_MAX];
     memcpy(meta, md.items, (size_t)md.count * sizeof *meta);
     for (int i = 0; i < n_extra_meta; i++) meta[md.count + i] = extra_meta[i];
-    int rc = st_write(path, t, n, meta, md.count + n_extra_meta, err, errlen);
+    int rc = st_write(path, t, n, meta, md.count + n_extra_meta, mode, err, errlen);
     free(t);
     return rc;
 }
 
 int gpt_save(const GPT *m, const char *path, char *err, size_t errlen) {
-    return gpt_save_with(m, path, NULL, 0, NULL, 0, err, errlen);
+    return gpt_save_with(m, path, NULL, 0, NULL, 0, ATOMIC_REPLACE, err, errlen);
 }
 
 int gpt_config_from_file(const StFile *f, GPTConfig *c, char *err, size_t errlen) {

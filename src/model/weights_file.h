@@ -13,7 +13,8 @@
 #include "model/safetensors.h"
 
 // Weights as the safetensors file of the contract (names, shapes, metadata).
-// Written atomically: temporary file, fsync, rename.
+// Written atomically: temporary file, fsync, rename; an existing PATH (a
+// regular file) is replaced: the trainer's model.safetensors.
 int gpt_save(const GPT *model, const char *path, char *err, size_t errlen);
 // Loads a weights file, creating the model from its metadata. Every name,
 // dtype and shape is checked against the metadata before the model is
@@ -23,9 +24,10 @@ int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t e
 
 // The same file with extra tensors after the weights and extra metadata
 // after the model's: a training checkpoint (AdamW moments, step, ...) and a
-// debug state (inputs, targets, loss, grad.*) are written only through here.
+// debug state (inputs, targets, loss, grad.*) are written only through here;
+// mode: whether an existing PATH is replaced (common/atomic_file.h).
 int gpt_save_with(const GPT *model, const char *path, const StTensorOut *extra, int n_extra,
-                  const StMeta *extra_meta, int n_extra_meta, char *err, size_t errlen);
+                  const StMeta *extra_meta, int n_extra_meta, AtomicMode mode, char *err, size_t errlen);
 // Tensor name of an open file, checked to be F32 with the shape of entry e
 // and finite, copied into dst (numel floats). The one check of a stored
 // tensor: parameters, and the optimizer state that has their shapes.

@@ -50,7 +50,7 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
     // world_size only for several processes: a single process writes the file it always wrote.
     int n_meta = (int)(sizeof meta / sizeof meta[0]) - (state->world_size > 1 ? 0 : 1);
     fault_crash_in_save(path, state->step, model, t, 2 * n, meta, n_meta);   // test build only
-    int rc = gpt_save_with(model, path, t, 2 * n, meta, n_meta, err, errlen);
+    int rc = gpt_save_with(model, path, t, 2 * n, meta, n_meta, ATOMIC_REPLACE, err, errlen);
     free(t);
     free(names);
     return rc;
@@ -182,7 +182,7 @@ done:
 
 int debug_state_save(const char *path, GPT *model, const int *inputs, const int *targets,
                      int B, int T, float loss, const char *precision, const char *matmul,
-                     char *err, size_t errlen) {
+                     AtomicMode mode, char *err, size_t errlen) {
     const ParamEntry *entries;
     int n = gpt_param_entries(model, &entries);
     StTensorOut *t = calloc((size_t)n + 3, sizeof *t);
@@ -200,7 +200,7 @@ int debug_state_save(const char *path, GPT *model, const int *inputs, const int 
     t[n + 1] = (StTensorOut){.name = "targets", .dtype = ST_I32, .ndim = 2, .shape = {B, T}, .data = targets};
     t[n + 2] = (StTensorOut){.name = "loss", .dtype = ST_F32, .ndim = 1, .shape = {1}, .data = &loss};
     StMeta meta[] = {{"precision", precision}, {"matmul", matmul}};
-    int rc = gpt_save_with(model, path, t, n + 3, meta, 2, err, errlen);
+    int rc = gpt_save_with(model, path, t, n + 3, meta, 2, mode, err, errlen);
     free(t);
     free(names);
     return rc;

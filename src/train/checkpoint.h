@@ -55,8 +55,9 @@ int checkpoint_check(const char *path, TrainState *state, char *err, size_t errl
 // loss (F32 [1]) and grad.NAME for every parameter, with the contract metadata.
 // Its metadata also says how the products were computed: precision (fp32 |
 // bf16) and matmul (openblas | onednn), so a checker can compute the same way.
+// mode: whether an existing PATH is replaced (./train --overwrite).
 int debug_state_save(const char *path, GPT *model, const int *inputs, const int *targets,
                      int B, int T, float loss, const char *precision, const char *matmul,
-                     char *err, size_t errlen);
+                     AtomicMode mode, char *err, size_t errlen);
 
 #endif

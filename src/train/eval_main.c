@@ -13,14 +13,18 @@
 // A loss that is not finite (finite weights whose products overflow float32)
 // is refused, not printed. A long evaluation shows the batches done on
 // stderr (common/meter.h); stdout holds only the result line.
-#include <errno.h>
-#include <getopt.h>
+//
+// --per-position F is written atomically, after the evaluation; an existing F
+// is replaced only with --overwrite, and never when it is one of the inputs
+// or not a regular file (common/cli.h), which is checked first.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/atomic_file.h"
 #include "common/blas_cpu.h"
+#include "common/cli.h"
 #include "common/threads.h"
 #include "data/loader.h"
 #include "model/gpt.h"
@@ -31,7 +35,7 @@
 
 typedef struct {
     const char *weights, *data;
-    int seq_len, batch_size, batches, threads;
+    int seq_len, batch_size, batches, threads, overwrite;
     GPTMatmul matmul;
     GPTPrecision precision;
     const char *per_position;   // CSV of the mean loss at each position, or NULL
@@ -51,6 +55,7 @@ static void usage(FILE *out) {
         "  --matmul M         the products' engine: auto (default: openblas for fp32, onednn for bf16),\n"
         "                     openblas, onednn, or reference (plain loops, slow)\n"
         "  --per-position F   also write F: position,loss (mean over the windows at each position)\n"
+        "  --overwrite        replace F if it exists (a regular file, not one of the inputs)\n"
         "Prints one line: loss, perplexity, windows and tokens evaluated.\n");
     model_overrides_usage(out);
 }
@@ -61,14 +66,15 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
     static const struct option opts[] = {
         {"weights", 1, 0, 'w'}, {"data", 1, 0, 'd'}, {"seq-len", 1, 0, 'T'},
         {"batch-size", 1, 0, 'B'}, {"batches", 1, 0, 'K'}, {"threads", 1, 0, 'j'},
-        {"precision", 1, 0, 'p'}, {"matmul", 1, 0, 'm'}, {"per-position", 1, 0, 'P'}, {"help", 0, 0, 'h'},
-        {0, 0, 0, 0}};
+        {"precision", 1, 0, 'p'}, {"matmul", 1, 0, 'm'}, {"per-position", 1, 0, 'P'}, {"overwrite", 0, 0, 'O'},
+        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c, idx = 0;
     char matmul[OPT_STR_MAX] = "auto", precision[OPT_STR_MAX] = "fp32";
-    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
+    while ((c = cli_getopt("eval", argc, argv, opts, &idx)) != -1) {
         if (c == 'w') { a->weights = optarg; continue; }
         if (c == 'd') { a->data = optarg; continue; }
         if (c == 'P') { a->per_position = optarg; continue; }
+        if (c == 'O') { a->overwrite = 1; continue; }
         if (c == 'p' || c == 'm') {   // ./train's keys, by its table's rules
             char msg[256];
             if (options_parse_key_value(opts[idx].name, optarg, c == 'p' ? precision : matmul, msg, sizeof msg) != 0) {
@@ -78,7 +84,6 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
             continue;
         }
         if (c == 'h') { usage(stdout); exit(0); }
-        if (c == '?') { usage(stderr); exit(2); }
         if (c == 'j') {   // ./train's key, by its table's rules
             char msg[256];
             if (options_parse_key_value("threads", optarg, &a->threads, msg, sizeof msg) != 0) {
@@ -105,9 +110,16 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         exit(2);
     }
     if (!a->weights || !a->data) { fprintf(stderr, "eval: --weights and --data are required (see --help)\n"); exit(2); }
+    const char *inputs[] = {a->weights, a->data};
+    char err[1024];
+    if (a->per_position && cli_check_output(a->per_position, a->overwrite, inputs, 2, err, sizeof err) != 0) {
+        fprintf(stderr, "eval: %s\n", err);
+        exit(2);
+    }
 }
 
 int main(int argc, char **argv) {
+    cli_start();
     blas_use_native_kernels(argv);
     EvalArgs a;
     parse_args(argc, argv, &a);
@@ -176,11 +188,11 @@ int main(int argc, char **argv) {
     }
     meter_clear(&meter);
     if (a.per_position) {
-        FILE *f = fopen(a.per_position, "w");
+        AtomicFile af;
+        FILE *f = atomic_open(&af, a.per_position, a.overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, err, sizeof err);
         int ok = f != NULL && fprintf(f, "position,loss\n") > 0;
         for (int t = 0; ok && t < T; t++) ok = fprintf(f, "%d,%.6f\n", t, pos_sum[t] / (batches * a.batch_size)) > 0;
-        if (f && fclose(f) != 0) ok = 0;
-        if (!ok) { fprintf(stderr, "eval: %s: cannot write: %s\n", a.per_position, strerror(errno)); goto done; }
+        if (!f || atomic_commit(&af, ok, err, sizeof err) != 0) { fprintf(stderr, "eval: %s\n", err); goto done; }
     }
     double loss = sum / (double)batches;
     printf("eval: weights=%s data=%s pos=%s seq_len=%d windows=%zu tokens=%zu loss=%.6f ppl=%.4f\n",

@@ -8,12 +8,14 @@
 // (exit 2) and nothing is written. The length keys of ./eval and ./sample
 // (--rope_scaling=yarn --rope_scaling_factor=4 ...) apply before exporting, so a
 // rope model can be written with llama.cpp's own YaRN or linear scaling. The
-// file is written atomically: a failure leaves --out as it was.
-#include <getopt.h>
+// file is written atomically: a failure leaves --out as it was. An existing
+// --out is replaced only with --overwrite, and never when it is one of the
+// inputs or not a regular file (common/cli.h); that is checked first.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/cli.h"
 #include "common/gguf.h"
 #include "data/bpe.h"
 #include "data/bpe_gpt2.h"
@@ -24,7 +26,7 @@
 typedef struct {
     ModelOverrides overrides;
     const char *weights, *tokenizer, *out;
-    int context_length;
+    int context_length, overwrite;
 } ExportArgs;
 
 static void usage(FILE *out) {
@@ -33,6 +35,7 @@ static void usage(FILE *out) {
         "  --weights FILE         safetensors weights (RUN_DIR/model.safetensors)\n"
         "  --tokenizer FILE       the model's tokenizer, written by ./prepare\n"
         "  --out FILE             the GGUF file to write (llama.cpp's format)\n"
+        "  --overwrite            replace FILE if it exists (a regular file, not one of the inputs)\n"
         "  --context-length N     llama.cpp's context_length, and the rows of the position table of\n"
         "                         sinusoidal and none (default: block_size; learned: block_size only)\n"
         "pos=learned, sinusoidal, none run as llama.cpp's gpt2, rope as gptneox, alibi as mpt;\n"
@@ -45,13 +48,14 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
     model_overrides_take_or_exit("export", &argc, argv, &a->overrides);
     static const struct option opts[] = {
         {"weights", 1, 0, 'w'}, {"tokenizer", 1, 0, 'k'}, {"out", 1, 0, 'o'},
-        {"context-length", 1, 0, 'c'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"context-length", 1, 0, 'c'}, {"overwrite", 0, 0, 'O'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c, idx = 0;
-    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
+    while ((c = cli_getopt("export", argc, argv, opts, &idx)) != -1) {
         switch (c) {
         case 'w': a->weights = optarg; break;
         case 'k': a->tokenizer = optarg; break;
         case 'o': a->out = optarg; break;
+        case 'O': a->overwrite = 1; break;
         case 'c': {
             char *end;
             long v = strtol(optarg, &end, 10);
@@ -63,7 +67,6 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
             break;
         }
         case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
         }
     }
     if (optind < argc) { fprintf(stderr, "export: unexpected argument '%s'\n", argv[optind]); exit(2); }
@@ -71,9 +74,16 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
         fprintf(stderr, "export: --weights, --tokenizer and --out are required (see --help)\n");
         exit(2);
     }
+    char err[1024];
+    const char *inputs[] = {a->weights, a->tokenizer};
+    if (cli_check_output(a->out, a->overwrite, inputs, 2, err, sizeof err) != 0) {
+        fprintf(stderr, "export: %s\n", err);
+        exit(2);
+    }
 }
 
 int main(int argc, char **argv) {
+    cli_start();
     ExportArgs a;
     parse_args(argc, argv, &a);
     char err[1024];
@@ -108,7 +118,8 @@ int main(int argc, char **argv) {
     GgufKv kv[GGUF_MODEL_MAX_KV + BPE_GGUF_KV];
     memcpy(kv, gm.kv, (size_t)gm.n_kv * sizeof *kv);
     memcpy(kv + gm.n_kv, vocab.kv, sizeof vocab.kv);
-    if (gguf_write(a.out, kv, gm.n_kv + BPE_GGUF_KV, gm.tensors, gm.n_tensors, err, sizeof err)) {
+    if (gguf_write(a.out, kv, gm.n_kv + BPE_GGUF_KV, gm.tensors, gm.n_tensors,
+                   a.overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, err, sizeof err)) {
         fprintf(stderr, "export: %s\n", err);
         goto done;
     }

@@ -49,7 +49,7 @@ static inline void fault_crash_in_save(const char *path, int step, GPT *model, c
     char full[1200], tmp[1200], err[256];
     snprintf(full, sizeof full, "%s.crashtest", path);
     snprintf(tmp, sizeof tmp, "%s.tmp.crash0", path);
-    if (gpt_save_with(model, full, t, n, meta, n_meta, err, sizeof err) == 0) {
+    if (gpt_save_with(model, full, t, n, meta, n_meta, ATOMIC_REPLACE, err, sizeof err) == 0) {
         FILE *in = fopen(full, "rb"), *out = fopen(tmp, "wb");
         if (in && out) {
             fseek(in, 0, SEEK_END);

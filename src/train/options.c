@@ -644,7 +644,7 @@ void options_print_help(FILE *f) {
     fprintf(f,
         "usage: ./train [CONFIG.ini] [--key=value ...] [--overwrite] [--quiet] [--init-from FILE]\n"
         "       ./train --resume RUN_DIR [--key=value ...]\n"
-        "       ./train [CONFIG.ini] [--key=value ...] --debug-state FILE\n"
+        "       ./train [CONFIG.ini] [--key=value ...] --debug-state FILE [--overwrite]\n"
         "\n"
         "Trains a decoder-only transformer (a GPT-2 or LLaMA-style block: the block key) on\n"
         "llm.c token files with AdamW, linear warmup and cosine decay. Writes\n"
@@ -658,8 +658,10 @@ void options_print_help(FILE *f) {
         "                      inputs, targets, loss and grad.NAME to FILE and exit\n"
         "  --init-from FILE    start a new run from the weights of FILE (a model.safetensors or\n"
         "                      checkpoint); the model keys must be FILE's but for block_size and\n"
-        "                      the rope scaling keys (fine-tuning at a longer context)\n"
-        "  --overwrite         start a new run even if RUN_DIR already holds one\n"
+        "                      the rope scaling keys (fine-tuning at a longer context); not\n"
+        "                      RUN_DIR's own model or checkpoint, which the run replaces\n"
+        "  --overwrite         start a new run even if RUN_DIR already holds one; with\n"
+        "                      --debug-state, replace FILE if it exists (never an input)\n"
         "  --quiet             no progress output (errors still go to stderr)\n"
         "  --help              this text\n"
         "\n"
@@ -680,7 +682,7 @@ void options_print_help(FILE *f) {
 
 int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size, char *err, size_t errlen) {
     AtomicFile af;
-    FILE *f = atomic_open(&af, path, err, errlen);
+    FILE *f = atomic_open(&af, path, ATOMIC_REPLACE, err, errlen);
     if (!f) return -1;
     fprintf(f, "; ropelab run configuration, resolved by ./train (every key, defaults included).\n"
                "; Load it again with ./train FILE, or continue the run with ./train --resume DIR.\n"

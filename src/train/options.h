@@ -58,7 +58,7 @@ typedef struct {
     const char *debug_state;   // --debug-state FILE
     const char *init_from;     // --init-from FILE: start from trained weights (only length keys may differ)
     int quiet;                 // --quiet: no progress output
-    int overwrite;             // --overwrite: start over in an existing run directory
+    int overwrite;             // --overwrite: start over in an existing run directory, replace --debug-state FILE
     int help;                  // --help
 } TrainArgs;
 

@@ -126,7 +126,7 @@ int runlog_open(RunLog *log, const char *path, int resume_step, char *err, size_
     // The kept rows (or the header alone) replace the file atomically, so a
     // crash here leaves the old log or the cut one.
     AtomicFile af;
-    FILE *f = atomic_open(&af, path, err, errlen);
+    FILE *f = atomic_open(&af, path, ATOMIC_REPLACE, err, errlen);
     if (!f) { free(rows); return -1; }
     int ok = fputs(LOG_HEADER, f) >= 0 && (n_rows == 0 || fwrite(rows, 1, n_rows, f) == n_rows);
     free(rows);

@@ -24,7 +24,6 @@
 // its length. stdout carries only the text: where stderr goes to the same
 // place there is no progress while text is being written (on a terminal the
 // prompt's \r line is erased before the text starts).
-#include <getopt.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +37,7 @@
 #include "common/meter.h"
 #include "train/options.h"
 #include "common/blas_cpu.h"
+#include "common/cli.h"
 #include "common/threads.h"
 
 typedef struct {
@@ -87,7 +87,7 @@ static int parse_args(int argc, char **argv, SampleArgs *a) {
     int c, idx = 0;
     long v;
     char matmul[OPT_STR_MAX] = "auto", precision[OPT_STR_MAX] = "fp32", msg[256];
-    while ((c = getopt_long(argc, argv, "", opts, &idx)) != -1) {
+    while ((c = cli_getopt("sample", argc, argv, opts, &idx)) != -1) {
         switch (c) {
         case 'w': a->weights = optarg; break;
         case 'k': a->tokenizer = optarg; break;
@@ -110,7 +110,6 @@ static int parse_args(int argc, char **argv, SampleArgs *a) {
             break;
         }
         case 'h': usage(stdout); exit(0);
-        default: usage(stderr); exit(2);
         }
         continue;
     bad:
@@ -170,6 +169,7 @@ static void print_token(const Tokenizer *tok, int id) {
 }
 
 int main(int argc, char **argv) {
+    cli_start();
     blas_use_native_kernels(argv);
     SampleArgs a;
     parse_args(argc, argv, &a);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/blas_cpu.h"
+#include "common/cli.h"
 #include "train/dist.h"
 #include "train/options.h"
 #include "train/trainer.h"
@@ -51,6 +52,7 @@ static void reproducible_kernels(int argc, char **argv) {
 }
 
 int main(int argc, char **argv) {
+    cli_start();
     reproducible_kernels(argc, argv);   // these two may re-execute the program: before MPI starts
     blas_use_native_kernels(argv);
     TrainOptions opt;

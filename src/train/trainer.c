@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/blas_cpu.h"
+#include "common/cli.h"
 #include "common/clock.h"
 #include "common/fs.h"
 #include "common/machine.h"
@@ -221,6 +222,34 @@ static void share_init_weights(Trainer *t) {
     dist_bcast(gpt_params(t->model), gpt_num_params(t->model) * sizeof(float));
 }
 
+// The files the run would write that the command line names or reaches,
+// checked on rank 0 before anything is built (exit status 2): --debug-state
+// FILE (not an input of the run, replaced only with --overwrite: common/cli.h),
+// and --init-from FILE, which must not be the run directory's model or
+// checkpoint, since the run's first save replaces them.
+static int check_outputs(const Trainer *t) {
+    const TrainOptions *opt = t->opt;
+    const TrainArgs *args = t->args;
+    char err[1024];
+    if (t->rank != 0) return TRAIN_OK;
+    if (args->debug_state) {
+        const char *inputs[] = {args->config_path, opt->tokenizer, opt->train_file, opt->val_file, args->init_from};
+        if (cli_check_output(args->debug_state, args->overwrite, inputs, 5, err, sizeof err) == 0) return TRAIN_OK;
+        fprintf(stderr, "%s\n", err);
+        return TRAIN_ECONFIG;
+    }
+    for (int i = 0; args->init_from && i < 2; i++) {
+        char path[OPT_STR_MAX + 32];
+        snprintf(path, sizeof path, "%s/%s", opt->out_dir, i == 0 ? "model.safetensors" : "checkpoint.safetensors");
+        if (fs_same_file(args->init_from, path)) {
+            fprintf(stderr, "--init-from %s: is %s, which this run's first save replaces; start from a copy "
+                    "of it\n", args->init_from, path);
+            return TRAIN_ECONFIG;
+        }
+    }
+    return TRAIN_OK;
+}
+
 // --debug-state: one forward and backward on the first training batch (grad_accum 1).
 // N processes: each runs its B of the first N*B windows with loss scale 1/N;
 // the gradients and losses are summed and the inputs gathered, so rank 0
@@ -263,7 +292,7 @@ static int run_debug_state(Trainer *t) {
                              matmul == GPT_MATMUL_ONEDNN      ? "onednn"
                              : matmul == GPT_MATMUL_REFERENCE ? "reference"
                                                               : "openblas",
-                             err, sizeof err) != 0) {
+                             t->args->overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             rc = TRAIN_EIO;
         } else if (!t->args->quiet) {
@@ -715,7 +744,8 @@ int train_run(const TrainOptions *opt_in, const TrainArgs *args) {
     if (warning && t.rank == 0) fprintf(stderr, "%s\n", warning);
     // Errors one rank sees (a missing file on its machine, a run directory in
     // use) are agreed before the next collective call: every rank stops.
-    int rc = dist_agree(setup_model_and_data(&t, args->debug_state == NULL));
+    int rc = dist_agree(check_outputs(&t));
+    if (rc == TRAIN_OK) rc = dist_agree(setup_model_and_data(&t, args->debug_state == NULL));
     if (rc == TRAIN_OK) rc = dist_agree(read_init_weights(&t));
     if (rc == TRAIN_OK) share_init_weights(&t);
     if (rc == TRAIN_OK && args->debug_state) rc = run_debug_state(&t);
