@@ -29,6 +29,12 @@ int ue_bf16_available(void) {
     return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
 }
 
+void ue_skip_without_bf16(void) {
+    if (ue_bf16_available()) return;
+    printf("  skipped: this CPU has no bf16 matmuls (oneDNN needs avx512_core at least)\n");
+    skip();
+}
+
 Engine *ue_engine(const EngineCfg *cfg) {
     Engine *e = NULL;
     char err[256] = "";

@@ -39,6 +39,11 @@ extern const int ue_n_engines;
 Engine *ue_engine(const EngineCfg *cfg);
 Engine *ue_reference(void);
 int ue_bf16_available(void);
+// Skips the calling test, saying why, on a CPU without bf16 matmuls (no
+// AVX-512: the programs refuse precision = bf16 there, which
+// test_train_bf16's test_bf16_refused_without_cpu_support checks). The
+// skip is counted and named in make test's summary line.
+void ue_skip_without_bf16(void);
 // Fails the test with the engine's message if it recorded a failure.
 void ue_check(Engine *e, const char *what);
 
