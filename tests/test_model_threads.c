@@ -1,7 +1,10 @@
-// test_model_threads.c: the threaded paths. Forward and backward on 2
-// threads agree with 1 thread (to float rounding: OpenBLAS may split the
-// products differently), and repeated runs on 2 threads are bit-identical
-// (our reductions run over output elements, so their order is fixed).
+// test_model_threads.c: the threaded paths of the default (OpenBLAS)
+// engine. Forward and backward on 2 threads are bit-identical to 1 thread:
+// the engine's sgemm calls are the same 64-row slices whatever the thread
+// count (OpenBLAS's kernels round a row differently with the row count of
+// the call, so per-thread slices would not be), and our reductions run over
+// output elements or in fixed lanes, so their order is fixed. Repeated runs
+// on 2 threads are bit-identical too.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -49,10 +52,8 @@ static void test_threads(void **s) {
         size_t n = (size_t)V * 64 + 2 * (12 * 64 * 64 + 13 * 64) + 2 * 64;
         if (kinds[k] == POS_LEARNED) n += (size_t)T * 64;
         if (kinds[k] == POS_T5) n += 32 * 4;
-        assert_true(fabsf(l1 - l2) < 1e-5f * fabsf(l1));
-        double gmax = 0;
-        for (size_t i = 0; i < n; i++) gmax = fmax(gmax, fabs(g1[i]));
-        assert_true(gc_max_abs_diff(g1, g2, n) < 1e-4 * gmax);
+        assert_true(l1 == l2);
+        assert_memory_equal(g1, g2, n * sizeof(float));
         assert_true(l2 == l2b);
         assert_memory_equal(g2, g2b, n * sizeof(float));
         free(g1); free(g2); free(g2b);

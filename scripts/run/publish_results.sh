@@ -41,5 +41,10 @@ else
   (cd "$root" && /usr/bin/python3 "$here/scripts/report/report.py" "runs/compare-$name" "$@" --name "$name")
 fi
 for d in "$out"/*-s[0-9]*; do cp "$d/log.csv" "$dst/logs/$(basename "$d").csv"; done
+# what each run ran on (RUN/machine.txt: CPU, kernels, build, engine, reproducible),
+# beside its log, for make reproduce
+for d in "$src"/*-s[0-9]*; do
+  [ -f "$d/done" ] && [ -f "$d/machine.txt" ] && cp "$d/machine.txt" "$dst/logs/$(basename "$d").machine.txt"
+done
 for f in "$out"/*; do [ -f "$f" ] && cp "$f" "$dst/"; done
 echo "publish_results.sh: $n finished runs of $src in $dst"

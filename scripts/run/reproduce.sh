@@ -50,7 +50,7 @@ for corpus in kjv gcide; do
   fi
 done
 
-machine=$(dirname "$log")/machine.txt
+machine=${log%.csv}.machine.txt   # a committed log's record (publish_results.sh)
 [ -d "$run" ] && machine=$run/machine.txt
 if [ -f "$machine" ] && grep -q '^reproducible = 1' "$machine"; then
   echo "reproduce: $run was made with reproducible = 1: it re-runs bit for bit on any x86-64 CPU with AVX2 and FMA"
