@@ -11,6 +11,9 @@
 //   - a run killed before its first checkpoint restarts from step 0;
 //   - a finished run pruned to its model is never started again without
 //     --overwrite, and --resume of a finished run says so;
+//   - a weights file with missing or invalid metadata: exit 1 from ./eval,
+//     ./sample, ./export and ./train --init-from alike (2 for --init-from
+//     of a valid file of another model);
 //   - bad inputs: directories, devices and named pipes as files, NUL bytes,
 //     NaN weights, control characters in tensor names, oversized batches and
 //     models, a metadata-only weights file (refused before allocating).
@@ -560,6 +563,47 @@ static void test_bad_weights_and_tokenizer_files(void **state) {
     expect_one_line("control character");
 }
 
+// A weights file whose metadata is missing or invalid is a bad file: exit 1
+// from every program that reads one, --init-from included; a valid file of
+// another model is a configuration error for --init-from (exit 2), as README
+// documents. Nothing is created for a refused --init-from.
+static void test_init_from_bad_metadata_exit_codes(void **state) {
+    const char *ref = reference_dir();
+    char w[600], tok[600], val[600], bad[600], run_dir[600], gguf[600];
+    snprintf(w, sizeof w, "%s/model.safetensors", ref);
+    snprintf(tok, sizeof tok, "%s/data/tokenizer.bin", dir);
+    snprintf(val, sizeof val, "%s/data/val.bin", dir);
+    snprintf(bad, sizeof bad, "%s/badmeta.safetensors", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/never-init", dir);
+    snprintf(gguf, sizeof gguf, "%s/never.gguf", dir);
+    static const struct { const char *key, *value, *want; } cases[] = {
+        {"n_layer", NULL, "metadata lacks key n_layer"},
+        {"n_layer", "2x", "metadata n_layer: '2x' is not an integer"},
+        {"d_model", "31", "bad model metadata: d_model (31) is not divisible by n_head (2)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        set_meta(w, bad, cases[i].key, cases[i].value);
+        int rc = run("./train configs/tiny.ini %s --threads=1 --pos=t5 --steps=2 --init-from %s --out_dir=%s --quiet",
+                     data_args, bad, run_dir);
+        if (rc != 1) fail_msg("--init-from with %s=%s: exit %d, want 1: %s", cases[i].key,
+                              cases[i].value ? cases[i].value : "(absent)", rc, out);
+        expect_one_line(cases[i].want);
+        assert_int_equal(access(run_dir, F_OK), -1);
+        assert_int_equal(run("./eval --weights %s --data %s --threads 1", bad, val), 1);
+        expect_one_line(cases[i].want);
+        assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1", bad, tok), 1);
+        expect_one_line(cases[i].want);
+        assert_int_equal(run("./export --weights %s --tokenizer %s --out %s", bad, tok, gguf), 1);
+        expect_one_line(cases[i].want);
+        assert_int_equal(access(gguf, F_OK), -1);
+    }
+    // The reference is a t5 model: a valid file, of another model than a rope run.
+    assert_int_equal(run("./train configs/tiny.ini %s --threads=1 --pos=rope --steps=2 --init-from %s --out_dir=%s "
+                         "--quiet", data_args, w, run_dir), 2);
+    expect_one_line("pos is t5 in the file but rope in this run");
+    assert_int_equal(access(run_dir, F_OK), -1);
+}
+
 // A named pipe is not a regular file either: refused at once, not waited on
 // (open(2) of a FIFO for reading blocks until a writer opens it).
 static void test_fifo_inputs_refused(void **state) {
@@ -681,6 +725,7 @@ int main(void) {
         cmocka_unit_test(test_resume_edited_config_refused_before_building),
         cmocka_unit_test(test_bad_config_files),
         cmocka_unit_test(test_bad_weights_and_tokenizer_files),
+        cmocka_unit_test(test_init_from_bad_metadata_exit_codes),
         cmocka_unit_test(test_fifo_inputs_refused),
         cmocka_unit_test(test_metadata_only_weights),
         cmocka_unit_test(test_oversized_batch_and_model),

@@ -181,10 +181,13 @@ static int read_init_weights(Trainer *t) {
         fprintf(stderr, "--init-from: %s\n", err);
         return TRAIN_EIO;
     }
-    // A file for another model is a configuration error (exit 2); a file
-    // that is bad in itself (a tensor missing, of the wrong shape, not finite) is 1.
+    // A valid file of another model is a configuration error (exit 2); a file
+    // that is bad in itself (metadata missing or invalid, a tensor missing, of
+    // the wrong shape, not finite) is 1, as for ./eval, ./sample and ./export.
     int rc = TRAIN_OK;
-    if (gpt_check_file_config(t->model, f, 1, err, sizeof err) != 0) rc = TRAIN_ECONFIG;
+    GPTConfig file_cfg;
+    if (gpt_config_from_file(f, &file_cfg, err, sizeof err) != 0) rc = TRAIN_EIO;
+    else if (gpt_check_file_config(t->model, f, 1, err, sizeof err) != 0) rc = TRAIN_ECONFIG;
     else if (gpt_read_params(t->model, f, 1, err, sizeof err) != 0) rc = TRAIN_EIO;
     st_close(f);
     if (rc != TRAIN_OK) fprintf(stderr, "--init-from: %s\n", err);
