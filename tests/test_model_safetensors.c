@@ -1,5 +1,7 @@
 // test_model_safetensors.c: the checkpoint file. Round trips are exact;
-// every kind of corrupt file is rejected with its own one-line message.
+// every kind of corrupt file is rejected with its own one-line message; a
+// file is judged from its header, so a huge one costs no memory to refuse,
+// and a tensor the model does not use is never read.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -190,11 +191,26 @@ static void test_corrupt_headers(void **s) {
     expect_open_error(p, "No such file or directory");
 }
 
-// Peak resident memory of this process so far, in bytes (ru_maxrss is in kB on Linux).
+// Peak resident memory of this process since the last reset_peak_rss, in
+// bytes (Linux: VmHWM, which writing 5 to /proc/self/clear_refs sets back to
+// the current resident size), so that one test's peak does not hide the next's.
+static void reset_peak_rss(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    assert_non_null(f);
+    assert_true(fputs("5", f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
 static long long peak_rss(void) {
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return (long long)u.ru_maxrss * 1024;
+    FILE *f = fopen("/proc/self/status", "r");
+    assert_non_null(f);
+    char line[256];
+    long long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lld kB", &kb) == 1) break;
+    fclose(f);
+    assert_true(kb >= 0);
+    return kb * 1024;
 }
 
 // A sparse file of `size` bytes: the 8-byte length field, the header text,
@@ -212,6 +228,7 @@ static void test_huge_file_bad_header(void **s) {
     (void)s;
     const long long size = 4LL << 30;
     char p[512], msg[256];
+    reset_peak_rss();
     long long rss0 = peak_rss();
     // a length field beyond the 100 MB limit (the file could hold it)
     snprintf(p, sizeof p, "%s", write_sparse("huge_len.safetensors", 200u << 20, "{}", size));
@@ -332,6 +349,91 @@ static void test_model_file_errors(void **s) {
     gpt_free(m);
 }
 
+// A 4 GiB file whose header is valid (one tensor covering the data, no
+// metadata): gpt_load refuses it for its metadata, having read the header
+// only. Reading the data section first would raise the peak resident
+// memory by 4 GiB (and take seconds); the bound allows 64 MB.
+static void test_huge_file_valid_header(void **s) {
+    (void)s;
+    const long long size = 4LL << 30;
+    char p[512], header[81], err[512];
+    long long numel = (size - 88) / 4;   // 8 + 80 header bytes, then the one tensor
+    int n = snprintf(header, sizeof header, "{\"wte\":{\"dtype\":\"F32\",\"shape\":[%lld],\"data_offsets\":[0,%lld]}}",
+                     numel, 4 * numel);
+    assert_true(n > 0 && n <= 80);
+    memset(header + n, ' ', (size_t)(80 - n));
+    header[80] = 0;
+    reset_peak_rss();
+    long long rss0 = peak_rss();
+    snprintf(p, sizeof p, "%s", write_sparse("huge_nometa.safetensors", 80, header, size));
+    StFile *f;
+    assert_int_equal(st_open_header(&f, p, err, sizeof err), 0);   // a valid file ...
+    st_close(f);
+    GPT *m = NULL;
+    assert_int_equal(gpt_load(&m, p, 0, err, sizeof err), -1);    // ... of no model
+    assert_null(m);
+    char want[600];
+    snprintf(want, sizeof want, "%s: metadata lacks key n_layer", p);
+    assert_string_equal(err, want);
+    unlink(p);
+    long long grew = peak_rss() - rss0;
+    if (grew >= (64LL << 20)) printf("peak RSS grew by %lld MB\n", grew >> 20);
+    assert_true(grew < (64LL << 20));
+}
+
+// A model's file with one more tensor of 4 GiB (sparse) after its weights:
+// refused for it without reading it, or, extra tensors allowed (a training
+// checkpoint), loaded without reading it: only the model's tensors are read.
+static void test_huge_extra_tensor_never_read(void **s) {
+    (void)s;
+    char err[512], p[512];
+    GPT *m = small_model(POS_ROPE), *back = NULL;
+    snprintf(p, sizeof p, "%s", tmp_path("huge_extra.safetensors"));
+    assert_int_equal(gpt_save(m, p, err, sizeof err), 0);
+    // the header gets "big": 4 GiB of U8 after the weights' data
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    uint8_t len8[8];
+    assert_int_equal(fread(len8, 1, 8, f), 8);
+    size_t hlen = 0;
+    for (int i = 0; i < 8; i++) hlen |= (size_t)len8[i] << (8 * i);
+    size_t data_bytes = gpt_num_params(m) * sizeof(float);
+    char *text = malloc(hlen + 200), *data = malloc(data_bytes);
+    assert_non_null(text);
+    assert_non_null(data);
+    assert_int_equal(fread(text, 1, hlen, f), hlen);
+    assert_int_equal(fread(data, 1, data_bytes, f), data_bytes);
+    fclose(f);
+    size_t end = hlen;
+    while (end > 0 && text[end - 1] == ' ') end--;
+    assert_true(end > 0 && text[end - 1] == '}');
+    const unsigned long long big = 4ULL << 30;
+    int n = snprintf(text + end - 1, 200, ",\"big\":{\"dtype\":\"U8\",\"shape\":[%llu],\"data_offsets\":[%zu,%llu]}}",
+                     big, data_bytes, (unsigned long long)data_bytes + big);
+    size_t len = end - 1 + (size_t)n, padded = (len + 7) / 8 * 8;
+    memset(text + len, ' ', padded - len);
+    f = fopen(p, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 8; i++) fputc((int)((uint64_t)padded >> (8 * i) & 0xff), f);
+    fwrite(text, 1, padded, f);
+    fwrite(data, 1, data_bytes, f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(truncate(p, (off_t)(8 + padded + data_bytes + big)), 0);
+    free(text);
+    free(data);
+    reset_peak_rss();
+    long long rss0 = peak_rss();
+    expect_load_error(p, 0, "unexpected tensor big (not a parameter of pos=rope)");
+    assert_int_equal(gpt_load(&back, p, 1, err, sizeof err), 0);
+    assert_memory_equal(gpt_params(back), gpt_params(m), gpt_num_params(m) * sizeof(float));
+    long long grew = peak_rss() - rss0;
+    if (grew >= (64LL << 20)) printf("peak RSS grew by %lld MB\n", grew >> 20);
+    assert_true(grew < (64LL << 20));
+    unlink(p);
+    gpt_free(back);
+    gpt_free(m);
+}
+
 static int setup(void **s) {
     (void)s;
     snprintf(dir, sizeof dir, "/tmp/ropelab_st_XXXXXX");
@@ -350,7 +452,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_generic_round_trip),
         cmocka_unit_test(test_corrupt_headers), cmocka_unit_test(test_model_file_errors),
-        cmocka_unit_test(test_huge_file_bad_header),
+        cmocka_unit_test(test_huge_file_bad_header), cmocka_unit_test(test_huge_file_valid_header),
+        cmocka_unit_test(test_huge_extra_tensor_never_read),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

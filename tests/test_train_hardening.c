@@ -16,7 +16,8 @@
 //     of a valid file of another model);
 //   - bad inputs: directories, devices and named pipes as files, NUL bytes,
 //     NaN weights, control characters in tensor names, oversized batches and
-//     models, a metadata-only weights file (refused before allocating).
+//     models, a metadata-only weights file (refused before allocating), a
+//     4 GiB weights file without metadata (refused from its header);
 //   - the shipped ./train carries no fault injection: no ROPELAB_TEST_* name
 //     in its bytes; the test build (TRAIN_WITH_FAULTS) has them.
 // Run from the repository root with ./train, ./prepare, ./eval, ./sample and
@@ -670,6 +671,61 @@ static void test_metadata_only_weights(void **state) {
     assert_true(s < 30);
 }
 
+// A 4 GiB file (sparse: a valid header, then a hole) holding one tensor and
+// no metadata: every program that reads weights refuses it from its header,
+// in one line naming the first missing key, under a 2 GB address-space limit
+// (ASan: its largest allocation) and well within a second on an idle
+// machine. Reading the data section first would need the 4 GiB.
+static void test_huge_weights_refused_from_header(void **state) {
+    char path[600], val[600], tok[600], run_dir[600], gguf[600], limit[1024];
+    snprintf(path, sizeof path, "%s/huge.safetensors", dir);
+    snprintf(val, sizeof val, "%s/data/val.bin", dir);
+    snprintf(tok, sizeof tok, "%s/data/tokenizer.bin", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/never-huge", dir);
+    snprintf(gguf, sizeof gguf, "%s/never-huge.gguf", dir);
+    const long long size = 4LL << 30;
+    // 8 + 80 header bytes, then one F32 tensor over the rest: (2^32 - 88) / 4 floats
+    long long numel = (size - 88) / 4;
+    char header[81];
+    int n = snprintf(header, sizeof header, "{\"wte\":{\"dtype\":\"F32\",\"shape\":[%lld],\"data_offsets\":[0,%lld]}}",
+                     numel, 4 * numel);
+    assert_true(n > 0 && n <= 80);
+    memset(header + n, ' ', (size_t)(80 - n));
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 8; i++) fputc(i == 0 ? 80 : 0, f);
+    fwrite(header, 1, 80, f);
+    fclose(f);
+    assert_int_equal(truncate(path, (off_t)size), 0);
+    if (UNDER_ASAN) {
+        const char *asan = getenv("ASAN_OPTIONS");
+        snprintf(limit, sizeof limit, "ASAN_OPTIONS='%s:max_allocation_size_mb=2000:allocator_may_return_null=0'",
+                 asan ? asan : "");
+    } else {
+        snprintf(limit, sizeof limit, "ulimit -v 2000000;");
+    }
+    static const char *const programs[] = {"eval", "sample", "export", "train"};
+    for (int p = 0; p < 4; p++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int rc;
+        if (p == 0) rc = run("%s timeout 60 ./eval --weights %s --data %s --threads 1", limit, path, val);
+        else if (p == 1) rc = run("%s timeout 60 ./sample --weights %s --tokenizer %s --threads 1", limit, path, tok);
+        else if (p == 2) rc = run("%s timeout 60 ./export --weights %s --tokenizer %s --out %s", limit, path, tok, gguf);
+        else rc = run("%s timeout 60 ./train configs/tiny.ini %s --threads=1 --steps=2 --init-from %s --out_dir=%s "
+                      "--quiet", limit, data_args, path, run_dir);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        printf("  ./%s refused the 4 GiB file in %.2f s\n", programs[p], s);
+        if (rc != 1) fail_msg("./%s: exit %d, want 1: %s", programs[p], rc, out);
+        expect_one_line("metadata lacks key n_layer");
+        assert_true(s < 10);   // a loaded machine's margin over the idle 0.05 s
+    }
+    assert_int_equal(access(run_dir, F_OK), -1);
+    assert_int_equal(access(gguf, F_OK), -1);
+    unlink(path);
+}
+
 static void test_oversized_batch_and_model(void **state) {
     char run_dir[600], path[600], want[700];
     snprintf(run_dir, sizeof run_dir, "%s/too-big", dir);
@@ -728,6 +784,7 @@ int main(void) {
         cmocka_unit_test(test_init_from_bad_metadata_exit_codes),
         cmocka_unit_test(test_fifo_inputs_refused),
         cmocka_unit_test(test_metadata_only_weights),
+        cmocka_unit_test(test_huge_weights_refused_from_header),
         cmocka_unit_test(test_oversized_batch_and_model),
     };
     return cmocka_run_group_tests(tests, setup, remove_data_dir);

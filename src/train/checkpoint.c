@@ -145,37 +145,47 @@ int checkpoint_check(const char *path, TrainState *state, char *err, size_t errl
     return rc;
 }
 
+// The header, the metadata and every tensor's name, dtype and shape are
+// checked before any tensor is read (a checkpoint's size is then exactly
+// three times the model's); then each tensor is read into its place.
 int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
                     char *err, size_t errlen) {
     StFile *f;
-    if (st_open(&f, path, err, errlen)) return -1;
+    if (st_open_header(&f, path, err, errlen)) return -1;
     int rc = -1;
     TrainState read = *state;
     const ParamEntry *entries;
     int n = gpt_param_entries(model, &entries);
+    char (*names)[2][96] = calloc((size_t)n, sizeof *names);   // adamw.m.NAME, adamw.v.NAME
+    if (!names) { snprintf(err, errlen, "%s: out of memory", path); goto done; }
     if (read_state(f, path, &read, err, errlen) != 0) goto done;
     if (st_num_tensors(f) != 3 * n) {
         snprintf(err, errlen, "%s: holds %d tensors, expected %d (parameters and two AdamW moments each)",
                  path, st_num_tensors(f), 3 * n);
         goto done;
     }
+    if (gpt_check_file(model, f, 0, 1, err, errlen) != 0) goto done;
+    for (int i = 0; i < n; i++) {
+        snprintf(names[i][0], sizeof names[i][0], "adamw.m.%s", entries[i].name);
+        snprintf(names[i][1], sizeof names[i][1], "adamw.v.%s", entries[i].name);
+        if (gpt_check_tensor(f, names[i][0], &entries[i], err, errlen) ||
+            gpt_check_tensor(f, names[i][1], &entries[i], err, errlen)) goto done;
+    }
     if (gpt_read_params(model, f, 0, err, errlen) != 0) goto done;
     for (int i = 0; i < n; i++) {
-        char name[96];
         const ParamEntry *e = &entries[i];
-        snprintf(name, sizeof name, "adamw.m.%s", e->name);
-        if (gpt_read_tensor(f, name, e, opt->m + e->offset, err, errlen)) goto done;
-        snprintf(name, sizeof name, "adamw.v.%s", e->name);
-        if (gpt_read_tensor(f, name, e, opt->v + e->offset, err, errlen)) goto done;
+        if (gpt_read_tensor(f, names[i][0], e, opt->m + e->offset, err, errlen)) goto done;
+        if (gpt_read_tensor(f, names[i][1], e, opt->v + e->offset, err, errlen)) goto done;
         for (size_t k = 0; k < e->numel; k++)
             if (opt->v[e->offset + k] < 0.0f) {   // a mean of squares
-                snprintf(err, errlen, "%s: tensor %s holds a negative value at index %zu", path, name, k);
+                snprintf(err, errlen, "%s: tensor %s holds a negative value at index %zu", path, names[i][1], k);
                 goto done;
             }
     }
     *state = read;
     rc = 0;
 done:
+    free(names);
     st_close(f);
     return rc;
 }

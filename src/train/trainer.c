@@ -177,21 +177,18 @@ static int read_init_weights(Trainer *t) {
     if (!t->args->init_from || t->rank != 0) return TRAIN_OK;
     char err[1024];
     StFile *f;
-    if (st_open(&f, t->args->init_from, err, sizeof err) != 0) {
+    if (st_open_header(&f, t->args->init_from, err, sizeof err) != 0) {
         fprintf(stderr, "--init-from: %s\n", err);
         return TRAIN_EIO;
     }
     // A valid file of another model is a configuration error (exit 2); a file
     // that is bad in itself (metadata missing or invalid, a tensor missing, of
     // the wrong shape, not finite) is 1, as for ./eval, ./sample and ./export.
-    int rc = TRAIN_OK;
-    GPTConfig file_cfg;
-    if (gpt_config_from_file(f, &file_cfg, err, sizeof err) != 0) rc = TRAIN_EIO;
-    else if (gpt_check_file_config(t->model, f, 1, err, sizeof err) != 0) rc = TRAIN_ECONFIG;
-    else if (gpt_read_params(t->model, f, 1, err, sizeof err) != 0) rc = TRAIN_EIO;
+    int rc = gpt_read_params(t->model, f, 1, err, sizeof err);
     st_close(f);
-    if (rc != TRAIN_OK) fprintf(stderr, "--init-from: %s\n", err);
-    return rc;
+    if (rc == 0) return TRAIN_OK;
+    fprintf(stderr, "--init-from: %s\n", err);
+    return rc == GPT_FILE_OTHER_MODEL ? TRAIN_ECONFIG : TRAIN_EIO;
 }
 
 // --init-from FILE of a rope model, rope_original_length not given: the scalings
