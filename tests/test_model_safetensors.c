@@ -434,6 +434,40 @@ static void test_huge_extra_tensor_never_read(void **s) {
     gpt_free(m);
 }
 
+// Metadata numbers follow one rule (src/common/numtext.h: JSON's grammar,
+// whole string): a space on either side, a '+', a leading zero, hexadecimal,
+// inf or nan are refused alike, naming the key; the exponent form is read.
+static void test_metadata_numbers_one_rule(void **s) {
+    (void)s;
+    char p[512], want[256], err[512];
+    GPT *m = small_model(POS_ROPE), *back;
+    snprintf(p, sizeof p, "%s", tmp_path("numbers.safetensors"));
+    static const char *const bad_ints[] = {" 2", "2 ", "+2", "02", "2.0", "0x2", "2e0", "-", ""};
+    meta_override_key = "n_layer";
+    for (size_t i = 0; i < sizeof bad_ints / sizeof bad_ints[0]; i++) {
+        meta_override_value = bad_ints[i];
+        write_variant(m, p, NULL, NULL, NULL, 0, NULL);
+        snprintf(want, sizeof want, "metadata n_layer: '%s' is not an integer", bad_ints[i]);
+        expect_load_error(p, 0, want);
+    }
+    static const char *const bad_numbers[] = {" 500", "500 ", "+500", "0500", "0x1f4", "inf", "nan", ".5", "5.",
+                                              "5e", "1e999"};
+    meta_override_key = "rope_base";
+    for (size_t i = 0; i < sizeof bad_numbers / sizeof bad_numbers[0]; i++) {
+        meta_override_value = bad_numbers[i];
+        write_variant(m, p, NULL, NULL, NULL, 0, NULL);
+        snprintf(want, sizeof want, "metadata rope_base: '%s' is not a number", bad_numbers[i]);
+        expect_load_error(p, 0, want);
+    }
+    meta_override_value = "5E+2";   // 500, in the exponent form
+    write_variant(m, p, NULL, NULL, NULL, 0, NULL);
+    assert_int_equal(gpt_load(&back, p, 0, err, sizeof err), 0);
+    assert_true(gpt_config(back)->rope_base == 500.0f);
+    gpt_free(back);
+    meta_override_key = NULL;
+    gpt_free(m);
+}
+
 static int setup(void **s) {
     (void)s;
     snprintf(dir, sizeof dir, "/tmp/ropelab_st_XXXXXX");
@@ -453,7 +487,7 @@ int main(void) {
         cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_generic_round_trip),
         cmocka_unit_test(test_corrupt_headers), cmocka_unit_test(test_model_file_errors),
         cmocka_unit_test(test_huge_file_bad_header), cmocka_unit_test(test_huge_file_valid_header),
-        cmocka_unit_test(test_huge_extra_tensor_never_read),
+        cmocka_unit_test(test_huge_extra_tensor_never_read), cmocka_unit_test(test_metadata_numbers_one_rule),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

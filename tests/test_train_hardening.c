@@ -337,6 +337,10 @@ static void test_checkpoint_step_and_rng_range(void **state) {
         {"data_rng", "0 0 0 0"}, {"data_rng", "1 2 3"}, {"data_rng", "1 2 3 x"}, {"data_rng", "1 2 3 4 5"},
         {"data_rng", "-1 2 3 4"}, {"data_rng", "18446744073709551616 1 1 1"}, {"data_rng", NULL},
         {"elapsed_s", "-1"}, {"elapsed_s", "nan"}, {"elapsed_s", "1e999"}, {"elapsed_s", "12abc"},
+        // one rule for numbers as text (src/common/numtext.h): no space, '+', leading zero or hexadecimal
+        {"step", " 40"}, {"step", "40 "}, {"step", "+40"}, {"step", "040"}, {"world_size", "01"},
+        {"data_rng", "01 2 3 4"}, {"data_rng", "1 2 3 +4"}, {"data_rng", "1  2 3 4"},
+        {"elapsed_s", " 1"}, {"elapsed_s", "1 "}, {"elapsed_s", "+1"}, {"elapsed_s", "0x10"}, {"elapsed_s", ".5"},
     };
     const char *ref = reference_dir();
     char src[600], copy[600], dst[700];

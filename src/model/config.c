@@ -3,7 +3,7 @@
 // the weights file's metadata (written and read), ./train --help and the
 // resolved config.ini. A new key is one line here, one field of GPTConfig,
 // and its use in the scheme that needs it.
-#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -117,21 +117,20 @@ static void range_text(const ModelKey *key, char *buf, size_t n) {
 
 int gpt_config_set(GPTConfig *c, int k, const char *value, char *err, size_t errlen) {
     const ModelKey *key = &MODEL_KEYS[k];
-    char *end, range[80], text[32];
+    char range[80], text[32];
     range_text(key, range, sizeof range);
     switch (key->type) {
-    case MODEL_KEY_INT: {
-        errno = 0;
-        long long v = strtoll(value, &end, 10);
-        if (!*value || *end || errno) { snprintf(err, errlen, "'%s' is not an integer", value); return -1; }
-        if (!in_range(key, (double)v)) { snprintf(err, errlen, "%lld is out of range %s", v, range); return -1; }
+    case MODEL_KEY_INT: {   // numtext.h's rule, as every number read as text
+        long long v;
+        int rc = parse_integer(value, LLONG_MIN, LLONG_MAX, &v);
+        if (rc == NUMTEXT_BAD) { snprintf(err, errlen, "'%s' is not an integer", value); return -1; }
+        if (rc != 0 || !in_range(key, (double)v)) { snprintf(err, errlen, "%s is out of range %s", value, range); return -1; }
         *(int *)key_field(c, k) = (int)v;
         return 0;
     }
     case MODEL_KEY_FLOAT: {
-        errno = 0;
-        double v = strtod(value, &end);
-        if (!*value || *end || errno || !isfinite(v)) { snprintf(err, errlen, "'%s' is not a number", value); return -1; }
+        double v;
+        if (parse_number(value, &v) != 0) { snprintf(err, errlen, "'%s' is not a number", value); return -1; }
         if (!in_range(key, v)) {
             format_double(text, sizeof text, v);
             snprintf(err, errlen, "%s is out of range %s", text, range);
