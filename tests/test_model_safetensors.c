@@ -468,6 +468,53 @@ static void test_metadata_numbers_one_rule(void **s) {
     gpt_free(m);
 }
 
+// The model's tokenizer_checksum: written as 16 lowercase hex digits, read
+// back exactly; absent (a file written before the key) it is 0, not recorded,
+// which matches any tokenizer; another spelling is refused naming the key.
+static void test_tokenizer_checksum_metadata(void **s) {
+    (void)s;
+    char p[512], err[512], want[800];
+    GPTConfig cfg = {.n_layer = 1, .n_head = 2, .d_model = 8, .vocab_size = 32, .block_size = 8, .pos = POS_ALIBI,
+                     .tokenizer_checksum = 0x00f0e1d2c3b4a596ull};
+    gpt_config_defaults(&cfg);
+    GPT *m, *back;
+    assert_int_equal(gpt_create(&m, &cfg, 1, err, sizeof err), 0);
+    snprintf(p, sizeof p, "%s", tmp_path("tokck.safetensors"));
+    assert_int_equal(gpt_save(m, p, err, sizeof err), 0);
+    StFile *f;
+    assert_int_equal(st_open_header(&f, p, err, sizeof err), 0);
+    assert_string_equal(st_meta(f, "tokenizer_checksum"), "00f0e1d2c3b4a596");
+    st_close(f);
+    assert_int_equal(gpt_load(&back, p, 0, err, sizeof err), 0);
+    assert_true(gpt_config(back)->tokenizer_checksum == 0x00f0e1d2c3b4a596ull);
+    // the tokenizer of the weights, another one of the same size, another size, or none recorded
+    assert_int_equal(gpt_check_tokenizer(back, p, 32, 0x00f0e1d2c3b4a596ull, "t.bin", err, sizeof err), 0);
+    assert_int_equal(gpt_check_tokenizer(back, p, 32, 0, "t.bin", err, sizeof err), 0);
+    assert_int_equal(gpt_check_tokenizer(back, p, 32, 0x00f0e1d2c3b4a597ull, "u.bin", err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s and u.bin are of different tokenizers (tokenizer_checksum 00f0e1d2c3b4a596 in "
+             "the weights, 00f0e1d2c3b4a597 for u.bin)", p);
+    assert_string_equal(err, want);
+    assert_int_equal(gpt_check_tokenizer(back, p, 33, 0x00f0e1d2c3b4a596ull, "v.bin", err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: vocabulary size 32 does not match the tokenizer v.bin (33)", p);
+    assert_string_equal(err, want);
+    gpt_free(back);
+    write_variant(m, p, NULL, NULL, NULL, 0, "tokenizer_checksum");   // a file from before the key
+    assert_int_equal(gpt_load(&back, p, 0, err, sizeof err), 0);
+    assert_true(gpt_config(back)->tokenizer_checksum == 0);
+    assert_int_equal(gpt_check_tokenizer(back, p, 32, 0x1234ull, "t.bin", err, sizeof err), 0);
+    gpt_free(back);
+    static const char *const bad[] = {"00F0E1D2C3B4A596", "f0e1d2c3b4a596", "000f0e1d2c3b4a596", " 0f0e1d2c3b4a596", ""};
+    meta_override_key = "tokenizer_checksum";
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        meta_override_value = bad[i];
+        write_variant(m, p, NULL, NULL, NULL, 0, NULL);
+        snprintf(want, sizeof want, "metadata tokenizer_checksum: '%s' is not 16 lowercase hexadecimal digits", bad[i]);
+        expect_load_error(p, 0, want);
+    }
+    meta_override_key = NULL;
+    gpt_free(m);
+}
+
 static int setup(void **s) {
     (void)s;
     snprintf(dir, sizeof dir, "/tmp/ropelab_st_XXXXXX");
@@ -488,6 +535,7 @@ int main(void) {
         cmocka_unit_test(test_corrupt_headers), cmocka_unit_test(test_model_file_errors),
         cmocka_unit_test(test_huge_file_bad_header), cmocka_unit_test(test_huge_file_valid_header),
         cmocka_unit_test(test_huge_extra_tensor_never_read), cmocka_unit_test(test_metadata_numbers_one_rule),
+        cmocka_unit_test(test_tokenizer_checksum_metadata),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -14,6 +14,9 @@
 //   - a weights file with missing or invalid metadata: exit 1 from ./eval,
 //     ./sample, ./export and ./train --init-from alike (2 for --init-from
 //     of a valid file of another model);
+//   - a model records its tokenizer: ./sample, ./export, ./eval and ./train
+//     refuse another one of the same size; files without the record still
+//     work (--resume gives the same model, --init-from starts);
 //   - bad inputs: directories, devices and named pipes as files, NUL bytes,
 //     NaN weights, control characters in tensor names, oversized batches and
 //     models, a metadata-only weights file (refused before allocating), a
@@ -45,6 +48,7 @@
 #include <unistd.h>
 
 #include "common/rng.h"
+#include "data/bpe.h"
 #include "model/safetensors.h"
 #include "util_run.h"
 
@@ -609,6 +613,109 @@ static void test_init_from_bad_metadata_exit_codes(void **state) {
     assert_int_equal(access(run_dir, F_OK), -1);
 }
 
+// The metadata value key of a safetensors file (header only), into buf.
+static const char *file_meta(const char *path, const char *key, char *buf, size_t n) {
+    char err[1024];
+    StFile *f;
+    if (st_open_header(&f, path, err, sizeof err) != 0) fail_msg("%s", err);
+    const char *v = st_meta(f, key);
+    snprintf(buf, n, "%s", v ? v : "(absent)");
+    st_close(f);
+    return buf;
+}
+
+// A trained model records its tokenizer (tokenizer_checksum, bpe_checksum of
+// tokenizer.bin), and so does its checkpoint; ./sample, ./export and ./eval
+// refuse another tokenizer of the same size (here 320) in one line naming
+// both files, ./train token files made with another one. A model or
+// checkpoint without the key (written before it existed) still works:
+// --resume gives the very model a resume of the file with the key gives, and
+// --init-from starts from it; --init-from of a model of another tokenizer is
+// a model of another configuration (exit 2).
+static void test_tokenizer_recorded(void **state) {
+    const char *ref = reference_dir();
+    char w[600], ckpt[600], tok[600], other[600], corpus[600], buf[128], want[128], err[512];
+    snprintf(w, sizeof w, "%s/model.safetensors", ref);
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", ref);
+    snprintf(tok, sizeof tok, "%s/data/tokenizer.bin", dir);
+    snprintf(other, sizeof other, "%s/other", dir);
+    snprintf(corpus, sizeof corpus, "%s/other.txt", dir);
+    Tokenizer t;
+    if (bpe_load(&t, tok, err, sizeof err) != 0) fail_msg("%s", err);
+    snprintf(want, sizeof want, "%016llx", (unsigned long long)bpe_checksum(&t));
+    bpe_free(&t);
+    assert_string_equal(file_meta(w, "tokenizer_checksum", buf, sizeof buf), want);
+    assert_string_equal(file_meta(ckpt, "tokenizer_checksum", buf, sizeof buf), want);
+
+    // Another tokenizer of the same size, with its token files.
+    assert_int_equal(run("cat README.md docs/TRAINING.md > %s && ./prepare --vocab-size 320 --val-fraction 0.1 "
+                         "--out-dir %s %s", corpus, other, corpus), 0);
+    char other_tok[700], other_train[700], other_val[700], data_val[700], run_dir[700];
+    snprintf(other_tok, sizeof other_tok, "%s/tokenizer.bin", other);
+    snprintf(other_train, sizeof other_train, "%s/train.bin", other);
+    snprintf(other_val, sizeof other_val, "%s/val.bin", other);
+    snprintf(data_val, sizeof data_val, "%s/data/val.bin", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/never-tok", dir);
+    if (bpe_load(&t, other_tok, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(t.vocab_size, 320);
+    bpe_free(&t);
+    char both[1500];
+    snprintf(both, sizeof both, "%s and %s are of different tokenizers", w, other_tok);
+    assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1 --tokens 5", w, other_tok), 1);
+    expect_one_line(both);
+    assert_int_equal(run("./export --weights %s --tokenizer %s --out %s/never.gguf", w, other_tok, dir), 1);
+    expect_one_line(both);
+    snprintf(both, sizeof both, "%s and %s are of different tokenizers", w, other_val);
+    assert_int_equal(run("./eval --weights %s --data %s --threads 1 --batches 1", w, other_val), 1);
+    expect_one_line(both);
+    snprintf(both, sizeof both, "%s and %s are of different tokenizers", other_train, tok);
+    assert_int_equal(run("./train configs/tiny.ini --tokenizer=%s --train_file=%s --val_file=%s --threads=1 "
+                         "--steps=2 --out_dir=%s --quiet", tok, other_train, data_val, run_dir), 1);
+    expect_one_line(both);
+    assert_int_equal(access(run_dir, F_OK), -1);
+
+    // A model without the key: any tokenizer of its size, as before.
+    char old[700];
+    snprintf(old, sizeof old, "%s/old-model.safetensors", dir);
+    set_meta(w, old, "tokenizer_checksum", NULL);
+    if (run("./sample --weights %s --tokenizer %s --threads 1 --tokens 5", old, other_tok) != 0) fail_msg("%s", out);
+    if (run("./eval --weights %s --data %s --threads 1 --batches 1", old, other_val) != 0) fail_msg("%s", out);
+
+    // --resume of a checkpoint without the key: the model of a resume with it, bit for bit, and the key again.
+    char with[700], without[700], a[800], b[800];
+    snprintf(with, sizeof with, "%s/resume-with", dir);
+    snprintf(without, sizeof without, "%s/resume-without", dir);
+    assert_int_equal(run("rm -rf '%s' '%s' && cp -r '%s' '%s' && cp -r '%s' '%s'", with, without, ref, with, ref,
+                         without), 0);
+    snprintf(a, sizeof a, "%s/checkpoint.safetensors", without);
+    set_meta(ckpt, a, "tokenizer_checksum", NULL);
+    snprintf(a, sizeof a, "%s/model.safetensors", without);
+    set_meta(w, a, "tokenizer_checksum", NULL);
+    if (run("./train --resume %s --steps=50 --quiet", with) != 0) fail_msg("%s", out);
+    if (run("./train --resume %s --steps=50 --quiet", without) != 0) fail_msg("%s", out);
+    snprintf(a, sizeof a, "%s/model.safetensors", with);
+    snprintf(b, sizeof b, "%s/model.safetensors", without);
+    assert_true(files_equal(a, b));
+    assert_string_equal(file_meta(b, "tokenizer_checksum", buf, sizeof buf), want);
+    snprintf(b, sizeof b, "%s/checkpoint.safetensors", without);
+    assert_string_equal(file_meta(b, "tokenizer_checksum", buf, sizeof buf), want);
+    static char rows_a[64][160], rows_b[64][160];
+    assert_same_rows(rows_a, read_log(with, rows_a, 64), rows_b, read_log(without, rows_b, 64));
+
+    // --init-from a model without the key starts; its run records the key.
+    if (run("./train configs/tiny.ini %s --threads=1 --pos=t5 --steps=2 --init-from %s --out_dir=%s/init-old "
+            "--quiet", data_args, old, dir) != 0) fail_msg("%s", out);
+    snprintf(b, sizeof b, "%s/init-old/model.safetensors", dir);
+    assert_string_equal(file_meta(b, "tokenizer_checksum", buf, sizeof buf), want);
+    // ... and of a model of another tokenizer is refused as another model's.
+    set_meta(w, old, "tokenizer_checksum", "0123456789abcdef");
+    assert_int_equal(run("./train configs/tiny.ini %s --threads=1 --pos=t5 --steps=2 --init-from %s --out_dir=%s "
+                         "--quiet", data_args, old, run_dir), 2);
+    snprintf(both, sizeof both, "tokenizer_checksum is 0123456789abcdef in the file but %s in this run", want);
+    expect_one_line(both);
+    assert_int_equal(access(run_dir, F_OK), -1);
+}
+
 // A named pipe is not a regular file either: refused at once, not waited on
 // (open(2) of a FIFO for reading blocks until a writer opens it).
 static void test_fifo_inputs_refused(void **state) {
@@ -786,6 +893,7 @@ int main(void) {
         cmocka_unit_test(test_bad_config_files),
         cmocka_unit_test(test_bad_weights_and_tokenizer_files),
         cmocka_unit_test(test_init_from_bad_metadata_exit_codes),
+        cmocka_unit_test(test_tokenizer_recorded),
         cmocka_unit_test(test_fifo_inputs_refused),
         cmocka_unit_test(test_metadata_only_weights),
         cmocka_unit_test(test_huge_weights_refused_from_header),

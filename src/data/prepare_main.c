@@ -366,9 +366,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "%s\n", err);
         goto done;
     }
+    uint64_t checksum = bpe_checksum(&tok);   // the token files name their tokenizer
     if (bpe_save(&tok, path_tok, err, sizeof err) ||
-        tokens_write(path_train, ids, split, tok.vocab_size, err, sizeof err) ||
-        tokens_write(path_val, ids + split, n_val, tok.vocab_size, err, sizeof err)) {
+        tokens_write(path_train, ids, split, tok.vocab_size, checksum, err, sizeof err) ||
+        tokens_write(path_val, ids + split, n_val, tok.vocab_size, checksum, err, sizeof err)) {
         unlink(path_tok);
         unlink(path_train);
         unlink(path_val);

@@ -170,6 +170,20 @@ int gpt_read_params(GPT *m, const StFile *f, int length_keys_may_differ, char *e
     return 0;
 }
 
+int gpt_check_tokenizer(const GPT *m, const char *weights, int vocab_size, uint64_t checksum, const char *source,
+                        char *err, size_t errlen) {
+    if (vocab_size > 0 && vocab_size != m->cfg.vocab_size) {
+        snprintf(err, errlen, "%s: vocabulary size %d does not match the tokenizer %s (%d)", weights,
+                 m->cfg.vocab_size, source, vocab_size);
+        return -1;
+    }
+    uint64_t trained = m->cfg.tokenizer_checksum;
+    if (trained == 0 || checksum == 0 || trained == checksum) return 0;
+    snprintf(err, errlen, "%s and %s are of different tokenizers (tokenizer_checksum %016llx in the weights, "
+             "%016llx for %s)", weights, source, (unsigned long long)trained, (unsigned long long)checksum, source);
+    return -1;
+}
+
 // The header first: metadata, then the tensor table against the model those
 // keys describe (gpt_describe sizes no buffer). Only a file that passes is
 // allocated for and read, tensor by tensor into the model: a bad file costs

@@ -50,6 +50,14 @@ int gpt_check_file(const GPT *model, const StFile *file, int length_keys_may_dif
 // gpt_check_file (extra tensors allowed), then every parameter read
 // (gpt_read_tensor). 0, GPT_FILE_BAD or GPT_FILE_OTHER_MODEL.
 int gpt_read_params(GPT *model, const StFile *file, int length_keys_may_differ, char *err, size_t errlen);
+// Whether the tokenizer in (or behind) the file `source` is the one the
+// model of `weights` was trained with: its vocabulary size (vocab_size > 0;
+// 0: not checked here) and, when both are recorded (non-zero), its checksum
+// (bpe_checksum) against the metadata's tokenizer_checksum. ./sample and
+// ./export give their tokenizer, ./eval its token file's record. -1 with one
+// line naming both files.
+int gpt_check_tokenizer(const GPT *model, const char *weights, int vocab_size, uint64_t checksum,
+                        const char *source, char *err, size_t errlen);
 // The weights file's __metadata__ for this model, as key/value strings:
 // format=pt, then every key of the model-key table (docs/FORMAT.md).
 #define GPT_META_MAX 32

@@ -34,7 +34,7 @@ typedef struct {
 #define F(field) offsetof(TrainOptions, field)
 static const OptSpec OPTION_TABLE[] = {
     {"tokenizer", "data", T_STR, "data/kjv/tokenizer.bin", F(tokenizer), 1, 0, 1,
-     "BPE tokenizer written by ./prepare; gives vocab_size", NULL},
+     "BPE tokenizer written by ./prepare; gives vocab_size and the model's tokenizer_checksum", NULL},
     {"train_file", "data", T_STR, "data/kjv/train.bin", F(train_file), 1, 0, 1, "training tokens (llm.c token file)", NULL},
     {"val_file", "data", T_STR, "data/kjv/val.bin", F(val_file), 1, 0, 1, "validation tokens (llm.c token file)", NULL},
 
@@ -596,6 +596,7 @@ static const char *type_name(int k) {
         case MODEL_KEY_FLOAT: return "float";
         case MODEL_KEY_SCHEME: return "scheme";
         case MODEL_KEY_CHOICE: return "choice";
+        case MODEL_KEY_CHECKSUM: return "checksum";
         }
     }
     switch (opt_spec(k)->type) {

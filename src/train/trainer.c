@@ -116,6 +116,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
         return TRAIN_EIO;
     }
     t->vocab_size = tok.vocab_size;
+    uint64_t tokenizer_checksum = bpe_checksum(&tok);
     bpe_free(&tok);
 
     GPTConfig cfg;
@@ -124,11 +125,18 @@ static int setup_model_and_data(Trainer *t, int need_val) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_ECONFIG;
     }
+    // The model records its tokenizer, the one the token files were made with
+    // where they say so (./prepare's do; llm.c's and older ones do not).
+    cfg.tokenizer_checksum = tokenizer_checksum;
     if (loader_open(&t->train, opt->train_file, B, T, opt->seed, t->vocab_size, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
     t->train_open = 1;
+    if (tokens_check_tokenizer(&t->train.file, tokenizer_checksum, opt->tokenizer, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return TRAIN_EIO;
+    }
     loader_set_shard(&t->train, t->world, t->rank);   // this rank's B of every N*B windows
     if (need_val) {
         if (loader_open(&t->val, opt->val_file, B, T, opt->seed, t->vocab_size, err, sizeof err) != 0) {
@@ -136,6 +144,10 @@ static int setup_model_and_data(Trainer *t, int need_val) {
             return TRAIN_EIO;
         }
         t->val_open = 1;
+        if (tokens_check_tokenizer(&t->val.file, tokenizer_checksum, opt->tokenizer, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            return TRAIN_EIO;
+        }
         t->val_losses = malloc((size_t)opt->eval_batches * sizeof *t->val_losses);
         if (!t->val_losses) {
             fprintf(stderr, "out of memory for %d validation losses\n", opt->eval_batches);
