@@ -352,6 +352,17 @@ static void test_chunked_encoding_matches_whole(void **state) {
 
 // ---------------------------------------------------------------- files
 
+// FNV-1a, 64 bits, written from its definition (Fowler, Noll, Vo): the
+// test's own, checked on the published vectors.
+static uint64_t fnv1a64(const uint8_t *p, size_t n) {
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
 static void test_deterministic_files(void **state) {
     Rng r;
     rng_seed(&r, 3);
@@ -389,8 +400,19 @@ static void test_deterministic_files(void **state) {
     size_t ma = bpe_encode(&a, text, n, ia), mc = bpe_encode(&c, text, n, ic);
     assert_int_equal(ma, mc);
     assert_memory_equal(ia, ic, ma * sizeof *ia);
+
+    // The checksum is FNV-1a 64 of the file's bytes, the same whether the
+    // tokenizer was trained or loaded; another tokenizer has another one.
+    assert_true(fnv1a64((const uint8_t *)"", 0) == 0xcbf29ce484222325ull);   // the published test vectors
+    assert_true(fnv1a64((const uint8_t *)"a", 1) == 0xaf63dc4c8601ec8cull);
+    assert_true(fnv1a64((const uint8_t *)"foobar", 6) == 0x85944171f73967e8ull);
+    assert_true(bpe_checksum(&a) == fnv1a64(fa, na));
+    assert_true(bpe_checksum(&c) == fnv1a64(fa, na));
+    Tokenizer d;
+    assert_int_equal(bpe_train(&d, text, n, 1999, NULL, NULL, err, sizeof err), 0);
+    assert_true(bpe_checksum(&d) != bpe_checksum(&a));
     free(ia); free(ic); free(fa); free(fb); free(text);
-    bpe_free(&a); bpe_free(&b); bpe_free(&c);
+    bpe_free(&a); bpe_free(&b); bpe_free(&c); bpe_free(&d);
 }
 
 // Writes a tokenizer file with the given header and merges; loads it; expects

@@ -19,7 +19,7 @@ static char err[1024];
 static void write_positions(const char *path, size_t n) {
     uint32_t *t = malloc(n * sizeof *t);
     for (size_t i = 0; i < n; i++) t[i] = (uint32_t)i;
-    assert_int_equal(tokens_write(path, t, n, 65536, ATOMIC_REPLACE, err, sizeof err), 0);
+    assert_int_equal(tokens_write(path, t, n, 65536, 0, ATOMIC_REPLACE, err, sizeof err), 0);
     free(t);
 }
 

@@ -168,6 +168,10 @@ static void test_prepare_end_to_end(void **state) {
     assert_int_equal(tokens_open(&va, DIR "/out/val.bin", 600, err, sizeof err), 0);
     double total = tr.n_tokens + va.n_tokens;
     assert_true(llabs((long long)va.n_tokens - (long long)(0.1 * total + 0.5)) <= 1);
+    // Both name the tokenizer they were made with (its checksum, never 0 here).
+    assert_true(bpe_checksum(&tok) != 0);
+    assert_true(tr.tokenizer_checksum == bpe_checksum(&tok));
+    assert_true(va.tokenizer_checksum == bpe_checksum(&tok));
     // Compression: well over one byte per token on this repetitive text.
     assert_true(corpus_len / (total - N_DOCS) > 2.0);
     tokens_close(&tr); tokens_close(&va);

@@ -41,16 +41,19 @@ static void test_roundtrip_uint16(void **state) {
     size_t n = 100000;
     uint32_t *t = malloc(n * sizeof *t);
     for (size_t i = 0; i < n; i++) t[i] = (uint32_t)((i * 2654435761u) % 65536);
-    assert_int_equal(tokens_write(path, t, n, 65536, ATOMIC_REPLACE, err, sizeof err), 0);
+    const uint64_t checksum = 0x0123456789abcdefull;   // the tokenizer's, as ./prepare records it
+    assert_int_equal(tokens_write(path, t, n, 65536, checksum, ATOMIC_REPLACE, err, sizeof err), 0);
 
     // The bytes on disk, read without the library.
     FILE *f = fopen(path, "rb");
-    int32_t header[256];
+    uint32_t header[256];
     assert_int_equal(fread(header, 4, 256, f), 256);
     assert_int_equal(header[0], 20240520);
     assert_int_equal(header[1], 1);
     assert_int_equal(header[2], n);
-    for (int i = 3; i < 256; i++) assert_int_equal(header[i], 0);
+    assert_int_equal(header[3], 0x89abcdefu);   // the checksum's low 32 bits, then its high ones
+    assert_int_equal(header[4], 0x01234567u);
+    for (int i = 5; i < 256; i++) assert_int_equal(header[i], 0);
     uint16_t first[3];
     assert_int_equal(fread(first, 2, 3, f), 3);
     for (int i = 0; i < 3; i++) assert_int_equal(first[i], t[i]);
@@ -62,7 +65,13 @@ static void test_roundtrip_uint16(void **state) {
     assert_int_equal(tokens_open(&tf, path, 65536, err, sizeof err), 0);
     assert_int_equal(tf.n_tokens, n);
     assert_int_equal(tf.token_bytes, 2);
+    assert_true(tf.tokenizer_checksum == checksum);
     for (size_t i = 0; i < n; i++) assert_int_equal(tokens_get(&tf, i), t[i]);
+    // Its tokenizer is accepted, another one refused in one line naming both files.
+    assert_int_equal(tokens_check_tokenizer(&tf, checksum, "tok.bin", err, sizeof err), 0);
+    assert_int_equal(tokens_check_tokenizer(&tf, 0x0123456789abcdeeull, "other.bin", err, sizeof err), -1);
+    assert_string_equal(err, "build/test_tokens_u16.bin and other.bin are of different tokenizers (tokenizer "
+                             "checksum 0123456789abcdef in the token file, 0123456789abcdee for other.bin)");
     tokens_close(&tf);
     free(t);
 }
@@ -70,7 +79,7 @@ static void test_roundtrip_uint16(void **state) {
 static void test_roundtrip_uint32(void **state) {
     const char *path = "build/test_tokens_u32.bin";
     uint32_t t[5] = {0, 65535, 65536, 99999, 7};
-    assert_int_equal(tokens_write(path, t, 5, 100000, ATOMIC_REPLACE, err, sizeof err), 0);
+    assert_int_equal(tokens_write(path, t, 5, 100000, 0, ATOMIC_REPLACE, err, sizeof err), 0);
     FILE *f = fopen(path, "rb");
     int32_t header[3];
     assert_int_equal(fread(header, 4, 3, f), 3);
@@ -97,6 +106,8 @@ static void test_reads_llmc_files(void **state) {
     assert_int_equal(tokens_open(&tf, path, 50257, err, sizeof err), 0);
     assert_int_equal(tf.n_tokens, 4);
     for (int i = 0; i < 4; i++) assert_int_equal(tokens_get(&tf, i), t16[i]);
+    assert_true(tf.tokenizer_checksum == 0);   // not recorded: any tokenizer is taken
+    assert_int_equal(tokens_check_tokenizer(&tf, 0x0123456789abcdefull, "tok.bin", err, sizeof err), 0);
     tokens_close(&tf);
     expect_open_error(path, 50000, "token 0 is 50256, beyond the vocabulary of 50000");
     // An empty file (header only) is valid.
@@ -135,11 +146,11 @@ static void test_write_rejects_bad_ids(void **state) {
     const char *path = "build/test_tokens_reject.bin";
     remove(path);
     uint32_t t[3] = {1, 500, 2};
-    assert_int_equal(tokens_write(path, t, 3, 500, ATOMIC_REPLACE, err, sizeof err), -1);
+    assert_int_equal(tokens_write(path, t, 3, 500, 0, ATOMIC_REPLACE, err, sizeof err), -1);
     assert_non_null(strstr(err, "token 1 is 500, beyond the vocabulary of 500"));
     FILE *f = fopen(path, "rb");
     assert_null(f);   // nothing written
-    assert_int_equal(tokens_write("build/no_such_dir/x.bin", t, 3, 501, ATOMIC_REPLACE, err, sizeof err), -1);
+    assert_int_equal(tokens_write("build/no_such_dir/x.bin", t, 3, 501, 0, ATOMIC_REPLACE, err, sizeof err), -1);
     assert_non_null(strstr(err, "build/no_such_dir/x.bin: cannot create"));
 }
 

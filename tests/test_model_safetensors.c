@@ -1,5 +1,7 @@
 // test_model_safetensors.c: the checkpoint file. Round trips are exact;
-// every kind of corrupt file is rejected with its own one-line message.
+// every kind of corrupt file is rejected with its own one-line message; a
+// file is judged from its header, so a huge one costs no memory to refuse,
+// and a tensor the model does not use is never read.
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -8,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -190,11 +191,26 @@ static void test_corrupt_headers(void **s) {
     expect_open_error(p, "No such file or directory");
 }
 
-// Peak resident memory of this process so far, in bytes (ru_maxrss is in kB on Linux).
+// Peak resident memory of this process since the last reset_peak_rss, in
+// bytes (Linux: VmHWM, which writing 5 to /proc/self/clear_refs sets back to
+// the current resident size), so that one test's peak does not hide the next's.
+static void reset_peak_rss(void) {
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    assert_non_null(f);
+    assert_true(fputs("5", f) >= 0);
+    assert_int_equal(fclose(f), 0);
+}
+
 static long long peak_rss(void) {
-    struct rusage u;
-    getrusage(RUSAGE_SELF, &u);
-    return (long long)u.ru_maxrss * 1024;
+    FILE *f = fopen("/proc/self/status", "r");
+    assert_non_null(f);
+    char line[256];
+    long long kb = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmHWM: %lld kB", &kb) == 1) break;
+    fclose(f);
+    assert_true(kb >= 0);
+    return kb * 1024;
 }
 
 // A sparse file of `size` bytes: the 8-byte length field, the header text,
@@ -212,6 +228,7 @@ static void test_huge_file_bad_header(void **s) {
     (void)s;
     const long long size = 4LL << 30;
     char p[512], msg[256];
+    reset_peak_rss();
     long long rss0 = peak_rss();
     // a length field beyond the 100 MB limit (the file could hold it)
     snprintf(p, sizeof p, "%s", write_sparse("huge_len.safetensors", 200u << 20, "{}", size));
@@ -332,6 +349,172 @@ static void test_model_file_errors(void **s) {
     gpt_free(m);
 }
 
+// A 4 GiB file whose header is valid (one tensor covering the data, no
+// metadata): gpt_load refuses it for its metadata, having read the header
+// only. Reading the data section first would raise the peak resident
+// memory by 4 GiB (and take seconds); the bound allows 64 MB.
+static void test_huge_file_valid_header(void **s) {
+    (void)s;
+    const long long size = 4LL << 30;
+    char p[512], header[81], err[512];
+    long long numel = (size - 88) / 4;   // 8 + 80 header bytes, then the one tensor
+    int n = snprintf(header, sizeof header, "{\"wte\":{\"dtype\":\"F32\",\"shape\":[%lld],\"data_offsets\":[0,%lld]}}",
+                     numel, 4 * numel);
+    assert_true(n > 0 && n <= 80);
+    memset(header + n, ' ', (size_t)(80 - n));
+    header[80] = 0;
+    reset_peak_rss();
+    long long rss0 = peak_rss();
+    snprintf(p, sizeof p, "%s", write_sparse("huge_nometa.safetensors", 80, header, size));
+    StFile *f;
+    assert_int_equal(st_open_header(&f, p, err, sizeof err), 0);   // a valid file ...
+    st_close(f);
+    GPT *m = NULL;
+    assert_int_equal(gpt_load(&m, p, 0, err, sizeof err), -1);    // ... of no model
+    assert_null(m);
+    char want[600];
+    snprintf(want, sizeof want, "%s: metadata lacks key n_layer", p);
+    assert_string_equal(err, want);
+    unlink(p);
+    long long grew = peak_rss() - rss0;
+    if (grew >= (64LL << 20)) printf("peak RSS grew by %lld MB\n", grew >> 20);
+    assert_true(grew < (64LL << 20));
+}
+
+// A model's file with one more tensor of 4 GiB (sparse) after its weights:
+// refused for it without reading it, or, extra tensors allowed (a training
+// checkpoint), loaded without reading it: only the model's tensors are read.
+static void test_huge_extra_tensor_never_read(void **s) {
+    (void)s;
+    char err[512], p[512];
+    GPT *m = small_model(POS_ROPE), *back = NULL;
+    snprintf(p, sizeof p, "%s", tmp_path("huge_extra.safetensors"));
+    assert_int_equal(gpt_save(m, p, err, sizeof err), 0);
+    // the header gets "big": 4 GiB of U8 after the weights' data
+    FILE *f = fopen(p, "rb");
+    assert_non_null(f);
+    uint8_t len8[8];
+    assert_int_equal(fread(len8, 1, 8, f), 8);
+    size_t hlen = 0;
+    for (int i = 0; i < 8; i++) hlen |= (size_t)len8[i] << (8 * i);
+    size_t data_bytes = gpt_num_params(m) * sizeof(float);
+    char *text = malloc(hlen + 200), *data = malloc(data_bytes);
+    assert_non_null(text);
+    assert_non_null(data);
+    assert_int_equal(fread(text, 1, hlen, f), hlen);
+    assert_int_equal(fread(data, 1, data_bytes, f), data_bytes);
+    fclose(f);
+    size_t end = hlen;
+    while (end > 0 && text[end - 1] == ' ') end--;
+    assert_true(end > 0 && text[end - 1] == '}');
+    const unsigned long long big = 4ULL << 30;
+    int n = snprintf(text + end - 1, 200, ",\"big\":{\"dtype\":\"U8\",\"shape\":[%llu],\"data_offsets\":[%zu,%llu]}}",
+                     big, data_bytes, (unsigned long long)data_bytes + big);
+    size_t len = end - 1 + (size_t)n, padded = (len + 7) / 8 * 8;
+    memset(text + len, ' ', padded - len);
+    f = fopen(p, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 8; i++) fputc((int)((uint64_t)padded >> (8 * i) & 0xff), f);
+    fwrite(text, 1, padded, f);
+    fwrite(data, 1, data_bytes, f);
+    assert_int_equal(fclose(f), 0);
+    assert_int_equal(truncate(p, (off_t)(8 + padded + data_bytes + big)), 0);
+    free(text);
+    free(data);
+    reset_peak_rss();
+    long long rss0 = peak_rss();
+    expect_load_error(p, 0, "unexpected tensor big (not a parameter of pos=rope)");
+    assert_int_equal(gpt_load(&back, p, 1, err, sizeof err), 0);
+    assert_memory_equal(gpt_params(back), gpt_params(m), gpt_num_params(m) * sizeof(float));
+    long long grew = peak_rss() - rss0;
+    if (grew >= (64LL << 20)) printf("peak RSS grew by %lld MB\n", grew >> 20);
+    assert_true(grew < (64LL << 20));
+    unlink(p);
+    gpt_free(back);
+    gpt_free(m);
+}
+
+// Metadata numbers follow one rule (src/common/numtext.h: JSON's grammar,
+// whole string): a space on either side, a '+', a leading zero, hexadecimal,
+// inf or nan are refused alike, naming the key; the exponent form is read.
+static void test_metadata_numbers_one_rule(void **s) {
+    (void)s;
+    char p[512], want[256], err[512];
+    GPT *m = small_model(POS_ROPE), *back;
+    snprintf(p, sizeof p, "%s", tmp_path("numbers.safetensors"));
+    static const char *const bad_ints[] = {" 2", "2 ", "+2", "02", "2.0", "0x2", "2e0", "-", ""};
+    meta_override_key = "n_layer";
+    for (size_t i = 0; i < sizeof bad_ints / sizeof bad_ints[0]; i++) {
+        meta_override_value = bad_ints[i];
+        write_variant(m, p, NULL, NULL, NULL, 0, NULL);
+        snprintf(want, sizeof want, "metadata n_layer: '%s' is not an integer", bad_ints[i]);
+        expect_load_error(p, 0, want);
+    }
+    static const char *const bad_numbers[] = {" 500", "500 ", "+500", "0500", "0x1f4", "inf", "nan", ".5", "5.",
+                                              "5e", "1e999"};
+    meta_override_key = "rope_base";
+    for (size_t i = 0; i < sizeof bad_numbers / sizeof bad_numbers[0]; i++) {
+        meta_override_value = bad_numbers[i];
+        write_variant(m, p, NULL, NULL, NULL, 0, NULL);
+        snprintf(want, sizeof want, "metadata rope_base: '%s' is not a number", bad_numbers[i]);
+        expect_load_error(p, 0, want);
+    }
+    meta_override_value = "5E+2";   // 500, in the exponent form
+    write_variant(m, p, NULL, NULL, NULL, 0, NULL);
+    assert_int_equal(gpt_load(&back, p, 0, err, sizeof err), 0);
+    assert_true(gpt_config(back)->rope_base == 500.0f);
+    gpt_free(back);
+    meta_override_key = NULL;
+    gpt_free(m);
+}
+
+// The model's tokenizer_checksum: written as 16 lowercase hex digits, read
+// back exactly; absent (a file written before the key) it is 0, not recorded,
+// which matches any tokenizer; another spelling is refused naming the key.
+static void test_tokenizer_checksum_metadata(void **s) {
+    (void)s;
+    char p[512], err[512], want[800];
+    GPTConfig cfg = {.n_layer = 1, .n_head = 2, .d_model = 8, .vocab_size = 32, .block_size = 8, .pos = POS_ALIBI,
+                     .tokenizer_checksum = 0x00f0e1d2c3b4a596ull};
+    gpt_config_defaults(&cfg);
+    GPT *m, *back;
+    assert_int_equal(gpt_create(&m, &cfg, 1, err, sizeof err), 0);
+    snprintf(p, sizeof p, "%s", tmp_path("tokck.safetensors"));
+    assert_int_equal(gpt_save(m, p, err, sizeof err), 0);
+    StFile *f;
+    assert_int_equal(st_open_header(&f, p, err, sizeof err), 0);
+    assert_string_equal(st_meta(f, "tokenizer_checksum"), "00f0e1d2c3b4a596");
+    st_close(f);
+    assert_int_equal(gpt_load(&back, p, 0, err, sizeof err), 0);
+    assert_true(gpt_config(back)->tokenizer_checksum == 0x00f0e1d2c3b4a596ull);
+    // the tokenizer of the weights, another one of the same size, another size, or none recorded
+    assert_int_equal(gpt_check_tokenizer(back, p, 32, 0x00f0e1d2c3b4a596ull, "t.bin", err, sizeof err), 0);
+    assert_int_equal(gpt_check_tokenizer(back, p, 32, 0, "t.bin", err, sizeof err), 0);
+    assert_int_equal(gpt_check_tokenizer(back, p, 32, 0x00f0e1d2c3b4a597ull, "u.bin", err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s and u.bin are of different tokenizers (tokenizer_checksum 00f0e1d2c3b4a596 in "
+             "the weights, 00f0e1d2c3b4a597 for u.bin)", p);
+    assert_string_equal(err, want);
+    assert_int_equal(gpt_check_tokenizer(back, p, 33, 0x00f0e1d2c3b4a596ull, "v.bin", err, sizeof err), -1);
+    snprintf(want, sizeof want, "%s: vocabulary size 32 does not match the tokenizer v.bin (33)", p);
+    assert_string_equal(err, want);
+    gpt_free(back);
+    write_variant(m, p, NULL, NULL, NULL, 0, "tokenizer_checksum");   // a file from before the key
+    assert_int_equal(gpt_load(&back, p, 0, err, sizeof err), 0);
+    assert_true(gpt_config(back)->tokenizer_checksum == 0);
+    assert_int_equal(gpt_check_tokenizer(back, p, 32, 0x1234ull, "t.bin", err, sizeof err), 0);
+    gpt_free(back);
+    static const char *const bad[] = {"00F0E1D2C3B4A596", "f0e1d2c3b4a596", "000f0e1d2c3b4a596", " 0f0e1d2c3b4a596", ""};
+    meta_override_key = "tokenizer_checksum";
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        meta_override_value = bad[i];
+        write_variant(m, p, NULL, NULL, NULL, 0, NULL);
+        snprintf(want, sizeof want, "metadata tokenizer_checksum: '%s' is not 16 lowercase hexadecimal digits", bad[i]);
+        expect_load_error(p, 0, want);
+    }
+    meta_override_key = NULL;
+    gpt_free(m);
+}
+
 static int setup(void **s) {
     (void)s;
     snprintf(dir, sizeof dir, "/tmp/ropelab_st_XXXXXX");
@@ -350,7 +533,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_generic_round_trip),
         cmocka_unit_test(test_corrupt_headers), cmocka_unit_test(test_model_file_errors),
-        cmocka_unit_test(test_huge_file_bad_header),
+        cmocka_unit_test(test_huge_file_bad_header), cmocka_unit_test(test_huge_file_valid_header),
+        cmocka_unit_test(test_huge_extra_tensor_never_read), cmocka_unit_test(test_metadata_numbers_one_rule),
+        cmocka_unit_test(test_tokenizer_checksum_metadata),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -70,7 +70,7 @@ static int setup(void **state) {
     uint32_t *ids = malloc(len * reps * sizeof *ids);
     size_t n = bpe_encode(&tok, text, len * reps, ids);
     snprintf(path, sizeof path, "%s/val.bin", dir);
-    if (tokens_write(path, ids, n, tok.vocab_size, ATOMIC_REPLACE, err, sizeof err)) return -1;
+    if (tokens_write(path, ids, n, tok.vocab_size, bpe_checksum(&tok), ATOMIC_REPLACE, err, sizeof err)) return -1;
     // One random model per scheme (the trained values do not matter here).
     for (int k = 0; k < POS_COUNT; k++) {
         GPTConfig cfg = { .n_layer = 2, .n_head = 2, .d_model = 32, .vocab_size = tok.vocab_size,

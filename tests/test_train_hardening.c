@@ -13,9 +13,16 @@
 //     model again from the checkpoint (mid-run and at the last step);
 //   - a finished run pruned to its model is never started again without
 //     --overwrite, and --resume of a finished run says so;
+//   - a weights file with missing or invalid metadata: exit 1 from ./eval,
+//     ./sample, ./export and ./train --init-from alike (2 for --init-from
+//     of a valid file of another model);
+//   - a model records its tokenizer: ./sample, ./export, ./eval and ./train
+//     refuse another one of the same size; files without the record still
+//     work (--resume gives the same model, --init-from starts);
 //   - bad inputs: directories, devices and named pipes as files, NUL bytes,
 //     NaN weights, control characters in tensor names, oversized batches and
-//     models, a metadata-only weights file (refused before allocating).
+//     models, a metadata-only weights file (refused before allocating), a
+//     4 GiB weights file without metadata (refused from its header);
 //   - the files ./train writes that the command line names: --debug-state
 //     FILE replaced only with --overwrite, never an input nor a FIFO or
 //     device; --init-from never the run directory's own model;
@@ -46,6 +53,7 @@
 #include <unistd.h>
 
 #include "common/rng.h"
+#include "data/bpe.h"
 #include "model/safetensors.h"
 #include "util_run.h"
 
@@ -338,6 +346,10 @@ static void test_checkpoint_step_and_rng_range(void **state) {
         {"data_rng", "0 0 0 0"}, {"data_rng", "1 2 3"}, {"data_rng", "1 2 3 x"}, {"data_rng", "1 2 3 4 5"},
         {"data_rng", "-1 2 3 4"}, {"data_rng", "18446744073709551616 1 1 1"}, {"data_rng", NULL},
         {"elapsed_s", "-1"}, {"elapsed_s", "nan"}, {"elapsed_s", "1e999"}, {"elapsed_s", "12abc"},
+        // one rule for numbers as text (src/common/numtext.h): no space, '+', leading zero or hexadecimal
+        {"step", " 40"}, {"step", "40 "}, {"step", "+40"}, {"step", "040"}, {"world_size", "01"},
+        {"data_rng", "01 2 3 4"}, {"data_rng", "1 2 3 +4"}, {"data_rng", "1  2 3 4"},
+        {"elapsed_s", " 1"}, {"elapsed_s", "1 "}, {"elapsed_s", "+1"}, {"elapsed_s", "0x10"}, {"elapsed_s", ".5"},
     };
     const char *ref = reference_dir();
     char src[600], copy[600], dst[700];
@@ -595,6 +607,150 @@ static void test_bad_weights_and_tokenizer_files(void **state) {
     expect_one_line("control character");
 }
 
+// A weights file whose metadata is missing or invalid is a bad file: exit 1
+// from every program that reads one, --init-from included; a valid file of
+// another model is a configuration error for --init-from (exit 2), as README
+// documents. Nothing is created for a refused --init-from.
+static void test_init_from_bad_metadata_exit_codes(void **state) {
+    const char *ref = reference_dir();
+    char w[600], tok[600], val[600], bad[600], run_dir[600], gguf[600];
+    snprintf(w, sizeof w, "%s/model.safetensors", ref);
+    snprintf(tok, sizeof tok, "%s/data/tokenizer.bin", dir);
+    snprintf(val, sizeof val, "%s/data/val.bin", dir);
+    snprintf(bad, sizeof bad, "%s/badmeta.safetensors", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/never-init", dir);
+    snprintf(gguf, sizeof gguf, "%s/never.gguf", dir);
+    static const struct { const char *key, *value, *want; } cases[] = {
+        {"n_layer", NULL, "metadata lacks key n_layer"},
+        {"n_layer", "2x", "metadata n_layer: '2x' is not an integer"},
+        {"d_model", "31", "bad model metadata: d_model (31) is not divisible by n_head (2)"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        set_meta(w, bad, cases[i].key, cases[i].value);
+        int rc = run("./train configs/tiny.ini %s --threads=1 --pos=t5 --steps=2 --init-from %s --out_dir=%s --quiet",
+                     data_args, bad, run_dir);
+        if (rc != 1) fail_msg("--init-from with %s=%s: exit %d, want 1: %s", cases[i].key,
+                              cases[i].value ? cases[i].value : "(absent)", rc, out);
+        expect_one_line(cases[i].want);
+        assert_int_equal(access(run_dir, F_OK), -1);
+        assert_int_equal(run("./eval --weights %s --data %s --threads 1", bad, val), 1);
+        expect_one_line(cases[i].want);
+        assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1", bad, tok), 1);
+        expect_one_line(cases[i].want);
+        assert_int_equal(run("./export --weights %s --tokenizer %s --out %s", bad, tok, gguf), 1);
+        expect_one_line(cases[i].want);
+        assert_int_equal(access(gguf, F_OK), -1);
+    }
+    // The reference is a t5 model: a valid file, of another model than a rope run.
+    assert_int_equal(run("./train configs/tiny.ini %s --threads=1 --pos=rope --steps=2 --init-from %s --out_dir=%s "
+                         "--quiet", data_args, w, run_dir), 2);
+    expect_one_line("pos is t5 in the file but rope in this run");
+    assert_int_equal(access(run_dir, F_OK), -1);
+}
+
+// The metadata value key of a safetensors file (header only), into buf.
+static const char *file_meta(const char *path, const char *key, char *buf, size_t n) {
+    char err[1024];
+    StFile *f;
+    if (st_open_header(&f, path, err, sizeof err) != 0) fail_msg("%s", err);
+    const char *v = st_meta(f, key);
+    snprintf(buf, n, "%s", v ? v : "(absent)");
+    st_close(f);
+    return buf;
+}
+
+// A trained model records its tokenizer (tokenizer_checksum, bpe_checksum of
+// tokenizer.bin), and so does its checkpoint; ./sample, ./export and ./eval
+// refuse another tokenizer of the same size (here 320) in one line naming
+// both files, ./train token files made with another one. A model or
+// checkpoint without the key (written before it existed) still works:
+// --resume gives the very model a resume of the file with the key gives, and
+// --init-from starts from it; --init-from of a model of another tokenizer is
+// a model of another configuration (exit 2).
+static void test_tokenizer_recorded(void **state) {
+    const char *ref = reference_dir();
+    char w[600], ckpt[600], tok[600], other[600], corpus[600], buf[128], want[128], err[512];
+    snprintf(w, sizeof w, "%s/model.safetensors", ref);
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", ref);
+    snprintf(tok, sizeof tok, "%s/data/tokenizer.bin", dir);
+    snprintf(other, sizeof other, "%s/other", dir);
+    snprintf(corpus, sizeof corpus, "%s/other.txt", dir);
+    Tokenizer t;
+    if (bpe_load(&t, tok, err, sizeof err) != 0) fail_msg("%s", err);
+    snprintf(want, sizeof want, "%016llx", (unsigned long long)bpe_checksum(&t));
+    bpe_free(&t);
+    assert_string_equal(file_meta(w, "tokenizer_checksum", buf, sizeof buf), want);
+    assert_string_equal(file_meta(ckpt, "tokenizer_checksum", buf, sizeof buf), want);
+
+    // Another tokenizer of the same size, with its token files.
+    assert_int_equal(run("cat README.md docs/TRAINING.md > %s && ./prepare --vocab-size 320 --val-fraction 0.1 "
+                         "--out-dir %s %s", corpus, other, corpus), 0);
+    char other_tok[700], other_train[700], other_val[700], data_val[700], run_dir[700];
+    snprintf(other_tok, sizeof other_tok, "%s/tokenizer.bin", other);
+    snprintf(other_train, sizeof other_train, "%s/train.bin", other);
+    snprintf(other_val, sizeof other_val, "%s/val.bin", other);
+    snprintf(data_val, sizeof data_val, "%s/data/val.bin", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/never-tok", dir);
+    if (bpe_load(&t, other_tok, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_int_equal(t.vocab_size, 320);
+    bpe_free(&t);
+    char both[1500];
+    snprintf(both, sizeof both, "%s and %s are of different tokenizers", w, other_tok);
+    assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1 --tokens 5", w, other_tok), 1);
+    expect_one_line(both);
+    assert_int_equal(run("./export --weights %s --tokenizer %s --out %s/never.gguf", w, other_tok, dir), 1);
+    expect_one_line(both);
+    snprintf(both, sizeof both, "%s and %s are of different tokenizers", w, other_val);
+    assert_int_equal(run("./eval --weights %s --data %s --threads 1 --batches 1", w, other_val), 1);
+    expect_one_line(both);
+    snprintf(both, sizeof both, "%s and %s are of different tokenizers", other_train, tok);
+    assert_int_equal(run("./train configs/tiny.ini --tokenizer=%s --train_file=%s --val_file=%s --threads=1 "
+                         "--steps=2 --out_dir=%s --quiet", tok, other_train, data_val, run_dir), 1);
+    expect_one_line(both);
+    assert_int_equal(access(run_dir, F_OK), -1);
+
+    // A model without the key: any tokenizer of its size, as before.
+    char old[700];
+    snprintf(old, sizeof old, "%s/old-model.safetensors", dir);
+    set_meta(w, old, "tokenizer_checksum", NULL);
+    if (run("./sample --weights %s --tokenizer %s --threads 1 --tokens 5", old, other_tok) != 0) fail_msg("%s", out);
+    if (run("./eval --weights %s --data %s --threads 1 --batches 1", old, other_val) != 0) fail_msg("%s", out);
+
+    // --resume of a checkpoint without the key: the model of a resume with it, bit for bit, and the key again.
+    char with[700], without[700], a[800], b[800];
+    snprintf(with, sizeof with, "%s/resume-with", dir);
+    snprintf(without, sizeof without, "%s/resume-without", dir);
+    assert_int_equal(run("rm -rf '%s' '%s' && cp -r '%s' '%s' && cp -r '%s' '%s'", with, without, ref, with, ref,
+                         without), 0);
+    snprintf(a, sizeof a, "%s/checkpoint.safetensors", without);
+    set_meta(ckpt, a, "tokenizer_checksum", NULL);
+    snprintf(a, sizeof a, "%s/model.safetensors", without);
+    set_meta(w, a, "tokenizer_checksum", NULL);
+    if (run("./train --resume %s --steps=50 --quiet", with) != 0) fail_msg("%s", out);
+    if (run("./train --resume %s --steps=50 --quiet", without) != 0) fail_msg("%s", out);
+    snprintf(a, sizeof a, "%s/model.safetensors", with);
+    snprintf(b, sizeof b, "%s/model.safetensors", without);
+    assert_true(files_equal(a, b));
+    assert_string_equal(file_meta(b, "tokenizer_checksum", buf, sizeof buf), want);
+    snprintf(b, sizeof b, "%s/checkpoint.safetensors", without);
+    assert_string_equal(file_meta(b, "tokenizer_checksum", buf, sizeof buf), want);
+    static char rows_a[64][160], rows_b[64][160];
+    assert_same_rows(rows_a, read_log(with, rows_a, 64), rows_b, read_log(without, rows_b, 64));
+
+    // --init-from a model without the key starts; its run records the key.
+    if (run("./train configs/tiny.ini %s --threads=1 --pos=t5 --steps=2 --init-from %s --out_dir=%s/init-old "
+            "--quiet", data_args, old, dir) != 0) fail_msg("%s", out);
+    snprintf(b, sizeof b, "%s/init-old/model.safetensors", dir);
+    assert_string_equal(file_meta(b, "tokenizer_checksum", buf, sizeof buf), want);
+    // ... and of a model of another tokenizer is refused as another model's.
+    set_meta(w, old, "tokenizer_checksum", "0123456789abcdef");
+    assert_int_equal(run("./train configs/tiny.ini %s --threads=1 --pos=t5 --steps=2 --init-from %s --out_dir=%s "
+                         "--quiet", data_args, old, run_dir), 2);
+    snprintf(both, sizeof both, "tokenizer_checksum is 0123456789abcdef in the file but %s in this run", want);
+    expect_one_line(both);
+    assert_int_equal(access(run_dir, F_OK), -1);
+}
+
 // A named pipe is not a regular file either: refused at once, not waited on
 // (open(2) of a FIFO for reading blocks until a writer opens it).
 static void test_fifo_inputs_refused(void **state) {
@@ -715,6 +871,61 @@ static void test_metadata_only_weights(void **state) {
     assert_true(s < 30);
 }
 
+// A 4 GiB file (sparse: a valid header, then a hole) holding one tensor and
+// no metadata: every program that reads weights refuses it from its header,
+// in one line naming the first missing key, under a 2 GB address-space limit
+// (ASan: its largest allocation) and well within a second on an idle
+// machine. Reading the data section first would need the 4 GiB.
+static void test_huge_weights_refused_from_header(void **state) {
+    char path[600], val[600], tok[600], run_dir[600], gguf[600], limit[1024];
+    snprintf(path, sizeof path, "%s/huge.safetensors", dir);
+    snprintf(val, sizeof val, "%s/data/val.bin", dir);
+    snprintf(tok, sizeof tok, "%s/data/tokenizer.bin", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/never-huge", dir);
+    snprintf(gguf, sizeof gguf, "%s/never-huge.gguf", dir);
+    const long long size = 4LL << 30;
+    // 8 + 80 header bytes, then one F32 tensor over the rest: (2^32 - 88) / 4 floats
+    long long numel = (size - 88) / 4;
+    char header[81];
+    int n = snprintf(header, sizeof header, "{\"wte\":{\"dtype\":\"F32\",\"shape\":[%lld],\"data_offsets\":[0,%lld]}}",
+                     numel, 4 * numel);
+    assert_true(n > 0 && n <= 80);
+    memset(header + n, ' ', (size_t)(80 - n));
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    for (int i = 0; i < 8; i++) fputc(i == 0 ? 80 : 0, f);
+    fwrite(header, 1, 80, f);
+    fclose(f);
+    assert_int_equal(truncate(path, (off_t)size), 0);
+    if (UNDER_ASAN) {
+        const char *asan = getenv("ASAN_OPTIONS");
+        snprintf(limit, sizeof limit, "ASAN_OPTIONS='%s:max_allocation_size_mb=2000:allocator_may_return_null=0'",
+                 asan ? asan : "");
+    } else {
+        snprintf(limit, sizeof limit, "ulimit -v 2000000;");
+    }
+    static const char *const programs[] = {"eval", "sample", "export", "train"};
+    for (int p = 0; p < 4; p++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        int rc;
+        if (p == 0) rc = run("%s timeout 60 ./eval --weights %s --data %s --threads 1", limit, path, val);
+        else if (p == 1) rc = run("%s timeout 60 ./sample --weights %s --tokenizer %s --threads 1", limit, path, tok);
+        else if (p == 2) rc = run("%s timeout 60 ./export --weights %s --tokenizer %s --out %s", limit, path, tok, gguf);
+        else rc = run("%s timeout 60 ./train configs/tiny.ini %s --threads=1 --steps=2 --init-from %s --out_dir=%s "
+                      "--quiet", limit, data_args, path, run_dir);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        double s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        printf("  ./%s refused the 4 GiB file in %.2f s\n", programs[p], s);
+        if (rc != 1) fail_msg("./%s: exit %d, want 1: %s", programs[p], rc, out);
+        expect_one_line("metadata lacks key n_layer");
+        assert_true(s < 10);   // a loaded machine's margin over the idle 0.05 s
+    }
+    assert_int_equal(access(run_dir, F_OK), -1);
+    assert_int_equal(access(gguf, F_OK), -1);
+    unlink(path);
+}
+
 static void test_oversized_batch_and_model(void **state) {
     char run_dir[600], path[600], want[700];
     snprintf(run_dir, sizeof run_dir, "%s/too-big", dir);
@@ -771,9 +982,12 @@ int main(void) {
         cmocka_unit_test(test_resume_edited_config_refused_before_building),
         cmocka_unit_test(test_bad_config_files),
         cmocka_unit_test(test_bad_weights_and_tokenizer_files),
+        cmocka_unit_test(test_init_from_bad_metadata_exit_codes),
+        cmocka_unit_test(test_tokenizer_recorded),
         cmocka_unit_test(test_fifo_inputs_refused),
         cmocka_unit_test(test_output_files_refused),
         cmocka_unit_test(test_metadata_only_weights),
+        cmocka_unit_test(test_huge_weights_refused_from_header),
         cmocka_unit_test(test_oversized_batch_and_model),
     };
     return cmocka_run_group_tests(tests, setup, remove_data_dir);

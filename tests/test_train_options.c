@@ -209,6 +209,18 @@ static void test_bad_command_lines(void **state) {
     const BadArg cases[] = {
         {"--nlayer=3", "--nlayer: ", "unknown key"},
         {"--n_layer=x", "--n_layer: ", "not an integer"},
+        // one rule for numbers as text (src/common/numtext.h), model and training keys alike
+        {"--n_layer= 2", "--n_layer: ", "' 2' is not an integer"},
+        {"--n_layer=2 ", "--n_layer: ", "'2 ' is not an integer"},
+        {"--n_layer=+2", "--n_layer: ", "'+2' is not an integer"},
+        {"--n_layer=02", "--n_layer: ", "'02' is not an integer"},
+        {"--batch_size=+8", "--batch_size: ", "'+8' is not an integer"},
+        {"--batch_size= 8", "--batch_size: ", "' 8' is not an integer"},
+        {"--seed=+1", "--seed: ", "'+1' is not a non-negative integer"},
+        {"--seed=01", "--seed: ", "'01' is not a non-negative integer"},
+        {"--lr=0x1p-3", "--lr: ", "'0x1p-3' is not a number"},
+        {"--lr= 0.1", "--lr: ", "' 0.1' is not a number"},
+        {"--rope_base=+500", "--rope_base: ", "'+500' is not a number"},
         {"--n_layer=100000", "--n_layer: ", "out of range"},
         {"--lr=-1", "--lr: ", "out of range"},
         {"--pos=bogus", "--pos: ", "unknown positional scheme"},

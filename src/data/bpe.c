@@ -176,25 +176,52 @@ void bpe_free(Tokenizer *tok) {
 static void put_u32(uint8_t *p, uint32_t v) { p[0] = v; p[1] = v >> 8; p[2] = v >> 16; p[3] = v >> 24; }
 static uint32_t get_u32(const uint8_t *p) { return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24; }
 
-int bpe_save(const Tokenizer *tok, const char *path, AtomicMode mode, char *err, size_t errlen) {
-    size_t bytes = BPE_HEADER_BYTES + 8 * (size_t)tok->n_merges;
-    uint8_t *buf = malloc(bytes);
-    if (!buf) { snprintf(err, errlen, "%s: out of memory", path); return -1; }
-    memcpy(buf, BPE_MAGIC, 8);
-    put_u32(buf + 8, BPE_VERSION);
-    put_u32(buf + 12, tok->vocab_size);
-    put_u32(buf + 16, tok->eot_id);
-    put_u32(buf + 20, tok->n_merges);
+// The tokenizer file's bytes (docs/FORMAT.md), in order, handed to sink a
+// field or a merge at a time: the one layout bpe_save writes and
+// bpe_checksum hashes.
+typedef struct { FILE *f; int ok; uint64_t hash; } ByteSink;
+typedef void (*SinkFn)(ByteSink *sink, const uint8_t *bytes, size_t n);
+
+static void file_bytes(const Tokenizer *tok, SinkFn put, ByteSink *sink) {
+    uint8_t header[BPE_HEADER_BYTES], merge[8];
+    memcpy(header, BPE_MAGIC, 8);
+    put_u32(header + 8, BPE_VERSION);
+    put_u32(header + 12, tok->vocab_size);
+    put_u32(header + 16, tok->eot_id);
+    put_u32(header + 20, tok->n_merges);
+    put(sink, header, sizeof header);
     for (int i = 0; i < tok->n_merges; i++) {
-        put_u32(buf + BPE_HEADER_BYTES + 8 * i, tok->merges[i][0]);
-        put_u32(buf + BPE_HEADER_BYTES + 8 * i + 4, tok->merges[i][1]);
+        put_u32(merge, tok->merges[i][0]);
+        put_u32(merge + 4, tok->merges[i][1]);
+        put(sink, merge, sizeof merge);
     }
+}
+
+static void sink_write(ByteSink *s, const uint8_t *bytes, size_t n) {
+    s->ok = s->ok && fwrite(bytes, 1, n, s->f) == n;
+}
+
+int bpe_save(const Tokenizer *tok, const char *path, AtomicMode mode, char *err, size_t errlen) {
     // Atomic: a crash leaves the old file or the new one, never half of one.
     AtomicFile af;
-    FILE *f = atomic_open(&af, path, mode, err, errlen);
-    int ok = f && fwrite(buf, 1, bytes, f) == bytes;
-    free(buf);
-    return f ? atomic_commit(&af, ok, err, errlen) : -1;
+    ByteSink sink = {.f = atomic_open(&af, path, mode, err, errlen), .ok = 1};
+    if (!sink.f) return -1;
+    file_bytes(tok, sink_write, &sink);
+    return atomic_commit(&af, sink.ok, err, errlen);
+}
+
+// FNV-1a, 64 bits: h = 14695981039346656037, then per byte
+// h = (h xor byte) * 1099511628211 mod 2^64.
+static void sink_fnv1a(ByteSink *s, const uint8_t *bytes, size_t n) {
+    for (size_t i = 0; i < n; i++) s->hash = (s->hash ^ bytes[i]) * 0x100000001b3ull;
+}
+
+// A loaded tokenizer has exactly its file's bytes (bpe_load accepts one
+// layout only), so this is the checksum of tokenizer.bin as a file.
+uint64_t bpe_checksum(const Tokenizer *tok) {
+    ByteSink sink = {.hash = 0xcbf29ce484222325ull};
+    file_bytes(tok, sink_fnv1a, &sink);
+    return sink.hash;
 }
 
 // The whole file is read and checked before anything is sized from it: the

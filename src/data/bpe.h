@@ -46,6 +46,11 @@ int bpe_from_merges(Tokenizer *tok, const uint32_t (*merges)[2], int n_merges, c
 // Writes the tokenizer file atomically; mode: whether an existing PATH is replaced (common/atomic_file.h).
 int bpe_save(const Tokenizer *tok, const char *path, AtomicMode mode, char *err, size_t errlen);
 int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen);
+// What identifies a tokenizer: the 64-bit FNV-1a hash of its tokenizer.bin's
+// bytes (docs/FORMAT.md), recorded in the token files ./prepare writes and in
+// the weights ./train writes (tokenizer_checksum), checked by ./train,
+// ./sample, ./eval and ./export. Never 0 in practice: 0 means "not recorded".
+uint64_t bpe_checksum(const Tokenizer *tok);
 void bpe_free(Tokenizer *tok);
 
 // Encodes n bytes; returns the number of ids written (at most n; never adds eot).

@@ -400,9 +400,11 @@ int main(int argc, char **argv) {
         goto done;
     }
     AtomicMode mode = o.overwrite ? ATOMIC_REPLACE : ATOMIC_NEW;
+    uint64_t checksum = bpe_checksum(&tok);   // the token files name their tokenizer
     int failed = bpe_save(&tok, path_tok, mode, err, sizeof err) != 0, tok_written = !failed;
-    if (!failed) failed = tokens_write(path_train, ids, split, tok.vocab_size, mode, err, sizeof err) != 0;
-    if (!failed) failed = tokens_write(path_val, ids + split, n_val, tok.vocab_size, mode, err, sizeof err) != 0;
+    if (!failed) failed = tokens_write(path_train, ids, split, tok.vocab_size, checksum, mode, err, sizeof err) != 0;
+    if (!failed)
+        failed = tokens_write(path_val, ids + split, n_val, tok.vocab_size, checksum, mode, err, sizeof err) != 0;
     if (failed && !tok_written) {
         fprintf(stderr, "%s\n", err);
         goto done;

@@ -3,7 +3,7 @@
 // Layout (docs/FORMAT.md, "Token files"): 256 int32 little-endian header words,
 // then the tokens. header[0] magic, header[1] version, header[2] count:
 //   20240520 / 1: uint16 tokens        20240801 / 7: uint32 tokens
-// The rest of the header is zero. ropelab runs on little-endian machines only
+// header[3..4] the tokenizer's checksum (0: not recorded). The rest of the header is zero. ropelab runs on little-endian machines only
 // (as llm.c does); the tokens are used in place, without a copy.
 #include "common/fs.h"
 #include "data/tokens.h"
@@ -56,7 +56,7 @@ int tokens_open(TokenFile *tf, const char *path, int vocab_size, char *err, size
         return -1;
     }
     tf->map_bytes = size;
-    int32_t header[3];
+    int32_t header[5];
     memcpy(header, tf->map, sizeof header);
     if (header[0] == MAGIC_U16) tf->token_bytes = 2;
     else if (header[0] == MAGIC_U32) tf->token_bytes = 4;
@@ -83,6 +83,7 @@ int tokens_open(TokenFile *tf, const char *path, int vocab_size, char *err, size
         return unmap_and_fail(tf);
     }
     tf->tokens = (const uint8_t *)tf->map + HEADER_BYTES;
+    tf->tokenizer_checksum = (uint64_t)(uint32_t)header[3] | (uint64_t)(uint32_t)header[4] << 32;
     if (vocab_size > 0) {
         for (size_t i = 0; i < tf->n_tokens; i++) {
             uint32_t id = tokens_get(tf, i);
@@ -101,7 +102,16 @@ void tokens_close(TokenFile *tf) {
     memset(tf, 0, sizeof *tf);
 }
 
-int tokens_write(const char *path, const uint32_t *tokens, size_t n, int vocab_size, AtomicMode mode,
+int tokens_check_tokenizer(const TokenFile *tf, uint64_t checksum, const char *tokenizer, char *err, size_t errlen) {
+    if (tf->tokenizer_checksum == 0 || tf->tokenizer_checksum == checksum) return 0;
+    snprintf(err, errlen, "%s and %s are of different tokenizers (tokenizer checksum %016llx in the token file, "
+             "%016llx for %s)", tf->path, tokenizer, (unsigned long long)tf->tokenizer_checksum,
+             (unsigned long long)checksum, tokenizer);
+    return -1;
+}
+
+int tokens_write(const char *path, const uint32_t *tokens, size_t n, int vocab_size, uint64_t tokenizer_checksum,
+                 AtomicMode mode,
                  char *err, size_t errlen) {
     if (vocab_size <= 0) { snprintf(err, errlen, "%s: vocabulary size %d is not positive", path, vocab_size); return -1; }
     if (n > INT32_MAX) { snprintf(err, errlen, "%s: %zu tokens do not fit the header's int32 count", path, n); return -1; }
@@ -115,6 +125,8 @@ int tokens_write(const char *path, const uint32_t *tokens, size_t n, int vocab_s
     header[0] = wide ? MAGIC_U32 : MAGIC_U16;
     header[1] = wide ? VERSION_U32 : VERSION_U16;
     header[2] = (int32_t)n;
+    header[3] = (int32_t)(uint32_t)tokenizer_checksum;
+    header[4] = (int32_t)(uint32_t)(tokenizer_checksum >> 32);
 
     AtomicFile af;
     FILE *f = atomic_open(&af, path, mode, err, errlen);

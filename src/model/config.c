@@ -3,7 +3,7 @@
 // the weights file's metadata (written and read), ./train --help and the
 // resolved config.ini. A new key is one line here, one field of GPTConfig,
 // and its use in the scheme that needs it.
-#include <errno.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -86,6 +86,10 @@ static const ModelKey MODEL_KEYS[] = {
      "by s"},
     {"vocab_size", "model", MODEL_KEY_INT, F(vocab_size), "0", 1, 1 << 24, 0, 0, -1, NULL, 0, NULL,
      "vocabulary size (from the tokenizer)"},
+    // Absent (a file written before the key existed): not recorded, any tokenizer of the right size is taken.
+    {"tokenizer_checksum", "model", MODEL_KEY_CHECKSUM, F(tokenizer_checksum), "0000000000000000", 0, 0, 0, 0,
+     -1, "0000000000000000", 0, NULL, "64-bit FNV-1a of the tokenizer.bin the model was trained with (from the "
+     "tokenizer, bpe_checksum); 0 = not recorded"},
 };
 #undef F
 enum { N_MODEL_KEYS = (int)(sizeof MODEL_KEYS / sizeof MODEL_KEYS[0]) };
@@ -117,21 +121,20 @@ static void range_text(const ModelKey *key, char *buf, size_t n) {
 
 int gpt_config_set(GPTConfig *c, int k, const char *value, char *err, size_t errlen) {
     const ModelKey *key = &MODEL_KEYS[k];
-    char *end, range[80], text[32];
+    char range[80], text[32];
     range_text(key, range, sizeof range);
     switch (key->type) {
-    case MODEL_KEY_INT: {
-        errno = 0;
-        long long v = strtoll(value, &end, 10);
-        if (!*value || *end || errno) { snprintf(err, errlen, "'%s' is not an integer", value); return -1; }
-        if (!in_range(key, (double)v)) { snprintf(err, errlen, "%lld is out of range %s", v, range); return -1; }
+    case MODEL_KEY_INT: {   // numtext.h's rule, as every number read as text
+        long long v;
+        int rc = parse_integer(value, LLONG_MIN, LLONG_MAX, &v);
+        if (rc == NUMTEXT_BAD) { snprintf(err, errlen, "'%s' is not an integer", value); return -1; }
+        if (rc != 0 || !in_range(key, (double)v)) { snprintf(err, errlen, "%s is out of range %s", value, range); return -1; }
         *(int *)key_field(c, k) = (int)v;
         return 0;
     }
     case MODEL_KEY_FLOAT: {
-        errno = 0;
-        double v = strtod(value, &end);
-        if (!*value || *end || errno || !isfinite(v)) { snprintf(err, errlen, "'%s' is not a number", value); return -1; }
+        double v;
+        if (parse_number(value, &v) != 0) { snprintf(err, errlen, "'%s' is not a number", value); return -1; }
         if (!in_range(key, v)) {
             format_double(text, sizeof text, v);
             snprintf(err, errlen, "%s is out of range %s", text, range);
@@ -160,6 +163,18 @@ int gpt_config_set(GPTConfig *c, int k, const char *value, char *err, size_t err
         snprintf(err, errlen, "'%s' is not one of %s", value, key->choices);
         return -1;
     }
+    case MODEL_KEY_CHECKSUM: {   // exactly what gpt_config_get writes
+        uint64_t v = 0;
+        size_t n = 0;
+        for (; value[n] && n < 16; n++) {
+            char ch = value[n];
+            if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f'))) break;
+            v = v << 4 | (uint64_t)(ch <= '9' ? ch - '0' : ch - 'a' + 10);
+        }
+        if (n != 16 || value[n]) { snprintf(err, errlen, "'%s' is not 16 lowercase hexadecimal digits", value); return -1; }
+        *(uint64_t *)key_field(c, k) = v;
+        return 0;
+    }
     }
     return -1;
 }
@@ -181,6 +196,7 @@ void gpt_config_get(const GPTConfig *c, int k, char *buf, size_t n) {
         snprintf(buf, n, "%.*s", (int)strcspn(ch, "|"), ch);
         break;
     }
+    case MODEL_KEY_CHECKSUM: snprintf(buf, n, "%016llx", (unsigned long long)*(const uint64_t *)p); break;
     }
 }
 
@@ -276,6 +292,8 @@ int gpt_config_validate(const GPTConfig *c, char *err, size_t errlen) {
 int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, int skip_length_keys, const char **key) {
     for (int k = 0; k < N_MODEL_KEYS; k++) {
         if (skip_length_keys && MODEL_KEYS[k].length_key) continue;
+        if (MODEL_KEYS[k].type == MODEL_KEY_CHECKSUM &&   // not recorded on one side: nothing to compare
+            (*(const uint64_t *)key_cfield(a, k) == 0 || *(const uint64_t *)key_cfield(b, k) == 0)) continue;
         char va[64], vb[64];
         gpt_config_get(a, k, va, sizeof va);
         gpt_config_get(b, k, vb, sizeof vb);

@@ -30,9 +30,10 @@ int pos_kind_from_name(const char *name, PosKind *kind); // 0 ok, -1 unknown nam
 // "rope, learned, sinusoidal, t5, alibi or none" (for help and error texts).
 const char *pos_kind_list(void);
 
-// The model configuration. Every field but vocab_size is a key of the
-// [model] or [positions] section of a config file; all of them are written
-// to a weights file's metadata. The table in config.c is the one home of
+// The model configuration. Every field but vocab_size and
+// tokenizer_checksum (both the tokenizer's) is a key of the [model] or
+// [positions] section of a config file; all of them are written to a weights
+// file's metadata. The table in config.c is the one home of
 // each key's type, default, range, help text and metadata rule.
 typedef struct {
     int n_layer, n_head, d_model, vocab_size, block_size;
@@ -48,6 +49,7 @@ typedef struct {
     float rope_scaling_factor;   // s >= 1 (1: unscaled)
     int rope_original_length;    // yarn, yarn_paper, dynamic: the length L the model was trained at (0: block_size)
     float rope_yarn_beta_fast, rope_yarn_beta_slow;   // yarn, yarn_paper: the ramp's ends, in rotations per L
+    uint64_t tokenizer_checksum;   // the tokenizer's bpe_checksum (from it, as vocab_size); 0: not recorded
 } GPTConfig;
 
 // The block architectures, in the order of config.c's choices "gpt2|llama" (docs/MODEL.md):
@@ -68,7 +70,9 @@ typedef enum {
     ROPE_SCALING_DYNAMIC
 } RopeScaling;
 
-typedef enum { MODEL_KEY_INT, MODEL_KEY_FLOAT, MODEL_KEY_SCHEME, MODEL_KEY_CHOICE } ModelKeyType;
+// MODEL_KEY_CHECKSUM: a uint64_t written as 16 lowercase hex digits, 0 meaning
+// "not recorded", which matches any value when two configurations are compared.
+typedef enum { MODEL_KEY_INT, MODEL_KEY_FLOAT, MODEL_KEY_SCHEME, MODEL_KEY_CHOICE, MODEL_KEY_CHECKSUM } ModelKeyType;
 
 // One model key. Ranges are inclusive, except that min is excluded when
 // min_open is set (rope_base > 1, sinusoidal_scale > 0).
@@ -80,7 +84,7 @@ typedef struct {
     const char *def;         // default, as text
     double min, max;
     int min_open;
-    int in_config;           // 0: not a config key (vocab_size comes from the tokenizer)
+    int in_config;           // 0: not a config key (vocab_size and tokenizer_checksum come from the tokenizer)
     int scheme;              // the scheme (PosKind) whose maths uses it; -1: every scheme
     const char *if_absent;   // value meant by a weights file or run config written before
                              // the key existed; NULL: the key is required
@@ -115,7 +119,8 @@ void gpt_config_resolve(GPTConfig *cfg);
 int gpt_config_validate(const GPTConfig *cfg, char *err, size_t errlen);
 int gpt_config_validate_keys(const GPTConfig *cfg, char *err, size_t errlen, const char *keys[2]);
 // 0 if every model key of a and b has the same value (length keys skipped
-// if skip_length_keys), else -1 and *key names the first that differs.
+// if skip_length_keys; a checksum not recorded on either side matches), else
+// -1 and *key names the first that differs.
 int gpt_config_diff(const GPTConfig *a, const GPTConfig *b, int skip_length_keys, const char **key);
 
 // One entry per tensor of the safetensors contract, in a fixed order

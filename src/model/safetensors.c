@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cjson/cJSON.h>
 
@@ -104,8 +105,11 @@ int st_write(const char *path, const StTensorOut *t, int n, const StMeta *meta, 
 
 struct StFile {
     char *path;
-    unsigned char *buf;     // the data section (file bytes 8 + N ..), read after the header checked
+    FILE *fp;               // open from st_open_header until st_close: st_read_tensor reads through it
+    uint64_t data_start;    // 8 + N: where the data section begins in the file
+    unsigned char *buf;     // st_open: the data section (file bytes 8 + N ..), read after the header checked
     StTensor *tensors;
+    uint64_t *begin;        // each tensor's first byte, relative to the data section
     int n_tensors;
     char **meta_keys, **meta_values;
     int n_meta;
@@ -113,6 +117,8 @@ struct StFile {
 
 void st_close(StFile *f) {
     if (!f) return;
+    if (f->fp) fclose(f->fp);
+    free(f->begin);
     for (int i = 0; i < f->n_meta; i++) { free(f->meta_keys[i]); free(f->meta_values[i]); }
     free(f->meta_keys);
     free(f->meta_values);
@@ -280,13 +286,9 @@ static int check_ranges(StFile *f, Range *r, int n, uint64_t data_size, char *er
     return 0;
 }
 
-// Parses and checks the header against a data section of data_size bytes.
-// On success *sorted holds each tensor's byte range in the data section,
-// sorted by offset, with the tensor's index (the caller frees it); the
-// tensors' data pointers are set once the data section is read.
-static int parse_header(StFile *f, const char *json, size_t len, uint64_t data_size, Range **sorted,
-                        char *err, size_t errlen) {
-    *sorted = NULL;
+// Parses and checks the header against a data section of data_size bytes:
+// the tensors' names, dtypes, shapes and where each begins (f->begin).
+static int parse_header(StFile *f, const char *json, size_t len, uint64_t data_size, char *err, size_t errlen) {
     cJSON *root = cJSON_ParseWithLength(json, len);
     if (!root) {
         const char *at = cJSON_GetErrorPtr();
@@ -302,8 +304,9 @@ static int parse_header(StFile *f, const char *json, size_t len, uint64_t data_s
     }
     int n_items = cJSON_GetArraySize(root);
     f->tensors = calloc((size_t)n_items + 1, sizeof(StTensor));
+    f->begin = calloc((size_t)n_items + 1, sizeof(uint64_t));
     ranges = calloc((size_t)n_items + 1, sizeof(Range));
-    if (!f->tensors || !ranges) { snprintf(err, errlen, "%s: out of memory", f->path); goto done; }
+    if (!f->tensors || !f->begin || !ranges) { snprintf(err, errlen, "%s: out of memory", f->path); goto done; }
     const cJSON *item;
     cJSON_ArrayForEach(item, root) {
         if (strcmp(item->string, "__metadata__") == 0) {
@@ -318,11 +321,10 @@ static int parse_header(StFile *f, const char *json, size_t len, uint64_t data_s
             goto done;
         }
         ranges[k].index = k;
+        f->begin[k] = ranges[k].begin;
         f->n_tensors++;
     }
     if (check_ranges(f, ranges, f->n_tensors, data_size, err, errlen) != 0) goto done;
-    *sorted = ranges;
-    ranges = NULL;
     rc = 0;
 done:
     free(ranges);
@@ -343,31 +345,27 @@ static int read_exact(FILE *fp, void *dst, size_t n, const char *path, char *err
 //      real size S (from fstat, not from anything the file says);
 //   2. the N header bytes, parsed and checked against a data section of
 //      S - 8 - N bytes (parse_header: every tensor's range inside it, the
-//      ranges covering it exactly);
-//   3. only then the data section, allocated and read whole: its size is
-//      the sum of the validated tensors' sizes.
+//      ranges covering it exactly).
 // A file with a bad header costs at most N <= ST_MAX_HEADER bytes of
-// memory and reading, however large the file.
-// st_open (with_data) and st_open_header (without).
-static int open_file(StFile **out, const char *path, int with_data, char *err, size_t errlen) {
+// memory and reading, however large the file. No tensor byte is read here:
+// the file stays open for st_read_tensor (or st_open's whole read).
+int st_open_header(StFile **out, const char *path, char *err, size_t errlen) {
     *out = NULL;
     StFile *f = calloc(1, sizeof(StFile));
     if (!f || !(f->path = strdup(path))) { free(f); snprintf(err, errlen, "%s: out of memory", path); return -1; }
     long long file_size;
-    FILE *fp = fopen_regular_file(path, &file_size, err, errlen);
-    if (!fp) {
+    if (!(f->fp = fopen_regular_file(path, &file_size, err, errlen))) {
         st_close(f);
         return -1;
     }
     char *header = NULL;
-    Range *ranges = NULL;
     int rc = -1;
     if (file_size < 8) {
         snprintf(err, errlen, "%s: file too short for a safetensors header (%lld bytes)", path, file_size);
         goto done;
     }
     unsigned char len8[8];
-    if (read_exact(fp, len8, 8, path, err, errlen) != 0) goto done;
+    if (read_exact(f->fp, len8, 8, path, err, errlen) != 0) goto done;
     uint64_t hlen = 0;
     for (int i = 0; i < 8; i++) hlen |= (uint64_t)len8[i] << (8 * i);
     if (hlen < 2 || hlen > ST_MAX_HEADER || hlen > (uint64_t)file_size - 8) {
@@ -380,27 +378,12 @@ static int open_file(StFile **out, const char *path, int with_data, char *err, s
         snprintf(err, errlen, "%s: out of memory for a header of %llu bytes", path, (unsigned long long)hlen);
         goto done;
     }
-    if (read_exact(fp, header, (size_t)hlen, path, err, errlen) != 0) goto done;
+    if (read_exact(f->fp, header, (size_t)hlen, path, err, errlen) != 0) goto done;
     header[hlen] = '\0';
-    uint64_t data_size = (uint64_t)file_size - 8 - hlen;
-    if (parse_header(f, header, (size_t)hlen, data_size, &ranges, err, errlen) != 0) goto done;
-    if (!with_data) {   // the tensors' names, dtypes and shapes; no data pointers
-        rc = 0;
-        goto done;
-    }
-    // data_size is now exactly the bytes the header's tensors hold
-    f->buf = (size_t)data_size == data_size ? malloc(data_size > 0 ? (size_t)data_size : 1) : NULL;
-    if (!f->buf) {
-        snprintf(err, errlen, "%s: out of memory for %llu bytes of tensor data", path,
-                 (unsigned long long)data_size);
-        goto done;
-    }
-    if (read_exact(fp, f->buf, (size_t)data_size, path, err, errlen) != 0) goto done;
-    for (int i = 0; i < f->n_tensors; i++) f->tensors[ranges[i].index].data = f->buf + ranges[i].begin;
+    f->data_start = 8 + hlen;
+    if (parse_header(f, header, (size_t)hlen, (uint64_t)file_size - f->data_start, err, errlen) != 0) goto done;
     rc = 0;
 done:
-    fclose(fp);
-    free(ranges);
     free(header);
     if (rc != 0) {
         st_close(f);
@@ -410,10 +393,44 @@ done:
     return 0;
 }
 
+// The data section after a valid header: its size is exactly the sum of the
+// validated tensors' sizes. Read whole; the tensors point into it.
 int st_open(StFile **out, const char *path, char *err, size_t errlen) {
-    return open_file(out, path, 1, err, errlen);
+    StFile *f;
+    if (st_open_header(&f, path, err, errlen) != 0) return -1;
+    uint64_t data_size = 0;
+    for (int i = 0; i < f->n_tensors; i++) data_size += f->tensors[i].nbytes;
+    f->buf = (size_t)data_size == data_size ? malloc(data_size > 0 ? (size_t)data_size : 1) : NULL;
+    if (!f->buf) {
+        snprintf(err, errlen, "%s: out of memory for %llu bytes of tensor data", path, (unsigned long long)data_size);
+        st_close(f);
+        return -1;
+    }
+    if (read_exact(f->fp, f->buf, (size_t)data_size, path, err, errlen) != 0) {   // right after the header
+        st_close(f);
+        return -1;
+    }
+    for (int i = 0; i < f->n_tensors; i++) f->tensors[i].data = f->buf + f->begin[i];
+    *out = f;
+    return 0;
 }
 
-int st_open_header(StFile **out, const char *path, char *err, size_t errlen) {
-    return open_file(out, path, 0, err, errlen);
+int st_read_tensor(const StFile *f, const StTensor *t, void *dst, char *err, size_t errlen) {
+    if (t->data) {   // st_open read the data section already
+        memcpy(dst, t->data, t->nbytes);
+        return 0;
+    }
+    int fd = fileno(f->fp);
+    off_t at = (off_t)(f->data_start + f->begin[t - f->tensors]);
+    for (size_t done = 0; done < t->nbytes;) {
+        ssize_t got = pread(fd, (char *)dst + done, t->nbytes - done, at + (off_t)done);
+        if (got < 0 && errno == EINTR) continue;
+        if (got <= 0) {
+            snprintf(err, errlen, "%s: read error in tensor %s (%s)", f->path, t->name,
+                     got < 0 ? strerror(errno) : "file shrank");
+            return -1;
+        }
+        done += (size_t)got;
+    }
+    return 0;
 }

@@ -41,20 +41,25 @@ typedef struct {            // a tensor read from a file
     int ndim;
     int64_t shape[ST_MAX_DIMS];
     size_t nbytes;
-    const void *data;       // points into the loaded data section (may be unaligned: memcpy it out)
+    const void *data;       // st_open: points into the loaded data section (may be unaligned: memcpy
+                            // it out); st_open_header: NULL (st_read_tensor reads it)
 } StTensor;
 
 typedef struct StFile StFile;
-// Reads and validates the file: header length at most 100 MB and within the
-// file's size, valid JSON, known dtypes, shapes matching byte ranges, ranges
-// inside the data, non-overlapping and covering it exactly (so a truncated
-// file is caught). Only the header is read before it is validated; the data
-// section is then allocated and read whole (the tensors point into it), so
-// a bad header is refused without reading or allocating the file's size.
-int st_open(StFile **file, const char *path, char *err, size_t errlen);
-// The same checks, reading only the header: metadata, names, dtypes and
-// shapes are there, every tensor's data is NULL (a cheap look at a large file).
+// Reads and validates the header only: header length at most 100 MB and
+// within the file's size, valid JSON, known dtypes, shapes matching byte
+// ranges, ranges inside the data, non-overlapping and covering it exactly (so
+// a truncated file is caught). Metadata, names, dtypes and shapes are then
+// there and no tensor byte has been read or allocated, whatever the file's
+// size: a reader checks what it needs first, then reads each tensor it uses
+// with st_read_tensor. The file stays open until st_close.
 int st_open_header(StFile **file, const char *path, char *err, size_t errlen);
+// The same, then the whole data section is allocated and read (every
+// tensor's data points into it): for generic files read whole (debug states, tests).
+int st_open(StFile **file, const char *path, char *err, size_t errlen);
+// Tensor t of file (t from st_find or st_tensor_at): its nbytes bytes into dst.
+// A read that comes short (the file shrank since it was opened) is an error.
+int st_read_tensor(const StFile *file, const StTensor *t, void *dst, char *err, size_t errlen);
 void st_close(StFile *file);
 int st_num_tensors(const StFile *file);
 const StTensor *st_tensor_at(const StFile *file, int i);

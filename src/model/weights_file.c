@@ -87,8 +87,7 @@ static void format_shape(char *buf, size_t n, int ndim, const int64_t *shape) {
     if (k < n) snprintf(buf + k, n - k, "]");
 }
 
-// Tensor name of an open file: F32 with the shape of e (no data read).
-static int check_tensor(const StFile *f, const char *name, const ParamEntry *e, char *err, size_t errlen) {
+int gpt_check_tensor(const StFile *f, const char *name, const ParamEntry *e, char *err, size_t errlen) {
     const char *path = st_path(f);
     const StTensor *t = st_find(f, name);
     if (!t) { snprintf(err, errlen, "%s: missing tensor %s", path, name); return -1; }
@@ -108,8 +107,8 @@ static int check_tensor(const StFile *f, const char *name, const ParamEntry *e, 
 }
 
 int gpt_read_tensor(const StFile *f, const char *name, const ParamEntry *e, float *dst, char *err, size_t errlen) {
-    if (check_tensor(f, name, e, err, errlen) != 0) return -1;
-    memcpy(dst, st_find(f, name)->data, e->numel * sizeof(float));   // the file's data may be unaligned
+    if (gpt_check_tensor(f, name, e, err, errlen) != 0) return -1;
+    if (st_read_tensor(f, st_find(f, name), dst, err, errlen) != 0) return -1;
     for (size_t i = 0; i < e->numel; i++)
         if (!isfinite(dst[i])) {
             snprintf(err, errlen, "%s: tensor %s holds %s at index %zu", st_path(f), name,
@@ -119,15 +118,17 @@ int gpt_read_tensor(const StFile *f, const char *name, const ParamEntry *e, floa
     return 0;
 }
 
-int gpt_check_file_config(const GPT *m, const StFile *f, int length_keys_may_differ, char *err, size_t errlen) {
+// The metadata: a valid configuration (else the file is bad), then this
+// model's (else the file is another model's).
+static int check_file_config(const GPT *m, const StFile *f, int length_keys_may_differ, char *err, size_t errlen) {
     GPTConfig file_cfg;
     const char *key;
-    if (gpt_config_from_file(f, &file_cfg, err, errlen) != 0) return -1;
+    if (gpt_config_from_file(f, &file_cfg, err, errlen) != 0) return GPT_FILE_BAD;
     gpt_config_resolve(&file_cfg);
     if (m->pos->max_pos_is_block && file_cfg.block_size != m->cfg.block_size) {
         snprintf(err, errlen, "%s: pos=%s has one learned row per position: block_size %d in the file, %d in "
                  "this run", st_path(f), pos_kind_name(m->cfg.pos), file_cfg.block_size, m->cfg.block_size);
-        return -1;
+        return GPT_FILE_OTHER_MODEL;
     }
     if (gpt_config_diff(&file_cfg, &m->cfg, length_keys_may_differ, &key) != 0) {
         char in_file[64], in_model[64];
@@ -135,43 +136,62 @@ int gpt_check_file_config(const GPT *m, const StFile *f, int length_keys_may_dif
         gpt_config_get(&file_cfg, k, in_file, sizeof in_file);
         gpt_config_get(&m->cfg, k, in_model, sizeof in_model);
         snprintf(err, errlen, "%s: %s is %s in the file but %s in this run", st_path(f), key, in_file, in_model);
-        return -1;
+        return GPT_FILE_OTHER_MODEL;
     }
     return 0;
 }
 
-int gpt_read_params(GPT *m, const StFile *f, int length_keys_may_differ, char *err, size_t errlen) {
-    if (gpt_check_file_config(m, f, length_keys_may_differ, err, errlen) != 0) return -1;
-    float *params = gpt_params(m);   // written through gpt_params: the engine re-reads the weights
-    for (int i = 0; i < m->n_entries; i++) {
-        const ParamEntry *e = &m->entries[i];
-        if (gpt_read_tensor(f, e->name, e, params + e->offset, err, errlen) != 0) return -1;
-    }
-    return 0;
-}
-
-// Every tensor of m's table present in f with its dtype and shape, and (unless
-// allow_extra) nothing else. Runs on a model description, before any buffer
-// is sized: the file then holds all the data the model will be built from.
-static int check_file_tensors(const GPT *m, const StFile *f, int allow_extra, char *err, size_t errlen) {
+int gpt_check_file(const GPT *m, const StFile *f, int length_keys_may_differ, int allow_extra,
+                   char *err, size_t errlen) {
+    int rc = check_file_config(m, f, length_keys_may_differ, err, errlen);
+    if (rc != 0) return rc;
     for (int i = 0; i < m->n_entries; i++)
-        if (check_tensor(f, m->entries[i].name, &m->entries[i], err, errlen) != 0) return -1;
+        if (gpt_check_tensor(f, m->entries[i].name, &m->entries[i], err, errlen) != 0) return GPT_FILE_BAD;
     if (!allow_extra)
         for (int i = 0; i < st_num_tensors(f); i++) {
             const char *name = st_tensor_at(f, i)->name;
             if (!gpt_find_param(m, name)) {
                 snprintf(err, errlen, "%s: unexpected tensor %s (not a parameter of pos=%s)", st_path(f), name,
                          pos_kind_name(m->cfg.pos));
-                return -1;
+                return GPT_FILE_BAD;
             }
         }
     return 0;
 }
 
+int gpt_read_params(GPT *m, const StFile *f, int length_keys_may_differ, char *err, size_t errlen) {
+    int rc = gpt_check_file(m, f, length_keys_may_differ, 1, err, errlen);   // all of it before any data
+    if (rc != 0) return rc;
+    float *params = gpt_params(m);   // written through gpt_params: the engine re-reads the weights
+    for (int i = 0; i < m->n_entries; i++) {
+        const ParamEntry *e = &m->entries[i];
+        if (gpt_read_tensor(f, e->name, e, params + e->offset, err, errlen) != 0) return GPT_FILE_BAD;
+    }
+    return 0;
+}
+
+int gpt_check_tokenizer(const GPT *m, const char *weights, int vocab_size, uint64_t checksum, const char *source,
+                        char *err, size_t errlen) {
+    if (vocab_size > 0 && vocab_size != m->cfg.vocab_size) {
+        snprintf(err, errlen, "%s: vocabulary size %d does not match the tokenizer %s (%d)", weights,
+                 m->cfg.vocab_size, source, vocab_size);
+        return -1;
+    }
+    uint64_t trained = m->cfg.tokenizer_checksum;
+    if (trained == 0 || checksum == 0 || trained == checksum) return 0;
+    snprintf(err, errlen, "%s and %s are of different tokenizers (tokenizer_checksum %016llx in the weights, "
+             "%016llx for %s)", weights, source, (unsigned long long)trained, (unsigned long long)checksum, source);
+    return -1;
+}
+
+// The header first: metadata, then the tensor table against the model those
+// keys describe (gpt_describe sizes no buffer). Only a file that passes is
+// allocated for and read, tensor by tensor into the model: a bad file costs
+// its header, whatever its size, and a good one is never held twice.
 int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen) {
     *model = NULL;
     StFile *f;
-    if (st_open(&f, path, err, errlen) != 0) return -1;
+    if (st_open_header(&f, path, err, errlen) != 0) return -1;
     GPTConfig cfg;
     GPT *shell = NULL, *m = NULL;
     char msg[256];
@@ -180,7 +200,7 @@ int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t e
         snprintf(err, errlen, "%s: %s", path, msg);
         goto fail;
     }
-    if (check_file_tensors(shell, f, allow_extra, err, errlen) != 0) goto fail;
+    if (gpt_check_file(shell, f, 0, allow_extra, err, errlen) != 0) goto fail;
     if (gpt_create_uninit(&m, &cfg, msg, sizeof msg) != 0) {
         snprintf(err, errlen, "%s: %s", path, msg);
         goto fail;

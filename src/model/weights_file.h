@@ -16,10 +16,12 @@
 // Written atomically: temporary file, fsync, rename; an existing PATH (a
 // regular file) is replaced: the trainer's model.safetensors.
 int gpt_save(const GPT *model, const char *path, char *err, size_t errlen);
-// Loads a weights file, creating the model from its metadata. Every name,
-// dtype and shape is checked against the metadata before the model is
-// allocated, every value must be finite; extra tensors are an error unless
-// allow_extra is set (a training checkpoint carrying optimizer state).
+// Loads a weights file, creating the model from its metadata. The header,
+// the metadata and every name, dtype and shape are checked against the
+// model the metadata describes before the model is allocated or any tensor
+// read (a bad file of any size costs its header); every value must be
+// finite; extra tensors are an error unless allow_extra is set (a training
+// checkpoint carrying optimizer state). Extra tensors are never read.
 int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen);
 
 // The same file with extra tensors after the weights and extra metadata
@@ -28,19 +30,36 @@ int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t e
 // mode: whether an existing PATH is replaced (common/atomic_file.h).
 int gpt_save_with(const GPT *model, const char *path, const StTensorOut *extra, int n_extra,
                   const StMeta *extra_meta, int n_extra_meta, AtomicMode mode, char *err, size_t errlen);
-// Tensor name of an open file, checked to be F32 with the shape of entry e
-// and finite, copied into dst (numel floats). The one check of a stored
-// tensor: parameters, and the optimizer state that has their shapes.
+// What a file is found to be when a model is read from it: 0 (this model's),
+// GPT_FILE_BAD (bad in itself: metadata missing or invalid, a tensor missing,
+// of another dtype or shape, not finite, unreadable) or GPT_FILE_OTHER_MODEL
+// (a valid file of another configuration; the key that differs is named).
+enum { GPT_FILE_BAD = -1, GPT_FILE_OTHER_MODEL = -2 };
+// Whether tensor name of an open file is F32 with the shape of entry e. The
+// one check of a stored tensor's table entry (no data read).
+int gpt_check_tensor(const StFile *file, const char *name, const ParamEntry *e, char *err, size_t errlen);
+// Tensor name, checked (gpt_check_tensor), read into dst (numel floats) and
+// checked finite: parameters, and the optimizer state that has their shapes.
 int gpt_read_tensor(const StFile *file, const char *name, const ParamEntry *e, float *dst,
                     char *err, size_t errlen);
-// The parameters of an open file whose metadata describes this model's
-// configuration (a key that differs is named; with length_keys_may_differ,
-// block_size and the rope scaling keys may differ: --init-from), every tensor checked.
+// Everything a reader checks before reading data, on a file opened with
+// st_open_header: its metadata describes this model's configuration (with
+// length_keys_may_differ, block_size and the rope scaling keys may differ:
+// --init-from) and every parameter is there with its dtype and shape; unless
+// allow_extra, no other tensor. 0, GPT_FILE_BAD or GPT_FILE_OTHER_MODEL.
+int gpt_check_file(const GPT *model, const StFile *file, int length_keys_may_differ, int allow_extra,
+                   char *err, size_t errlen);
+// gpt_check_file (extra tensors allowed), then every parameter read
+// (gpt_read_tensor). 0, GPT_FILE_BAD or GPT_FILE_OTHER_MODEL.
 int gpt_read_params(GPT *model, const StFile *file, int length_keys_may_differ, char *err, size_t errlen);
-// Only the first half of gpt_read_params: whether the file's metadata
-// describes this model's configuration (the caller tells a configuration
-// that does not match a file apart from a file that is bad).
-int gpt_check_file_config(const GPT *model, const StFile *file, int length_keys_may_differ, char *err, size_t errlen);
+// Whether the tokenizer in (or behind) the file `source` is the one the
+// model of `weights` was trained with: its vocabulary size (vocab_size > 0;
+// 0: not checked here) and, when both are recorded (non-zero), its checksum
+// (bpe_checksum) against the metadata's tokenizer_checksum. ./sample and
+// ./export give their tokenizer, ./eval its token file's record. -1 with one
+// line naming both files.
+int gpt_check_tokenizer(const GPT *model, const char *weights, int vocab_size, uint64_t checksum,
+                        const char *source, char *err, size_t errlen);
 // The weights file's __metadata__ for this model, as key/value strings:
 // format=pt, then every key of the model-key table (docs/FORMAT.md).
 #define GPT_META_MAX 32

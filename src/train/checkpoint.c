@@ -4,14 +4,13 @@
 // format and its checks have one home in src/model.
 #include "train/checkpoint.h"
 
-#include <errno.h>
 #include <inttypes.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/numtext.h"
 #include "model/weights_file.h"
 #include "train/fault_inject.h"
 
@@ -56,29 +55,19 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
     return rc;
 }
 
-// A whole decimal number in [lo, hi], nothing else.
-static int parse_long(const char *s, long long lo, long long hi, long long *out) {
-    if (!s || !(*s == '-' || (*s >= '0' && *s <= '9'))) return -1;   // no space or '+' before it
-    char *end;
-    errno = 0;
-    long long v = strtoll(s, &end, 10);
-    if (errno || *end || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-// Four whole decimal uint64, one space apart, not all zero (the one state
-// xoshiro256** never leaves: a loader would draw the same window forever).
+// Four integers (numtext.h's rule) one space apart, not all zero (the one
+// state xoshiro256** never leaves: a loader would draw the same window forever).
 static int parse_rng(const char *s, Rng *rng) {
     if (!s) return -1;
     for (int i = 0; i < 4; i++) {
-        if (!(*s >= '0' && *s <= '9')) return -1;
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno || (i < 3 ? *end != ' ' : *end != 0)) return -1;
-        rng->s[i] = v;
-        s = end + (i < 3);
+        char word[24];
+        size_t n = strcspn(s, " ");
+        if (n >= sizeof word) return -1;
+        memcpy(word, s, n);
+        word[n] = '\0';
+        if (parse_uint64(word, &rng->s[i]) != 0) return -1;
+        s += n;
+        if (i < 3 ? *s++ != ' ' : *s != '\0') return -1;
     }
     return (rng->s[0] | rng->s[1] | rng->s[2] | rng->s[3]) ? 0 : -1;
 }
@@ -88,9 +77,10 @@ static int parse_rng(const char *s, Rng *rng) {
 static int read_state(StFile *f, const char *path, TrainState *state, char *err, size_t errlen) {
     const char *marker = st_meta(f, "ropelab_checkpoint");
     const char *hash = st_meta(f, "config_hash"), *elapsed = st_meta(f, "elapsed_s");
+    const char *step_text = st_meta(f, "step"), *world_text = st_meta(f, "world_size");
     long long step, world = 1;
     int want_world = state->world_size > 0 ? state->world_size : 1;
-    char want_hash[32], *end;
+    char want_hash[32];
     double elapsed_s = 0.0;
     Rng rng;
     snprintf(want_hash, sizeof want_hash, "%016" PRIx64, state->config_hash);
@@ -104,14 +94,14 @@ static int read_state(StFile *f, const char *path, TrainState *state, char *err,
         return -1;
     }
     // A checkpoint is written after an update, so step >= 1; the largest is the key's range.
-    if (parse_long(st_meta(f, "step"), 1, CHECKPOINT_MAX_STEP, &step) != 0) {
+    if (!step_text || parse_integer(step_text, 1, CHECKPOINT_MAX_STEP, &step) != 0) {
         snprintf(err, errlen, "%s: metadata 'step' is missing or not a whole number in 1..%d", path,
                  CHECKPOINT_MAX_STEP);
         return -1;
     }
     // The global batch is world_size x batch_size x grad_accum and the ranks
     // share the data stream: another world size would not continue this run.
-    if (st_meta(f, "world_size") && parse_long(st_meta(f, "world_size"), 1, 1 << 20, &world) != 0) {
+    if (world_text && parse_integer(world_text, 1, 1 << 20, &world) != 0) {
         snprintf(err, errlen, "%s: metadata 'world_size' is not a whole number in 1..%d", path, 1 << 20);
         return -1;
     }
@@ -127,7 +117,7 @@ static int read_state(StFile *f, const char *path, TrainState *state, char *err,
         snprintf(err, errlen, "%s: metadata 'data_rng' is missing or not 4 decimal uint64 (not all zero)", path);
         return -1;
     }
-    if (elapsed && (!*elapsed || !((elapsed_s = strtod(elapsed, &end)) >= 0.0) || *end || !isfinite(elapsed_s))) {
+    if (elapsed && (parse_number(elapsed, &elapsed_s) != 0 || !(elapsed_s >= 0.0))) {
         snprintf(err, errlen, "%s: metadata 'elapsed_s' is not a non-negative number", path);
         return -1;
     }
@@ -145,37 +135,47 @@ int checkpoint_check(const char *path, TrainState *state, char *err, size_t errl
     return rc;
 }
 
+// The header, the metadata and every tensor's name, dtype and shape are
+// checked before any tensor is read (a checkpoint's size is then exactly
+// three times the model's); then each tensor is read into its place.
 int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
                     char *err, size_t errlen) {
     StFile *f;
-    if (st_open(&f, path, err, errlen)) return -1;
+    if (st_open_header(&f, path, err, errlen)) return -1;
     int rc = -1;
     TrainState read = *state;
     const ParamEntry *entries;
     int n = gpt_param_entries(model, &entries);
+    char (*names)[2][96] = calloc((size_t)n, sizeof *names);   // adamw.m.NAME, adamw.v.NAME
+    if (!names) { snprintf(err, errlen, "%s: out of memory", path); goto done; }
     if (read_state(f, path, &read, err, errlen) != 0) goto done;
     if (st_num_tensors(f) != 3 * n) {
         snprintf(err, errlen, "%s: holds %d tensors, expected %d (parameters and two AdamW moments each)",
                  path, st_num_tensors(f), 3 * n);
         goto done;
     }
+    if (gpt_check_file(model, f, 0, 1, err, errlen) != 0) goto done;
+    for (int i = 0; i < n; i++) {
+        snprintf(names[i][0], sizeof names[i][0], "adamw.m.%s", entries[i].name);
+        snprintf(names[i][1], sizeof names[i][1], "adamw.v.%s", entries[i].name);
+        if (gpt_check_tensor(f, names[i][0], &entries[i], err, errlen) ||
+            gpt_check_tensor(f, names[i][1], &entries[i], err, errlen)) goto done;
+    }
     if (gpt_read_params(model, f, 0, err, errlen) != 0) goto done;
     for (int i = 0; i < n; i++) {
-        char name[96];
         const ParamEntry *e = &entries[i];
-        snprintf(name, sizeof name, "adamw.m.%s", e->name);
-        if (gpt_read_tensor(f, name, e, opt->m + e->offset, err, errlen)) goto done;
-        snprintf(name, sizeof name, "adamw.v.%s", e->name);
-        if (gpt_read_tensor(f, name, e, opt->v + e->offset, err, errlen)) goto done;
+        if (gpt_read_tensor(f, names[i][0], e, opt->m + e->offset, err, errlen)) goto done;
+        if (gpt_read_tensor(f, names[i][1], e, opt->v + e->offset, err, errlen)) goto done;
         for (size_t k = 0; k < e->numel; k++)
             if (opt->v[e->offset + k] < 0.0f) {   // a mean of squares
-                snprintf(err, errlen, "%s: tensor %s holds a negative value at index %zu", path, name, k);
+                snprintf(err, errlen, "%s: tensor %s holds a negative value at index %zu", path, names[i][1], k);
                 goto done;
             }
     }
     *state = read;
     rc = 0;
 done:
+    free(names);
     st_close(f);
     return rc;
 }

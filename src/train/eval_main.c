@@ -150,6 +150,10 @@ int main(int argc, char **argv) {
         goto done;
     }
     dl_open = 1;
+    if (gpt_check_tokenizer(model, a.weights, 0, dl.file.tokenizer_checksum, a.data, err, sizeof err)) {
+        fprintf(stderr, "eval: %s\n", err);
+        goto done;
+    }
     size_t windows = loader_num_eval_windows(&dl);
     size_t batches = a.batches ? (size_t)a.batches : windows / (size_t)a.batch_size;
     if (batches == 0) {

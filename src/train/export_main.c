@@ -100,9 +100,8 @@ int main(int argc, char **argv) {
         rc = 2;
         goto done;
     }
-    if (gpt_config(model)->vocab_size != tok.vocab_size) {
-        fprintf(stderr, "export: %s: vocabulary size %d does not match the tokenizer %s (%d)\n",
-                a.weights, gpt_config(model)->vocab_size, a.tokenizer, tok.vocab_size);
+    if (gpt_check_tokenizer(model, a.weights, tok.vocab_size, bpe_checksum(&tok), a.tokenizer, err, sizeof err)) {
+        fprintf(stderr, "export: %s\n", err);
         goto done;
     }
     int described = gguf_model_describe(model, a.context_length, &gm, err, sizeof err);

@@ -5,10 +5,8 @@
 #include "common/fs.h"
 #include "train/options.h"
 
-#include <errno.h>
 #include <ini.h>
 #include <limits.h>
-#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,7 +34,7 @@ typedef struct {
 #define F(field) offsetof(TrainOptions, field)
 static const OptSpec OPTION_TABLE[] = {
     {"tokenizer", "data", T_STR, "data/kjv/tokenizer.bin", F(tokenizer), 1, 0, 1,
-     "BPE tokenizer written by ./prepare; gives vocab_size", NULL},
+     "BPE tokenizer written by ./prepare; gives vocab_size and the model's tokenizer_checksum", NULL},
     {"train_file", "data", T_STR, "data/kjv/train.bin", F(train_file), 1, 0, 1, "training tokens (llm.c token file)", NULL},
     {"val_file", "data", T_STR, "data/kjv/val.bin", F(val_file), 1, 0, 1, "validation tokens (llm.c token file)", NULL},
 
@@ -160,29 +158,26 @@ static void range_text(const OptSpec *s, char *buf, size_t n) {
 // 0, or -1 with the bare problem in msg.
 static int parse_spec_value(const OptSpec *s, const char *value, void *dst, char *msg, size_t n) {
 #define BAD(...) do { snprintf(msg, n, __VA_ARGS__); return -1; } while (0)
-    char *end, range[80], text[32];
+    char range[80], text[32];
     switch (s->type) {
-    case T_INT: {
-        errno = 0;
-        long long v = strtoll(value, &end, 10);
+    case T_INT: {   // numtext.h's rule, as every number read as text
+        long long v;
+        int rc = parse_integer(value, (long long)s->min, (long long)s->max, &v);
         range_text(s, range, sizeof range);
-        if (!*value || *end) BAD("'%s' is not an integer", value);
-        if (errno == ERANGE) BAD("%s is out of range %s", value, range);   // beyond long long
-        if (v < s->min || v > s->max) BAD("%lld is out of range %s", v, range);
+        if (rc == NUMTEXT_BAD) BAD("'%s' is not an integer", value);
+        if (rc != 0) BAD("%s is out of range %s", value, range);
         *(int *)dst = (int)v;
         return 0;
     }
-    case T_U64: {   // strtoull reads "-1" as 2^64 - 1 and saturates past 2^64 - 1 (ERANGE): both refused
-        errno = 0;
-        unsigned long long v = strtoull(value, &end, 10);
-        if (!*value || *end || errno || strchr(value, '-')) BAD("'%s' is not a non-negative integer", value);
-        *(uint64_t *)dst = (uint64_t)v;
+    case T_U64: {
+        uint64_t v;
+        if (parse_uint64(value, &v) != 0) BAD("'%s' is not a non-negative integer", value);
+        *(uint64_t *)dst = v;
         return 0;
     }
     case T_FLOAT: {
-        errno = 0;
-        double v = strtod(value, &end);
-        if (!*value || *end || errno || !isfinite(v)) BAD("'%s' is not a number", value);
+        double v;
+        if (parse_number(value, &v) != 0) BAD("'%s' is not a number", value);
         range_text(s, range, sizeof range);
         format_double(text, sizeof text, v);
         if (v < s->min || v > s->max) BAD("%s is out of range %s", text, range);
@@ -609,6 +604,7 @@ static const char *type_name(int k) {
         case MODEL_KEY_FLOAT: return "float";
         case MODEL_KEY_SCHEME: return "scheme";
         case MODEL_KEY_CHOICE: return "choice";
+        case MODEL_KEY_CHECKSUM: return "checksum";
         }
     }
     switch (opt_spec(k)->type) {

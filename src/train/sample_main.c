@@ -192,9 +192,8 @@ int main(int argc, char **argv) {
         goto done;
     }
     const GPTConfig *cfg = gpt_config(model);
-    if (cfg->vocab_size != tok.vocab_size) {
-        fprintf(stderr, "sample: %s: vocabulary size %d does not match the tokenizer %s (%d)\n",
-                a.weights, cfg->vocab_size, a.tokenizer, tok.vocab_size);
+    if (gpt_check_tokenizer(model, a.weights, tok.vocab_size, bpe_checksum(&tok), a.tokenizer, err, sizeof err)) {
+        fprintf(stderr, "sample: %s\n", err);
         goto done;
     }
     size_t plen = strlen(a.prompt);

@@ -119,6 +119,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
         return TRAIN_EIO;
     }
     t->vocab_size = tok.vocab_size;
+    uint64_t tokenizer_checksum = bpe_checksum(&tok);
     bpe_free(&tok);
 
     GPTConfig cfg;
@@ -127,11 +128,18 @@ static int setup_model_and_data(Trainer *t, int need_val) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_ECONFIG;
     }
+    // The model records its tokenizer, the one the token files were made with
+    // where they say so (./prepare's do; llm.c's and older ones do not).
+    cfg.tokenizer_checksum = tokenizer_checksum;
     if (loader_open(&t->train, opt->train_file, B, T, opt->seed, t->vocab_size, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
     t->train_open = 1;
+    if (tokens_check_tokenizer(&t->train.file, tokenizer_checksum, opt->tokenizer, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return TRAIN_EIO;
+    }
     loader_set_shard(&t->train, t->world, t->rank);   // this rank's B of every N*B windows
     if (need_val) {
         if (loader_open(&t->val, opt->val_file, B, T, opt->seed, t->vocab_size, err, sizeof err) != 0) {
@@ -139,6 +147,10 @@ static int setup_model_and_data(Trainer *t, int need_val) {
             return TRAIN_EIO;
         }
         t->val_open = 1;
+        if (tokens_check_tokenizer(&t->val.file, tokenizer_checksum, opt->tokenizer, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            return TRAIN_EIO;
+        }
         t->val_losses = malloc((size_t)opt->eval_batches * sizeof *t->val_losses);
         if (!t->val_losses) {
             fprintf(stderr, "out of memory for %d validation losses\n", opt->eval_batches);
@@ -181,18 +193,18 @@ static int read_init_weights(Trainer *t) {
     if (!t->args->init_from || t->rank != 0) return TRAIN_OK;
     char err[1024];
     StFile *f;
-    if (st_open(&f, t->args->init_from, err, sizeof err) != 0) {
+    if (st_open_header(&f, t->args->init_from, err, sizeof err) != 0) {
         fprintf(stderr, "--init-from: %s\n", err);
         return TRAIN_EIO;
     }
-    // A file for another model is a configuration error (exit 2); a file
-    // that is bad in itself (a tensor missing, of the wrong shape, not finite) is 1.
-    int rc = TRAIN_OK;
-    if (gpt_check_file_config(t->model, f, 1, err, sizeof err) != 0) rc = TRAIN_ECONFIG;
-    else if (gpt_read_params(t->model, f, 1, err, sizeof err) != 0) rc = TRAIN_EIO;
+    // A valid file of another model is a configuration error (exit 2); a file
+    // that is bad in itself (metadata missing or invalid, a tensor missing, of
+    // the wrong shape, not finite) is 1, as for ./eval, ./sample and ./export.
+    int rc = gpt_read_params(t->model, f, 1, err, sizeof err);
     st_close(f);
-    if (rc != TRAIN_OK) fprintf(stderr, "--init-from: %s\n", err);
-    return rc;
+    if (rc == 0) return TRAIN_OK;
+    fprintf(stderr, "--init-from: %s\n", err);
+    return rc == GPT_FILE_OTHER_MODEL ? TRAIN_ECONFIG : TRAIN_EIO;
 }
 
 // --init-from FILE of a rope model, rope_original_length not given: the scalings
