@@ -98,6 +98,17 @@ static int map_tensor(const ParamEntry *e, const float *data, GgufTensor *t) {
     return 0;
 }
 
+// Made here: the permuted c_attn of each layer (rope), or the position table (sinusoidal, none).
+static size_t owned_floats(const GPTConfig *cfg, int n_ctx) {
+    size_t C = cfg->d_model;
+    return cfg->pos == POS_ROPE ? (size_t)cfg->n_layer * (3 * C * C + 3 * C)
+         : cfg->pos == POS_SINUSOIDAL || cfg->pos == POS_NONE ? (size_t)n_ctx * C : 0;
+}
+
+size_t gguf_model_bytes(const GPTConfig *cfg, int context_length) {
+    return owned_floats(cfg, context_length > 0 ? context_length : cfg->block_size) * sizeof(float);
+}
+
 int gguf_model_describe(GPT *model, int context_length, GgufModel *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     const GPTConfig *cfg = gpt_config(model);
@@ -116,9 +127,7 @@ int gguf_model_describe(GPT *model, int context_length, GgufModel *out, char *er
     const ParamEntry *entries;
     int n_entries = gpt_param_entries(model, &entries);
     float *params = gpt_params(model);
-    // Made here: the permuted c_attn of each layer (rope), or the position table (sinusoidal, none).
-    size_t owned = cfg->pos == POS_ROPE ? (size_t)cfg->n_layer * (3 * (size_t)C * C + 3 * (size_t)C)
-                 : (cfg->pos == POS_SINUSOIDAL || cfg->pos == POS_NONE) ? (size_t)n_ctx * C : 0;
+    size_t owned = owned_floats(cfg, n_ctx);
     out->tensors = calloc((size_t)n_entries + 2, sizeof *out->tensors);
     out->owned = owned ? calloc(owned, sizeof(float)) : NULL;
     if (!out->tensors || (owned && !out->owned)) {

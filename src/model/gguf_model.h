@@ -48,6 +48,9 @@ const char *gguf_model_refusal(const GPTConfig *cfg);
 // message for a model gguf_model_refusal refuses or a bad context_length;
 // -2 when out of memory.
 int gguf_model_describe(GPT *model, int context_length, GgufModel *out, char *err, size_t errlen);
+// The bytes gguf_model_describe allocates for the data it makes (the permuted
+// c_attn of rope, the position table of sinusoidal and none), from cfg alone.
+size_t gguf_model_bytes(const GPTConfig *cfg, int context_length);
 void gguf_model_free(GgufModel *m);
 
 // The c_attn row llama.cpp's gptneox must find at row r: within each head's

@@ -21,8 +21,10 @@ void sinusoidal_build_table(float *pe, int n_pos, int C, float scale) {
 }
 
 // p->tables: PE (n_pos, C).
+static size_t sinusoidal_tables_floats(const GPTConfig *cfg, int n_pos) { return (size_t)n_pos * cfg->d_model; }
+
 static int sinusoidal_tables_init(PosCtx *p, char *err, size_t errlen) {
-    p->tables = malloc((size_t)p->n_pos * p->cfg->d_model * sizeof(float));
+    p->tables = malloc(pos_tables_bytes(&pos_scheme_sinusoidal, p->cfg, p->n_pos));
     if (!p->tables) {
         snprintf(err, errlen, "out of memory for the sinusoidal table (%d positions)", p->n_pos);
         return -1;
@@ -37,6 +39,7 @@ static void sinusoidal_embed_forward(const PosCtx *p, float *x, int B, int T, in
 
 const PosScheme pos_scheme_sinusoidal = {
     .kind = POS_SINUSOIDAL,
+    .tables_floats = sinusoidal_tables_floats,
     .tables_init = sinusoidal_tables_init,
     .embed_forward = sinusoidal_embed_forward,
 };

@@ -410,6 +410,12 @@ done:
     return 0;
 }
 
+size_t st_data_bytes(const StFile *f) {
+    size_t bytes = 0;
+    for (int i = 0; i < f->n_tensors; i++) bytes += f->tensors[i].nbytes;   // they tile the section (parse_header)
+    return bytes;
+}
+
 int st_open(StFile **out, const char *path, char *err, size_t errlen) {
     return open_file(out, path, 1, err, errlen);
 }

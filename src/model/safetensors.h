@@ -53,6 +53,9 @@ int st_open(StFile **file, const char *path, char *err, size_t errlen);
 // shapes are there, every tensor's data is NULL (a cheap look at a large file).
 int st_open_header(StFile **file, const char *path, char *err, size_t errlen);
 void st_close(StFile *file);
+// The memory st_open takes for this file beyond its header: the data
+// section, read whole (the sum of its tensors' sizes); known from the header alone.
+size_t st_data_bytes(const StFile *file);
 int st_num_tensors(const StFile *file);
 const StTensor *st_tensor_at(const StFile *file, int i);
 const StTensor *st_find(const StFile *file, const char *name); // NULL if absent

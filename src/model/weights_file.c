@@ -168,6 +168,27 @@ static int check_file_tensors(const GPT *m, const StFile *f, int allow_extra, ch
     return 0;
 }
 
+int gpt_load_probe(const char *path, int allow_extra, GPTConfig *cfg, size_t *read_bytes, char *err, size_t errlen) {
+    StFile *f;
+    if (st_open_header(&f, path, err, errlen) != 0) return -1;
+    GPT *shell = NULL;
+    char msg[256];
+    int rc = -1;
+    if (gpt_config_from_file(f, cfg, err, errlen) != 0) goto done;
+    if (gpt_describe(&shell, cfg, msg, sizeof msg) != 0) {
+        snprintf(err, errlen, "%s: %s", path, msg);
+        goto done;
+    }
+    if (check_file_tensors(shell, f, allow_extra, err, errlen) != 0) goto done;
+    *cfg = *gpt_config(shell);
+    *read_bytes = st_data_bytes(f);
+    rc = 0;
+done:
+    gpt_free(shell);
+    st_close(f);
+    return rc;
+}
+
 int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen) {
     *model = NULL;
     StFile *f;

@@ -20,6 +20,11 @@ int gpt_save(const GPT *model, const char *path, char *err, size_t errlen);
 // allocated, every value must be finite; extra tensors are an error unless
 // allow_extra is set (a training checkpoint carrying optimizer state).
 int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen);
+// What gpt_load(path, allow_extra) would build, from the file's header alone
+// and with gpt_load's checks up to its first allocation (the same messages):
+// the model's configuration (resolved), and the bytes reading the file's data
+// takes (st_data_bytes), for a program's memory check (src/train/footprint.h).
+int gpt_load_probe(const char *path, int allow_extra, GPTConfig *cfg, size_t *read_bytes, char *err, size_t errlen);
 
 // The same file with extra tensors after the weights and extra metadata
 // after the model's: a training checkpoint (AdamW moments, step, ...) and a

@@ -19,6 +19,7 @@
 #include "data/bpe_gpt2.h"
 #include "model/gguf_model.h"
 #include "model/weights_file.h"
+#include "train/footprint.h"
 #include "train/model_overrides.h"
 
 typedef struct {
@@ -84,6 +85,17 @@ int main(int argc, char **argv) {
     int tok_loaded = 0, rc = 1;
     if (bpe_load(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "export: %s\n", err); goto done; }
     tok_loaded = 1;
+    // The file's model, then the whole need (the model, the file read whole, the
+    // tensors the export makes), checked before anything large is allocated.
+    GPTConfig file_cfg;
+    size_t read_bytes;
+    Footprint need;
+    if (gpt_load_probe(a.weights, 0, &file_cfg, &read_bytes, err, sizeof err) ||
+        footprint_export(&need, &file_cfg, read_bytes, a.context_length, err, sizeof err) ||
+        footprint_check(&need, 1, err, sizeof err)) {
+        fprintf(stderr, "export: %s\n", err);
+        goto done;
+    }
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "export: %s\n", err); goto done; }
     if (model_overrides_apply(model, &a.overrides, err, sizeof err)) {
         fprintf(stderr, "export: %s: %s\n", a.weights, err);
