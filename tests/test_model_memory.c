@@ -11,7 +11,7 @@
 // * the programs, end to end: ./train's 4096-wide model refused at once with
 //   little memory; ./train, ./eval's activations, ./sample's KV cache and
 //   ./export's position table refused under a fake cgroup limit; ./train
-//   under ulimit -v.
+//   under ulimit -v; ./export's --context-length bounded.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -416,7 +416,7 @@ static void test_kv_cache_and_export_sizes(void **s) {
         GgufModel gm;
         if (gguf_model_refusal(&cfg) == NULL) {
             int n_ctx = cfg.pos == POS_LEARNED ? 32 : 4096;
-            assert_int_equal(gguf_model_describe(m, n_ctx, &gm, err, sizeof err), 0);
+            assert_int_equal(gguf_model_describe(m, n_ctx, &gm, NULL, err, sizeof err), 0);
             size_t owned = gguf_model_bytes(&cfg, n_ctx);
             if (owned) expect_block(gm.owned, owned, pos_kind_name(cfg.pos));
             else assert_null(gm.owned);
@@ -596,7 +596,7 @@ static void test_train_address_space_limit(void **s) {
 
 // ./eval's activations, ./sample's KV cache and ./export's position table,
 // each refused under a fake cgroup before the model is loaded; the same
-// programs run under a fake cgroup with room.
+// programs run under a fake cgroup with room. --context-length is bounded.
 static void test_eval_sample_export(void **s) {
     (void)s;
     char root[600], big[600], rope[600], sin[600], tok[600], val[600], gguf[600];
@@ -632,6 +632,14 @@ static void test_eval_sample_export(void **s) {
     assert_int_equal(access(gguf, F_OK), -1);
     assert_int_equal(run("ROPELAB_CGROUP_ROOT=%s ./export --weights %s/model.safetensors --tokenizer %s --out %s "
                          "--context-length 4096", big, sin, tok, gguf), 0);
+    // the 16777216 rows (2.1 GB at width 32): beyond the bound, refused on the command line at once
+    long long rss;
+    double secs;
+    int rc = run_measured(&rss, &secs, "exec timeout 20 ./export --weights %s/model.safetensors --tokenizer %s "
+                          "--out %s.big --context-length 16777216", sin, tok, gguf);
+    assert_int_equal(rc, 2);
+    expect_one_line("export: --context-length: '16777216' is not an integer in [1, 1048576]");
+    assert_true(secs < 5);
 }
 
 static int setup(void **state) {

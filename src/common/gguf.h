@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/meter.h"
+
 #define GGUF_ALIGNMENT 32
 #define GGUF_MAX_DIMS 4
 #define GGUF_MAX_NAME 63   // ggml's GGML_MAX_NAME (64) with its terminator
@@ -44,8 +46,9 @@ typedef struct {              // one F32 tensor
 } GgufTensor;
 
 // Writes the file atomically (common/atomic_file.h): a failure leaves PATH as
-// it was. 0, or -1 with "path: problem" in err.
-int gguf_write(const char *path, const GgufKv *kv, int n_kv, const GgufTensor *tensors, int n_tensors,
+// it was. 0, or -1 with "path: problem" in err. meter (or NULL): progress of
+// the tensors' data, in MiB.
+int gguf_write(const char *path, const GgufKv *kv, int n_kv, const GgufTensor *tensors, int n_tensors, Meter *meter,
                char *err, size_t errlen);
 
 #endif

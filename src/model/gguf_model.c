@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/meter.h"
 #include "model/layers.h"
 #include "model/pos.h"
 
@@ -109,7 +110,7 @@ size_t gguf_model_bytes(const GPTConfig *cfg, int context_length) {
     return owned_floats(cfg, context_length > 0 ? context_length : cfg->block_size) * sizeof(float);
 }
 
-int gguf_model_describe(GPT *model, int context_length, GgufModel *out, char *err, size_t errlen) {
+int gguf_model_describe(GPT *model, int context_length, GgufModel *out, Meter *meter, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     const GPTConfig *cfg = gpt_config(model);
     const char *why = gguf_model_refusal(cfg);
@@ -160,7 +161,11 @@ int gguf_model_describe(GPT *model, int context_length, GgufModel *out, char *er
             pe->n_dims = 2;
             pe->ne[0] = (uint64_t)C;
             pe->ne[1] = (uint64_t)n_ctx;
-            if (cfg->pos == POS_SINUSOIDAL) sinusoidal_build_table(next, n_ctx, C, cfg->sinusoidal_scale);
+            for (int t0 = 0; cfg->pos == POS_SINUSOIDAL && t0 < n_ctx; t0 += 4096) {   // a long table: progress
+                int t1 = n_ctx - t0 < 4096 ? n_ctx : t0 + 4096;
+                sinusoidal_build_rows(next, t0, t1, C, cfg->sinusoidal_scale);
+                if (meter) meter_update(meter, "position table", t1, n_ctx, "rows");
+            }
             pe->data = next;   // none: zeros (calloc)
             next += (size_t)n_ctx * C;
         }

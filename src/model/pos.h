@@ -94,6 +94,7 @@ void rope_rotate(float *u, const float *cos_row, const float *sin_row, int rope_
 void rope_rotate_back(float *u, const float *cos_row, const float *sin_row, int rope_dims);
 // sinusoidal: PE (n_pos, C).
 void sinusoidal_build_table(float *pe, int n_pos, int C, float scale);
+void sinusoidal_build_rows(float *pe, int t0, int t1, int C, float scale);   // rows t0..t1-1 of the same
 // t5: the causal bucket of distance n >= 0.
 int t5_bucket(int n, int num_buckets, int max_distance);
 // alibi: slopes m_h (H) as in Press et al. (power-of-two interpolation).

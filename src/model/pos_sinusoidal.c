@@ -11,8 +11,10 @@
 
 #include "model/pos.h"
 
-void sinusoidal_build_table(float *pe, int n_pos, int C, float scale) {
-    for (int t = 0; t < n_pos; t++)
+void sinusoidal_build_table(float *pe, int n_pos, int C, float scale) { sinusoidal_build_rows(pe, 0, n_pos, C, scale); }
+
+void sinusoidal_build_rows(float *pe, int t0, int t1, int C, float scale) {
+    for (int t = t0; t < t1; t++)
         for (int c = 0; c < C; c++) {
             int i2 = c - c % 2;   // the 2i of this pair
             double angle = t / pow(10000.0, (double)i2 / C);
