@@ -172,7 +172,7 @@ static void test_gguf_layout(void **state) {
     float a[3] = {1, 2, 3}, b[6] = {4, 5, 6, 7, 8, 9};
     GgufTensor t[2] = {{.name = "one", .n_dims = 1, .ne = {3}, .data = a},
                        {.name = "two", .n_dims = 2, .ne = {3, 2}, .data = b}};
-    assert_int_equal(gguf_write(path, kv, 6, t, 2, ATOMIC_REPLACE, err, sizeof err), 0);
+    assert_int_equal(gguf_write(path, kv, 6, t, 2, ATOMIC_REPLACE, NULL, err, sizeof err), 0);
     Gguf g;
     gguf_read(&g, path);
     assert_int_equal(g.n_kv, 6);
@@ -193,11 +193,11 @@ static void test_gguf_layout(void **state) {
     free(g.buf);
     // a failed write names the file and leaves what was there
     snprintf(path, sizeof path, "%s/no/such/dir/t.gguf", dir);
-    assert_int_equal(gguf_write(path, kv, 6, t, 2, ATOMIC_REPLACE, err, sizeof err), -1);
+    assert_int_equal(gguf_write(path, kv, 6, t, 2, ATOMIC_REPLACE, NULL, err, sizeof err), -1);
     assert_non_null(strstr(err, path));
     t[0].n_dims = 5;
     snprintf(path, sizeof path, "%s/t.gguf", dir);
-    assert_int_equal(gguf_write(path, kv, 6, t, 2, ATOMIC_REPLACE, err, sizeof err), -1);
+    assert_int_equal(gguf_write(path, kv, 6, t, 2, ATOMIC_REPLACE, NULL, err, sizeof err), -1);
     gguf_read(&g, path);   // the earlier file, whole
     assert_int_equal(g.n_tensors, 2);
     free(g.buf);

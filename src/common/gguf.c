@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/atomic_file.h"
+#include "common/meter.h"
 
 // GGUF's value types (ggml's enum gguf_type).
 enum { T_UINT32 = 4, T_INT32 = 5, T_FLOAT32 = 6, T_BOOL = 7, T_STRING = 8, T_ARRAY = 9 };
@@ -52,7 +53,7 @@ static void put_kv(FILE *f, const GgufKv *kv, int *ok) {
 }
 
 int gguf_write(const char *path, const GgufKv *kv, int n_kv, const GgufTensor *tensors, int n_tensors,
-               AtomicMode mode, char *err, size_t errlen) {
+               AtomicMode mode, Meter *meter, char *err, size_t errlen) {
     for (int i = 0; i < n_tensors; i++) {   // what ggml refuses to load, refused before writing
         const GgufTensor *t = &tensors[i];
         if (strlen(t->name) == 0 || t->n_dims < 1 || t->n_dims > GGUF_MAX_DIMS) {
@@ -83,9 +84,17 @@ int gguf_write(const char *path, const GgufKv *kv, int n_kv, const GgufTensor *t
     long here = ftell(f);
     ok = ok && here >= 0;
     if (ok) put_zeros(f, align_up((size_t)here) - (size_t)here, &ok);
+    // the data, in pieces of at most 16 MB: a progress line for a large file
+    const size_t piece = (size_t)16 << 20;
+    long long done = 0;
     for (int i = 0; i < n_tensors && ok; i++) {
         size_t n = tensor_bytes(&tensors[i]);
-        put(f, tensors[i].data, n, &ok);
+        for (size_t at = 0; at < n && ok; at += piece) {
+            size_t len = n - at < piece ? n - at : piece;
+            put(f, (const char *)tensors[i].data + at, len, &ok);
+            done += (long long)len;
+            if (meter) meter_update(meter, "writing", done >> 20, (long long)(offset >> 20), "MiB");
+        }
         put_zeros(f, align_up(n) - n, &ok);
     }
     return atomic_commit(&af, ok, err, errlen);

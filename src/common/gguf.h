@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "common/atomic_file.h"
+#include "common/meter.h"
 
 #define GGUF_ALIGNMENT 32
 #define GGUF_MAX_DIMS 4
@@ -47,8 +48,8 @@ typedef struct {              // one F32 tensor
 
 // Writes the file atomically (common/atomic_file.h): a failure leaves PATH as
 // it was; mode says whether an existing PATH is replaced. 0, or -1 with
-// "path: problem" in err.
+// "path: problem" in err. meter (or NULL): progress of the tensors' data, in MiB.
 int gguf_write(const char *path, const GgufKv *kv, int n_kv, const GgufTensor *tensors, int n_tensors,
-               AtomicMode mode, char *err, size_t errlen);
+               AtomicMode mode, Meter *meter, char *err, size_t errlen);
 
 #endif

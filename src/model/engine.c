@@ -81,9 +81,11 @@ void bias_grad(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC)
     }
 }
 
+size_t grow_buffer_bytes(size_t bytes) { return (bytes + 63) / 64 * 64; }
+
 int grow_buffer(void **buf, size_t *have, size_t bytes) {
     if (bytes <= *have) return 0;
-    size_t rounded = (bytes + 63) / 64 * 64;
+    size_t rounded = grow_buffer_bytes(bytes);
     void *p = aligned_alloc(64, rounded);
     if (!p) return -1;
     free(*buf);

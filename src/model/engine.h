@@ -91,6 +91,22 @@ int engine_openblas_create(Engine **e, char *err, size_t errlen);
 typedef enum { WEIGHTS_DEFAULT, WEIGHTS_PACKED, WEIGHTS_PLAIN } WeightLayout;
 int engine_onednn_create(Engine **e, int bf16, WeightLayout layout, char *err, size_t errlen);
 
+// What an engine will hold (Engine.bytes) for a model's products, from their
+// shapes, before it runs: its scratch and buffers, by the formulas its own
+// allocations use. backward 0: forward passes only (./eval); B = 0: no
+// batch pass, only rows decoded one at a time (./sample's KV cache). What
+// oneDNN decides itself (its primitives, their scratchpads, the padding of
+// its blocked weight layouts) is not known beforehand and not counted.
+typedef struct {
+    int B, T;           // the batch
+    int C, H, L, V;     // width, heads, layers, vocabulary
+    int F, FC;          // the MLP's hidden width and c_fc's outputs
+    int backward;
+} EngineShapes;
+size_t engine_reference_bytes_for(const EngineShapes *s, int n_threads);
+size_t engine_openblas_bytes_for(const EngineShapes *s, int n_threads);
+size_t engine_onednn_bytes_for(const EngineShapes *s, int bf16, int n_threads);
+
 // For the oneDNN engine's tests and benchmarks.
 typedef struct {
     long repacks;              // weight copies made from the parameters so far
@@ -117,11 +133,15 @@ void bias_grad_columns(float *db, uint16_t *dout_bf16, const float *dout, int N,
 void bias_grad(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC);
 // A buffer of at least `bytes`, 64-byte aligned, replacing *buf (contents lost) if smaller. 0 or -1.
 int grow_buffer(void **buf, size_t *have, size_t bytes);
+// What grow_buffer allocates for `bytes`: rounded up to a multiple of 64.
+size_t grow_buffer_bytes(size_t bytes);
 
 // The OpenBLAS engine's blocked attention, which the oneDNN engine runs too (engine_openblas.c).
 // Blocked attention: per (batch, head) and block of query rows i0..i0+rows-1 against
 // keys 0..keys-1 (keys = i0 + rows), between the block's products:
 int attention_block_rows(int T);   // query rows per block for sequences of length T
+// Floats of one thread's scratch: a block of probabilities and one of their gradients, 2 x rows x T.
+size_t attention_scratch_floats(int T);
 // s (rows, keys) holds scale Q_I K_J^T: adds bias_h[i-j] (if set), makes P = exp(s - lse)
 // in place, zero above the diagonal; lse_out set: computes and stores each row's lse
 // (forward), else reads lse_in (backward).

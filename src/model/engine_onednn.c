@@ -685,6 +685,29 @@ void engine_onednn_stats(const Engine *base, OnednnStats *s) {
     for (int i = 0; i < e->n_inputs; i++) s->scratch_bytes += e->inputs[i].bytes;
 }
 
+size_t engine_onednn_bytes_for(const EngineShapes *s, int bf16, int n_threads) {
+    size_t C = s->C, F = s->F, FC = s->FC, V = s->V, L = s->L, N = s->B > 0 ? (size_t)s->B * s->T : 1;
+    size_t bytes = 0;
+    if (bf16) {
+        // the weight copies (WEIGHTS_PACKED, bf16's default): two of every linear weight
+        // of each layer (c_attn 3C x C, attn c_proj C x C, c_fc FC x C, mlp c_proj C x F) and
+        // of the head's wte (V x C), before the padding of oneDNN's blocked layout
+        size_t weights = V * C + L * (3 * C * C + C * C + FC * C + C * F);
+        bytes += 2 * weights * sizeof(uint16_t);
+        // the rounded inputs (input_copy), one per weight: N rows of C (c_attn, attn
+        // c_proj, c_fc, the head) or F (mlp c_proj)
+        size_t in_c = grow_buffer_bytes(N * C * sizeof(uint16_t)), in_f = grow_buffer_bytes(N * F * sizeof(uint16_t));
+        bytes += L * (3 * in_c + in_f) + in_c;
+        if (s->backward) {   // dout_bf16: N rows of the widest output, V, 3C or FC
+            size_t widest = V > 3 * C ? V : 3 * C;
+            if (FC > widest) widest = FC;
+            bytes += grow_buffer_bytes(N * widest * sizeof(uint16_t));
+        }
+    }
+    if (s->B > 0) bytes += onednn_attention_bytes_for(bf16, s->B, s->T, s->C, s->H, n_threads, s->backward);
+    return bytes;
+}
+
 static size_t bytes(const Engine *base) {
     const OnednnEngine *e = (const OnednnEngine *)base;
     OnednnStats s;

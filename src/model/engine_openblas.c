@@ -149,8 +149,7 @@ void attention_block_dscores(float *dp, const float *p, int i0, int rows, int ke
     }
 }
 
-// Scratch floats per thread: a block of probabilities and one of their gradients.
-static size_t scratch_floats(int T) { return 2 * (size_t)attention_block_rows(T) * T; }
+size_t attention_scratch_floats(int T) { return 2 * (size_t)attention_block_rows(T) * T; }
 
 // Scores of query rows i0..i0+rows-1 against keys 0..keys-1 into s (rows, keys);
 // q and k are (T, D) head matrices with row stride ld: the product, then
@@ -185,7 +184,7 @@ static AttTask att_task(int bh, float *scratch, int T, int C, int H) {
     a.scale = 1.0f / sqrtf((float)a.D);
     a.qkv_off = (size_t)a.b * T * a.C3 + (size_t)a.h * a.D;
     a.out_off = (size_t)a.b * T * C + (size_t)a.h * a.D;
-    a.scratch = scratch + (size_t)omp_get_thread_num() * scratch_floats(T);
+    a.scratch = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T);
     return a;
 }
 
@@ -253,8 +252,10 @@ void openblas_attention_backward(float *dqkv, float *dbias, const float *dout, c
 
 // This engine's scratch for sequences of length T on the current thread
 // count, grown at the first call that needs more; NULL (recorded) if out of memory.
+static size_t scratch_bytes(int T, int n_threads) { return (size_t)n_threads * attention_scratch_floats(T) * sizeof(float); }
+
 static float *scratch_for(OpenblasEngine *ob, int T) {
-    size_t bytes = (size_t)omp_get_max_threads() * scratch_floats(T) * sizeof(float);
+    size_t bytes = scratch_bytes(T, omp_get_max_threads());
     if (grow_buffer((void **)&ob->scratch, &ob->scratch_bytes, bytes) != 0) {
         engine_fail(&ob->base, "out of memory for the attention scratch (%zu bytes)", bytes);
         return NULL;
@@ -275,6 +276,10 @@ static void attention_backward(Engine *e, float *dqkv, float *dbias, const float
 }
 
 static size_t bytes(const Engine *e) { return ((const OpenblasEngine *)e)->scratch_bytes; }
+
+size_t engine_openblas_bytes_for(const EngineShapes *s, int n_threads) {
+    return s->B > 0 ? grow_buffer_bytes(scratch_bytes(s->T, n_threads)) : 0;
+}
 
 static void engine_free(Engine *e) {
     if (!e) return;

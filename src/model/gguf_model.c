@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/meter.h"
 #include "model/layers.h"
 #include "model/pos.h"
 
@@ -98,7 +99,18 @@ static int map_tensor(const ParamEntry *e, const float *data, GgufTensor *t) {
     return 0;
 }
 
-int gguf_model_describe(GPT *model, int context_length, GgufModel *out, char *err, size_t errlen) {
+// Made here: the permuted c_attn of each layer (rope), or the position table (sinusoidal, none).
+static size_t owned_floats(const GPTConfig *cfg, int n_ctx) {
+    size_t C = cfg->d_model;
+    return cfg->pos == POS_ROPE ? (size_t)cfg->n_layer * (3 * C * C + 3 * C)
+         : cfg->pos == POS_SINUSOIDAL || cfg->pos == POS_NONE ? (size_t)n_ctx * C : 0;
+}
+
+size_t gguf_model_bytes(const GPTConfig *cfg, int context_length) {
+    return owned_floats(cfg, context_length > 0 ? context_length : cfg->block_size) * sizeof(float);
+}
+
+int gguf_model_describe(GPT *model, int context_length, GgufModel *out, Meter *meter, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     const GPTConfig *cfg = gpt_config(model);
     const char *why = gguf_model_refusal(cfg);
@@ -116,9 +128,7 @@ int gguf_model_describe(GPT *model, int context_length, GgufModel *out, char *er
     const ParamEntry *entries;
     int n_entries = gpt_param_entries(model, &entries);
     float *params = gpt_params(model);
-    // Made here: the permuted c_attn of each layer (rope), or the position table (sinusoidal, none).
-    size_t owned = cfg->pos == POS_ROPE ? (size_t)cfg->n_layer * (3 * (size_t)C * C + 3 * (size_t)C)
-                 : (cfg->pos == POS_SINUSOIDAL || cfg->pos == POS_NONE) ? (size_t)n_ctx * C : 0;
+    size_t owned = owned_floats(cfg, n_ctx);
     out->tensors = calloc((size_t)n_entries + 2, sizeof *out->tensors);
     out->owned = owned ? calloc(owned, sizeof(float)) : NULL;
     if (!out->tensors || (owned && !out->owned)) {
@@ -151,7 +161,11 @@ int gguf_model_describe(GPT *model, int context_length, GgufModel *out, char *er
             pe->n_dims = 2;
             pe->ne[0] = (uint64_t)C;
             pe->ne[1] = (uint64_t)n_ctx;
-            if (cfg->pos == POS_SINUSOIDAL) sinusoidal_build_table(next, n_ctx, C, cfg->sinusoidal_scale);
+            for (int t0 = 0; cfg->pos == POS_SINUSOIDAL && t0 < n_ctx; t0 += 4096) {   // a long table: progress
+                int t1 = n_ctx - t0 < 4096 ? n_ctx : t0 + 4096;
+                sinusoidal_build_rows(next, t0, t1, C, cfg->sinusoidal_scale);
+                if (meter) meter_update(meter, "position table", t1, n_ctx, "rows");
+            }
             pe->data = next;   // none: zeros (calloc)
             next += (size_t)n_ctx * C;
         }

@@ -23,6 +23,7 @@
 #define ROPELAB_GGUF_MODEL_H
 
 #include "common/gguf.h"
+#include "common/meter.h"
 #include "model/gpt.h"
 
 #define GGUF_MODEL_MAX_KV 24
@@ -46,8 +47,11 @@ const char *gguf_model_refusal(const GPTConfig *cfg);
 // must use block_size (wpe's rows). The tensors point into the model's
 // parameters (and out->owned): keep the model until written. 0; -1 with a
 // message for a model gguf_model_refusal refuses or a bad context_length;
-// -2 when out of memory.
-int gguf_model_describe(GPT *model, int context_length, GgufModel *out, char *err, size_t errlen);
+// -2 when out of memory. meter (or NULL): progress of a long position table.
+int gguf_model_describe(GPT *model, int context_length, GgufModel *out, Meter *meter, char *err, size_t errlen);
+// The bytes gguf_model_describe allocates for the data it makes (the permuted
+// c_attn of rope, the position table of sinusoidal and none), from cfg alone.
+size_t gguf_model_bytes(const GPTConfig *cfg, int context_length);
 void gguf_model_free(GgufModel *m);
 
 // The c_attn row llama.cpp's gptneox must find at row r: within each head's

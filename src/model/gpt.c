@@ -55,6 +55,35 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, 
 
 const char *gpt_matmul_describe(const GPT *m) { return m->engine->describe; }
 
+// Each figure from the function its allocation is sized with. The engine is
+// the one gpt_set_matmul(matmul, precision) makes: oneDNN in bf16 keeps its
+// own copies of the linear inputs (its Engine.keeps_inputs), so the
+// activations are laid out with one layer of them.
+int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, int B, int T, int backward,
+               int n_threads, GPTMemory *mem, char *err, size_t errlen) {
+    memset(mem, 0, sizeof *mem);
+    GPT *shell;
+    if (gpt_describe(&shell, cfg, err, errlen) != 0) return -1;
+    const GPTConfig *c = &shell->cfg;   // resolved
+    if (B > 0 && gpt_check_batch(c, B, T, err, errlen) != 0) {
+        gpt_free(shell);
+        return -1;
+    }
+    int bf16 = precision == GPT_BF16, shared = matmul == GPT_MATMUL_ONEDNN && bf16;
+    int n_pos = B > 0 && T > c->block_size ? T : c->block_size;
+    mem->n_params = shell->num_params;
+    mem->params = mem->grads = params_buffer_bytes(shell->num_params);
+    mem->pos_tables = pos_tables_bytes(shell->pos, c, n_pos);
+    mem->activations = B > 0 ? gpt_activations_bytes_for(c, B, T, shared) : 0;
+    EngineShapes s = {.B = B, .T = T, .C = c->d_model, .H = c->n_head, .L = c->n_layer, .V = c->vocab_size,
+                      .F = gpt_mlp_hidden(c), .FC = gpt_mlp_fc_width(c), .backward = backward};
+    mem->engine = matmul == GPT_MATMUL_ONEDNN      ? engine_onednn_bytes_for(&s, bf16, n_threads)
+                : matmul == GPT_MATMUL_REFERENCE ? engine_reference_bytes_for(&s, n_threads)
+                                                 : engine_openblas_bytes_for(&s, n_threads);
+    gpt_free(shell);
+    return 0;
+}
+
 int gpt_reconfigure(GPT *m, const GPTConfig *cfg, char *err, size_t errlen) {
     GPTConfig c = *cfg;
     const char *key;
@@ -134,7 +163,11 @@ const ParamEntry *gpt_find_param(const GPT *m, const char *name) {
 const float *gpt_logits(const GPT *m) { return m->acts.logits; }
 const float *gpt_losses(const GPT *m) { return m->acts.losses; }
 size_t gpt_activation_bytes(const GPT *m) { return m->acts.bytes; }
-int gpt_max_positions(const GPT *m) { return m->pos->max_pos_is_block ? m->cfg.block_size : INT_MAX; }
+int gpt_max_positions(const GPT *m) { return gpt_config_max_positions(&m->cfg); }
+int gpt_config_max_positions(const GPTConfig *c) {
+    const PosScheme *s = pos_scheme(c->pos);
+    return s && s->max_pos_is_block ? c->block_size : INT_MAX;
+}
 // On the pool, in 64K-float chunks: one thread alone does not reach the memory's bandwidth.
 void gpt_zero_grad(GPT *m) {
     const size_t n = m->num_params, chunk = (size_t)1 << 16;
@@ -164,23 +197,18 @@ int gpt_check_batch(const GPTConfig *c, int B, int T, char *err, size_t errlen) 
 
 // One allocation for every activation buffer, carved up by this table, plus
 // the (B,T) token copies. The four linear inputs have L slices, or 1 when
-// the engine keeps its own copy of them for backward (Engine.keeps_inputs).
-// The previous buffers are freed first, then the total is checked against
-// the memory available, before the scheme's tables grow to T positions (at
-// most T x C floats, no more than one (B,T,C) buffer) and before the
-// buffers are allocated and zeroed.
-int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
-    const GPTConfig *c = &m->cfg;
-    if (gpt_check_batch(c, B, T, err, errlen) != 0) return -1;
-    Activations *a = &m->acts;
-    free(a->encoded);
-    free(a->tokens);
-    memset(a, 0, sizeof *a);
+// the engine keeps its own copy of them for backward (Engine.keeps_inputs:
+// inputs_shared). Each entry: where its pointer goes (into a, which may be a
+// scratch Activations when only the size is wanted) and its floats.
+enum { ACT_BUFFERS = 28 };
+typedef struct { float **ptr; size_t n; } ActSlice;
+
+static void activation_table(const GPTConfig *c, int B, int T, int inputs_shared, Activations *a,
+                             ActSlice table[ACT_BUFFERS]) {
     size_t L = c->n_layer, C = c->d_model, H = c->n_head, V = c->vocab_size;
     size_t F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c), BT = (size_t)B * T;
-    int shared = m->engine && m->engine->keeps_inputs;
-    size_t Li = shared ? 1 : L;   // slices of the linear inputs
-    struct { float **ptr; size_t n; } table[] = {
+    size_t Li = inputs_shared ? 1 : L;   // slices of the linear inputs
+    const ActSlice t[ACT_BUFFERS] = {
         {&a->encoded, BT * C},      {&a->ln1, Li * BT * C},    {&a->ln1_mean, L * BT},
         {&a->ln1_rstd, L * BT},     {&a->qkv, L * BT * 3 * C}, {&a->atty, Li * BT * C},
         {&a->att_lse, L * BT * H},  {&a->res2, L * BT * C},    {&a->ln2, Li * BT * C},
@@ -192,10 +220,41 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
         {&a->dhidden, BT * FC},     {&a->dpos_bias, BT * H},   {&a->proj_out, BT * C},
         {&a->dact_out, c->block == BLOCK_LLAMA ? BT * F : 0},
     };
-    int n = (int)(sizeof table / sizeof table[0]);
+    memcpy(table, t, sizeof t);
+}
+
+// A buffer's slice of the allocation: its floats rounded up to 16 (64 bytes), so each starts aligned.
+static size_t slice_floats(size_t n) { return (n + 15) / 16 * 16; }
+
+static size_t activation_floats(const ActSlice table[ACT_BUFFERS]) {
     size_t total = 0;
-    for (int i = 0; i < n; i++) total += (table[i].n + 15) / 16 * 16;   // 64-byte aligned slices
-    size_t bytes = total * sizeof(float) + 2 * BT * sizeof(int);
+    for (int i = 0; i < ACT_BUFFERS; i++) total += slice_floats(table[i].n);
+    return total;
+}
+
+size_t gpt_activations_bytes_for(const GPTConfig *c, int B, int T, int inputs_shared) {
+    Activations scratch;
+    ActSlice table[ACT_BUFFERS];
+    activation_table(c, B, T, inputs_shared, &scratch, table);
+    return activation_floats(table) * sizeof(float) + 2 * (size_t)B * T * sizeof(int);
+}
+
+// The previous buffers are freed first, then the total is checked against
+// the memory available, before the scheme's tables grow to T positions (at
+// most T x C floats, no more than one (B,T,C) buffer) and before the
+// buffers are allocated and zeroed.
+int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
+    const GPTConfig *c = &m->cfg;
+    if (gpt_check_batch(c, B, T, err, errlen) != 0) return -1;
+    Activations *a = &m->acts;
+    free(a->encoded);
+    free(a->tokens);
+    memset(a, 0, sizeof *a);
+    int shared = m->engine && m->engine->keeps_inputs;
+    size_t BT = (size_t)B * T;
+    ActSlice table[ACT_BUFFERS];
+    activation_table(c, B, T, shared, a, table);
+    size_t total = activation_floats(table), bytes = gpt_activations_bytes_for(c, B, T, shared);
     char what[96];
     snprintf(what, sizeof what, "activations for batch %d x %d tokens", B, T);
     if (mem_check(bytes, what, err, errlen) != 0) return -1;
@@ -211,7 +270,7 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     }
     memset(base, 0, total * sizeof(float));
     size_t off = 0;
-    for (int i = 0; i < n; i++) { *table[i].ptr = base + off; off += (table[i].n + 15) / 16 * 16; }
+    for (int i = 0; i < ACT_BUFFERS; i++) { *table[i].ptr = base + off; off += slice_floats(table[i].n); }
     a->tokens = tokens;
     a->targets = tokens + BT;
     a->B_max = B;

@@ -186,6 +186,7 @@ size_t gpt_activation_bytes(const GPT *model);  // for memory accounting
 // The longest sequence (positions 0..n-1) the model can run: block_size for a
 // scheme with one learned row per position (learned), else INT_MAX.
 int gpt_max_positions(const GPT *model);
+int gpt_config_max_positions(const GPTConfig *cfg);   // the same for a configuration
 
 // Forward pass on inputs (B,T) with B,T <= the allocated sizes. If targets
 // is non-NULL, *loss gets the mean cross-entropy loss (loss may be NULL) and
@@ -223,5 +224,28 @@ void kv_cache_reset(KVCache *cache);
 // -1 with a message if the cache is full, belongs to another model, or the
 // token is outside the vocabulary.
 int gpt_decode_step(GPT *model, KVCache *cache, int token, float *logits, char *err, size_t errlen);
+
+// Memory, from a configuration alone, before anything is allocated: the
+// bytes each of the model's allocations will take, computed by the
+// functions those allocations size themselves with (so the figures cannot
+// drift from them; a program adds up its own need from these,
+// src/train/footprint.h). For batches of (B, T) on the engine (matmul,
+// precision) with n_threads threads; B = 0: no activations (decoding only);
+// backward = 0: forward passes only. 0, or -1 with a message for a
+// configuration or batch the model refuses.
+typedef struct {
+    size_t n_params;
+    size_t params, grads;   // one buffer each (gpt_create)
+    size_t pos_tables;      // the scheme's tables for max(T, block_size) positions
+    size_t activations;     // gpt_alloc_activations(B, T), laid out for the engine
+    size_t engine;          // the engine's buffers (engine.h: all but what oneDNN sizes itself)
+} GPTMemory;
+int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, int B, int T, int backward,
+               int n_threads, GPTMemory *mem, char *err, size_t errlen);
+// gpt_alloc_activations(B, T)'s allocation; inputs_shared: laid out for an
+// engine that keeps its own copies of the linear inputs (bf16).
+size_t gpt_activations_bytes_for(const GPTConfig *cfg, int B, int T, int inputs_shared);
+// kv_cache_create(max_len)'s allocations, the scheme's tables included.
+size_t kv_cache_bytes(const GPTConfig *cfg, int max_len);
 
 #endif

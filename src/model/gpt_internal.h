@@ -86,6 +86,7 @@ struct GPT {
 // params.c
 int params_build_table(GPT *m, char *err, size_t errlen);  // the table (entries, offsets) only
 int params_alloc(GPT *m, char *err, size_t errlen);        // buffers and named pointers
+size_t params_buffer_bytes(size_t n);                      // the bytes of one buffer of n parameters
 void params_init(GPT *m, uint64_t seed);
 void params_free(GPT *m);
 // gpt.c: a model's description (config, scheme, parameter table) without

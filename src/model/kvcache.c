@@ -28,6 +28,20 @@ struct KVCache {
     float *bias;           // (H, max_len) distance-bias table
 };
 
+// The floats of k and v, (L, max_len, C) each, and of the rest: x ln qkv
+// atty tmp (7 C), fch (FC), fch_act (F), scores (max_len), bias (H, max_len).
+static size_t kv_floats(const GPTConfig *c, int max_len) { return (size_t)c->n_layer * max_len * c->d_model; }
+static size_t rest_floats(const GPTConfig *c, int max_len) {
+    return (size_t)c->d_model * 7 + gpt_mlp_fc_width(c) + gpt_mlp_hidden(c) + (size_t)max_len * (1 + c->n_head);
+}
+
+size_t kv_cache_bytes(const GPTConfig *cfg, int max_len) {
+    GPTConfig c = *cfg;
+    gpt_config_resolve(&c);   // rope_dims, which sizes rope's tables
+    return sizeof(KVCache) + (2 * kv_floats(&c, max_len) + rest_floats(&c, max_len)) * sizeof(float) +
+           pos_tables_bytes(pos_scheme(c.pos), &c, max_len);
+}
+
 int kv_cache_create(KVCache **out, const GPT *m, int max_len, char *err, size_t errlen) {
     *out = NULL;
     const GPTConfig *c = &m->cfg;
@@ -39,12 +53,12 @@ int kv_cache_create(KVCache **out, const GPT *m, int max_len, char *err, size_t 
     }
     KVCache *kv = calloc(1, sizeof(KVCache));
     if (!kv) { snprintf(err, errlen, "out of memory for the KV cache"); return -1; }
-    size_t C = c->d_model, L = c->n_layer, H = c->n_head, F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
+    size_t C = c->d_model, F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
     kv->model = m;
     kv->max_len = max_len;
-    kv->k = malloc(L * max_len * C * sizeof(float));
-    kv->v = malloc(L * max_len * C * sizeof(float));
-    kv->x = malloc((C * 7 + FC + F + max_len + H * max_len) * sizeof(float));   // x ln qkv atty tmp fch fch_act, scores, bias
+    kv->k = malloc(kv_floats(c, max_len) * sizeof(float));
+    kv->v = malloc(kv_floats(c, max_len) * sizeof(float));
+    kv->x = malloc(rest_floats(c, max_len) * sizeof(float));
     if (!kv->k || !kv->v || !kv->x) {
         snprintf(err, errlen, "out of memory for a KV cache of %d positions", max_len);
         kv_cache_free(kv);

@@ -54,6 +54,8 @@ int onednn_attention_create(OnednnAttention **ae, int bf16, char *err, size_t er
 void onednn_attention_free(OnednnAttention *ae);
 const char *onednn_attention_error(const OnednnAttention *ae);
 size_t onednn_attention_bytes(const OnednnAttention *ae);   // its buffers; 0 for NULL
+// The same before it runs, but for oneDNN's scratchpads (engine.h's EngineShapes).
+size_t onednn_attention_bytes_for(int bf16, int B, int T, int C, int H, int n_threads, int backward);
 int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const float *qkv, const float *bias,
                              int n_threads, int B, int T, int C, int H);
 int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, const float *dout, const float *qkv,

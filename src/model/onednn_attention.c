@@ -110,11 +110,19 @@ struct OnednnAttention {
 
 #define TRY(what, call) ONEDNN_TRY(ae->err, "oneDNN attention ", what, call)
 
-static void *alloc64(size_t bytes) { return aligned_alloc(64, (bytes + 63) / 64 * 64); }
+static void *alloc64(size_t bytes) { return aligned_alloc(64, grow_buffer_bytes(bytes)); }
 
 // Floats of a slot's bf16 head scratch: Y_I or dQ_I (nb, D), then dK and dV (T, D); 0 in fp32.
-static size_t heads_floats(const OnednnAttention *ae, int nb, int T, int D) {
-    return ae->bf16 ? ((size_t)nb + 2 * (size_t)T) * D : 0;
+static size_t heads_floats(int bf16, int nb, int T, int D) {
+    return bf16 ? ((size_t)nb + 2 * (size_t)T) * D : 0;
+}
+
+// A slot's buffers but its scratchpad (oneDNN's to size): fp32 P and dP
+// (attention_scratch_floats), in bf16 also their rounding and the head scratch.
+static size_t slot_bytes(int bf16, int T, int D) {
+    size_t scratch = attention_scratch_floats(T), heads = heads_floats(bf16, attention_block_rows(T), T, D);
+    return grow_buffer_bytes(scratch * sizeof(float)) +
+           (bf16 ? grow_buffer_bytes(scratch * sizeof(uint16_t)) + grow_buffer_bytes(heads * sizeof(float)) : 0);
 }
 
 static void block_shape(const Plan *pl, int blk, int *i0, int *rows, int *keys) {
@@ -245,7 +253,7 @@ static Plan *plan_get(OnednnAttention *ae, int T, int C, int H, int n_threads) {
     }
     omp_set_num_threads(saved);
     if (!ok) goto fail;
-    size_t scratch = 2 * (size_t)pl->nb * T, heads = heads_floats(ae, pl->nb, T, pl->D);
+    size_t scratch = attention_scratch_floats(T), heads = heads_floats(ae->bf16, pl->nb, T, pl->D);
     for (int t = 0; t < n_threads; t++) {
         Slot *sl = &pl->slot[t];
         TRY("stream", dnnl_stream_create(&sl->stream, ae->dnnl, dnnl_stream_default_flags));
@@ -308,13 +316,19 @@ size_t onednn_attention_bytes(const OnednnAttention *ae) {
     size_t bytes = ae->qkv16_bytes + ae->dy16_bytes;
     for (int i = 0; i < ae->n_plans; i++) {
         const Plan *pl = ae->plans[i];
-        size_t sp_max = 0, scratch = 2 * (size_t)pl->nb * pl->T;
-        size_t heads = heads_floats(ae, pl->nb, pl->T, pl->D);
+        size_t sp_max = 0;
         for (int j = 0; j < pl->n_blocks * N_PROD; j++)
             if (pl->prod[j].sp_bytes > sp_max) sp_max = pl->prod[j].sp_bytes;
-        bytes += pl->n_threads * (sp_max + scratch * (sizeof(float) + (ae->bf16 ? sizeof(uint16_t) : 0)) +
-                                  heads * sizeof(float));
+        bytes += pl->n_threads * (grow_buffer_bytes(sp_max) + slot_bytes(ae->bf16, pl->T, pl->D));
     }
+    return bytes;
+}
+
+size_t onednn_attention_bytes_for(int bf16, int B, int T, int C, int H, int n_threads, int backward) {
+    size_t BT = (size_t)B * T;
+    size_t bytes = (size_t)n_threads * slot_bytes(bf16, T, C / H);
+    if (bf16) bytes += grow_buffer_bytes(BT * 3 * C * sizeof(uint16_t));                 // qkv16
+    if (bf16 && backward) bytes += grow_buffer_bytes(BT * (size_t)C * sizeof(uint16_t));   // dy16
     return bytes;
 }
 

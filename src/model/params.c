@@ -109,13 +109,13 @@ static void point_tensors(GPT *m, ModelTensors *t, float *base) {
 
 // The bytes alloc_floats(n) takes: 4n rounded up to a multiple of 64
 // (aligned_alloc wants a multiple of the alignment), at least 64.
-static size_t floats_bytes(size_t n) {
+size_t params_buffer_bytes(size_t n) {
     size_t bytes = (n * sizeof(float) + 63) / 64 * 64;
     return bytes ? bytes : 64;
 }
 
 static float *alloc_floats(size_t n) {
-    size_t bytes = floats_bytes(n);
+    size_t bytes = params_buffer_bytes(n);
     float *p = aligned_alloc(64, bytes);
     if (p) memset(p, 0, bytes);
     return p;
@@ -140,7 +140,7 @@ int params_alloc(GPT *m, char *err, size_t errlen) {
     int L = m->cfg.n_layer;
     char what[96];
     snprintf(what, sizeof what, "the model's %zu parameters and their gradients", m->num_params);
-    if (mem_check(2 * floats_bytes(m->num_params), what, err, errlen) != 0) return -1;
+    if (mem_check(2 * params_buffer_bytes(m->num_params), what, err, errlen) != 0) return -1;
     m->p.h = calloc((size_t)L, sizeof(LayerTensors));
     m->g.h = calloc((size_t)L, sizeof(LayerTensors));
     m->params = alloc_floats(m->num_params);

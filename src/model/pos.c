@@ -31,6 +31,10 @@ int pos_ctx_ensure(PosCtx *p, const PosScheme *s, int n_pos, char *err, size_t e
     return 0;
 }
 
+size_t pos_tables_bytes(const PosScheme *s, const GPTConfig *cfg, int n_pos) {
+    return s->tables_floats ? s->tables_floats(cfg, n_pos) * sizeof(float) : 0;
+}
+
 void pos_ctx_free(PosCtx *p) {
     free(p->tables);
     p->tables = NULL;

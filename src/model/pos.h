@@ -43,7 +43,10 @@ typedef struct {
     int (*params)(const GPTConfig *cfg, PosParam out[POS_MAX_PARAMS]);
     int max_pos_is_block;    // positions are limited to block_size (learned: one row per position)
 
-    // Builds p->tables for positions 0..p->n_pos-1 (NULL: no tables).
+    // Its fixed tables: their floats for n_pos positions (NULL: none), and
+    // the builder of p->tables for positions 0..p->n_pos-1, which allocates
+    // that many (pos_tables_bytes) and fills them (NULL: no tables).
+    size_t (*tables_floats)(const GPTConfig *cfg, int n_pos);
     int (*tables_init)(PosCtx *p, char *err, size_t errlen);
 
     // Embedding hook. x (B,T,C); positions pos0..pos0+T-1.
@@ -65,6 +68,8 @@ const PosScheme *pos_scheme(PosKind kind);
 int pos_ctx_init(PosCtx *p, const PosScheme *s, const GPTConfig *cfg, int n_pos, char *err, size_t errlen);
 // Rebuilds the tables if they cover fewer than n_pos positions.
 int pos_ctx_ensure(PosCtx *p, const PosScheme *s, int n_pos, char *err, size_t errlen);
+// The bytes of scheme s's tables for n_pos positions (what tables_init allocates).
+size_t pos_tables_bytes(const PosScheme *s, const GPTConfig *cfg, int n_pos);
 void pos_ctx_free(PosCtx *p);
 // The embedding hook's forward for any table of rows P (n_pos, C):
 // x[b,t] += P[pos0 + t] for x (B,T,C). Shared by learned (P = wpe) and sinusoidal.
@@ -89,6 +94,7 @@ void rope_rotate(float *u, const float *cos_row, const float *sin_row, int rope_
 void rope_rotate_back(float *u, const float *cos_row, const float *sin_row, int rope_dims);
 // sinusoidal: PE (n_pos, C).
 void sinusoidal_build_table(float *pe, int n_pos, int C, float scale);
+void sinusoidal_build_rows(float *pe, int t0, int t1, int C, float scale);   // rows t0..t1-1 of the same
 // t5: the causal bucket of distance n >= 0.
 int t5_bucket(int n, int num_buckets, int max_distance);
 // alibi: slopes m_h (H) as in Press et al. (power-of-two interpolation).

@@ -117,9 +117,10 @@ void rope_rotate_back(float *u, const float *cos_row, const float *sin_row, int 
 static float *rope_cos(const PosCtx *p) { return p->tables; }
 static float *rope_sin(const PosCtx *p) { return p->tables + (size_t)p->n_pos * (p->cfg->rope_dims / 2); }
 
+static size_t rope_tables_floats(const GPTConfig *cfg, int n_pos) { return 2 * (size_t)n_pos * (cfg->rope_dims / 2); }
+
 static int rope_tables_init(PosCtx *p, char *err, size_t errlen) {
-    size_t half = (size_t)p->cfg->rope_dims / 2;
-    p->tables = malloc(2 * (size_t)p->n_pos * half * sizeof(float));
+    p->tables = malloc(pos_tables_bytes(&pos_scheme_rope, p->cfg, p->n_pos));
     if (!p->tables) {
         snprintf(err, errlen, "out of memory for rope tables (%d positions)", p->n_pos);
         return -1;
@@ -171,6 +172,7 @@ static void rope_qk_backward(const PosCtx *p, float *dqkv, int B, int T) {
 
 const PosScheme pos_scheme_rope = {
     .kind = POS_ROPE,
+    .tables_floats = rope_tables_floats,
     .tables_init = rope_tables_init,
     .qk_forward = rope_qk_forward,
     .qk_backward = rope_qk_backward,

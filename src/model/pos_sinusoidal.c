@@ -11,8 +11,10 @@
 
 #include "model/pos.h"
 
-void sinusoidal_build_table(float *pe, int n_pos, int C, float scale) {
-    for (int t = 0; t < n_pos; t++)
+void sinusoidal_build_table(float *pe, int n_pos, int C, float scale) { sinusoidal_build_rows(pe, 0, n_pos, C, scale); }
+
+void sinusoidal_build_rows(float *pe, int t0, int t1, int C, float scale) {
+    for (int t = t0; t < t1; t++)
         for (int c = 0; c < C; c++) {
             int i2 = c - c % 2;   // the 2i of this pair
             double angle = t / pow(10000.0, (double)i2 / C);
@@ -21,8 +23,10 @@ void sinusoidal_build_table(float *pe, int n_pos, int C, float scale) {
 }
 
 // p->tables: PE (n_pos, C).
+static size_t sinusoidal_tables_floats(const GPTConfig *cfg, int n_pos) { return (size_t)n_pos * cfg->d_model; }
+
 static int sinusoidal_tables_init(PosCtx *p, char *err, size_t errlen) {
-    p->tables = malloc((size_t)p->n_pos * p->cfg->d_model * sizeof(float));
+    p->tables = malloc(pos_tables_bytes(&pos_scheme_sinusoidal, p->cfg, p->n_pos));
     if (!p->tables) {
         snprintf(err, errlen, "out of memory for the sinusoidal table (%d positions)", p->n_pos);
         return -1;
@@ -37,6 +41,7 @@ static void sinusoidal_embed_forward(const PosCtx *p, float *x, int B, int T, in
 
 const PosScheme pos_scheme_sinusoidal = {
     .kind = POS_SINUSOIDAL,
+    .tables_floats = sinusoidal_tables_floats,
     .tables_init = sinusoidal_tables_init,
     .embed_forward = sinusoidal_embed_forward,
 };

@@ -291,9 +291,11 @@ typedef struct {
 } ReferenceEngine;
 
 // Two rows of T floats per thread, grown at the first call of a longer T.
+static size_t reference_scratch_bytes(int T, int n_threads) { return (size_t)n_threads * 2 * T * sizeof(float); }
+
 static float *reference_scratch(Engine *e, int T) {
     ReferenceEngine *r = (ReferenceEngine *)e;
-    size_t bytes = (size_t)omp_get_max_threads() * 2 * T * sizeof(float);
+    size_t bytes = reference_scratch_bytes(T, omp_get_max_threads());
     if (grow_buffer((void **)&r->scratch, &r->scratch_bytes, bytes) == 0) return r->scratch;
     engine_fail(e, "out of memory for the attention scratch (%zu bytes)", bytes);
     return NULL;
@@ -669,6 +671,10 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
 /* ---- the reference engine ---- */
 
 static size_t reference_bytes(const Engine *e) { return ((const ReferenceEngine *)e)->scratch_bytes; }
+
+size_t engine_reference_bytes_for(const EngineShapes *s, int n_threads) {
+    return s->B > 0 ? grow_buffer_bytes(reference_scratch_bytes(s->T, n_threads)) : 0;
+}
 
 static void reference_free(Engine *e) {
     if (!e) return;

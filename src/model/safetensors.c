@@ -393,8 +393,6 @@ done:
     return 0;
 }
 
-// The data section after a valid header: its size is exactly the sum of the
-// validated tensors' sizes. Read whole; the tensors point into it.
 int st_open(StFile **out, const char *path, char *err, size_t errlen) {
     StFile *f;
     if (st_open_header(&f, path, err, errlen) != 0) return -1;

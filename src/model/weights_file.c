@@ -184,6 +184,26 @@ int gpt_check_tokenizer(const GPT *m, const char *weights, int vocab_size, uint6
     return -1;
 }
 
+int gpt_load_probe(const char *path, int allow_extra, GPTConfig *cfg, char *err, size_t errlen) {
+    StFile *f;
+    if (st_open_header(&f, path, err, errlen) != 0) return -1;
+    GPT *shell = NULL;
+    char msg[256];
+    int rc = -1;
+    if (gpt_config_from_file(f, cfg, err, errlen) != 0) goto done;
+    if (gpt_describe(&shell, cfg, msg, sizeof msg) != 0) {
+        snprintf(err, errlen, "%s: %s", path, msg);
+        goto done;
+    }
+    if (gpt_check_file(shell, f, 0, allow_extra, err, errlen) != 0) goto done;
+    *cfg = *gpt_config(shell);
+    rc = 0;
+done:
+    gpt_free(shell);
+    st_close(f);
+    return rc;
+}
+
 // The header first: metadata, then the tensor table against the model those
 // keys describe (gpt_describe sizes no buffer). Only a file that passes is
 // allocated for and read, tensor by tensor into the model: a bad file costs

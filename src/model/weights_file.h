@@ -23,6 +23,11 @@ int gpt_save(const GPT *model, const char *path, char *err, size_t errlen);
 // finite; extra tensors are an error unless allow_extra is set (a training
 // checkpoint carrying optimizer state). Extra tensors are never read.
 int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen);
+// What gpt_load(path, allow_extra) would build, from the file's header alone
+// and with gpt_load's checks up to its first allocation (the same messages):
+// the model's configuration (resolved), for a program's memory check
+// (src/train/footprint.h).
+int gpt_load_probe(const char *path, int allow_extra, GPTConfig *cfg, char *err, size_t errlen);
 
 // The same file with extra tensors after the weights and extra metadata
 // after the model's: a training checkpoint (AdamW moments, step, ...) and a

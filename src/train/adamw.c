@@ -8,13 +8,16 @@
 
 #include "common/memory.h"
 
+// m and v, n floats each (at least one).
+size_t adamw_bytes(size_t n) { return 2 * (n ? n : 1) * sizeof(float); }
+
 int adamw_init(AdamW *opt, const AdamWConfig *cfg, size_t n, char *err, size_t errlen) {
     opt->cfg = *cfg;
     opt->n = n;
     opt->m = opt->v = NULL;
     char what[96];
     snprintf(what, sizeof what, "the AdamW moments of %zu parameters", n);
-    if (mem_check(2 * (n ? n : 1) * sizeof(float), what, err, errlen) != 0) return -1;
+    if (mem_check(adamw_bytes(n), what, err, errlen) != 0) return -1;
     opt->m = calloc(n ? n : 1, sizeof(float));
     opt->v = calloc(n ? n : 1, sizeof(float));
     if (!opt->m || !opt->v) {

@@ -28,6 +28,7 @@ typedef struct {
 // Allocates zeroed moments for n parameters; refuses (mem_check, with the
 // figure in err) moments larger than the memory this machine has available.
 int adamw_init(AdamW *opt, const AdamWConfig *cfg, size_t n, char *err, size_t errlen);
+size_t adamw_bytes(size_t n);   // what adamw_init(n) allocates
 void adamw_free(AdamW *opt);
 
 // One update of n consecutive parameters at step t (1-based), decaying them if decay.

@@ -18,6 +18,7 @@
 // is replaced only with --overwrite, and never when it is one of the inputs
 // or not a regular file (common/cli.h), which is checked first.
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +30,7 @@
 #include "data/loader.h"
 #include "model/gpt.h"
 #include "model/weights_file.h"
+#include "train/footprint.h"
 #include "train/model_overrides.h"
 #include "common/meter.h"
 #include "train/options.h"
@@ -130,6 +132,27 @@ int main(int argc, char **argv) {
     double *pos_sum = NULL;
     Meter meter = {0};
     int dl_open = 0, rc = 1;
+    // The file's model and the whole need (the model, the file read whole, the
+    // activations and the engine's buffers), checked before anything large is allocated.
+    GPTConfig file_cfg;
+    Footprint need;
+    if (gpt_load_probe(a.weights, 0, &file_cfg, err, sizeof err)) {
+        fprintf(stderr, "eval: %s\n", err);
+        goto done;
+    }
+    int T = a.seq_len ? a.seq_len : file_cfg.block_size;
+    if (T > gpt_config_max_positions(&file_cfg)) {
+        fprintf(stderr, "eval: %s: pos=%s has at most %d positions; --seq-len %d is not possible\n",
+                a.weights, pos_kind_name(file_cfg.pos), gpt_config_max_positions(&file_cfg), T);
+        rc = 2;
+        goto done;
+    }
+    if (footprint_eval(&need, &file_cfg, a.batch_size, T, a.matmul, a.precision, omp_get_max_threads(),
+                       err, sizeof err) ||
+        footprint_check(&need, 1, err, sizeof err)) {
+        fprintf(stderr, "eval: %s\n", err);
+        goto done;
+    }
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); goto done; }
     if (gpt_set_matmul(model, a.matmul, a.precision, err, sizeof err) ||
         model_overrides_apply(model, &a.overrides, err, sizeof err)) {
@@ -138,13 +161,6 @@ int main(int argc, char **argv) {
         goto done;
     }
     const GPTConfig *cfg = gpt_config(model);
-    int T = a.seq_len ? a.seq_len : cfg->block_size;
-    if (T > gpt_max_positions(model)) {
-        fprintf(stderr, "eval: %s: pos=%s has at most %d positions; --seq-len %d is not possible\n",
-                a.weights, pos_kind_name(cfg->pos), gpt_max_positions(model), T);
-        rc = 2;
-        goto done;
-    }
     if (loader_open(&dl, a.data, a.batch_size, T, 0, cfg->vocab_size, err, sizeof err)) {
         fprintf(stderr, "eval: %s\n", err);
         goto done;

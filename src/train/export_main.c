@@ -17,11 +17,18 @@
 
 #include "common/cli.h"
 #include "common/gguf.h"
+#include "common/meter.h"
 #include "data/bpe.h"
 #include "data/bpe_gpt2.h"
 #include "model/gguf_model.h"
 #include "model/weights_file.h"
+#include "train/footprint.h"
 #include "train/model_overrides.h"
+
+// The longest --context-length: 2^20 positions. Past a model's block_size
+// only rope's scalings make sense, and sinusoidal's and none's table is that
+// many rows of d_model floats, in memory and in the file (4 GB at width 1024).
+#define EXPORT_MAX_CONTEXT (1 << 20)
 
 typedef struct {
     ModelOverrides overrides;
@@ -37,7 +44,9 @@ static void usage(FILE *out) {
         "  --out FILE             the GGUF file to write (llama.cpp's format)\n"
         "  --overwrite            replace FILE if it exists (a regular file, not one of the inputs)\n"
         "  --context-length N     llama.cpp's context_length, and the rows of the position table of\n"
-        "                         sinusoidal and none (default: block_size; learned: block_size only)\n"
+        "                         sinusoidal and none (default: block_size; learned: block_size only;\n"
+        "                         at most 1048576 = 2^20: the table is N x d_model floats, in memory\n"
+        "                         and in the file)\n"
         "pos=learned, sinusoidal, none run as llama.cpp's gpt2, rope as gptneox, alibi as mpt;\n"
         "t5 has no home there and is refused.\n");
     model_overrides_usage(out);
@@ -59,8 +68,9 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
         case 'c': {
             char *end;
             long v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || v < 1 || v > (1 << 24)) {
-                fprintf(stderr, "export: --context-length: '%s' is not an integer in [1, %d]\n", optarg, 1 << 24);
+            if (!*optarg || *end || v < 1 || v > EXPORT_MAX_CONTEXT) {
+                fprintf(stderr, "export: --context-length: '%s' is not an integer in [1, %d]\n", optarg,
+                        EXPORT_MAX_CONTEXT);
                 exit(2);
             }
             a->context_length = (int)v;
@@ -94,6 +104,16 @@ int main(int argc, char **argv) {
     int tok_loaded = 0, rc = 1;
     if (bpe_load(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "export: %s\n", err); goto done; }
     tok_loaded = 1;
+    // The file's model, then the whole need (the model, the file read whole, the
+    // tensors the export makes), checked before anything large is allocated.
+    GPTConfig file_cfg;
+    Footprint need;
+    if (gpt_load_probe(a.weights, 0, &file_cfg, err, sizeof err) ||
+        footprint_export(&need, &file_cfg, a.context_length, err, sizeof err) ||
+        footprint_check(&need, 1, err, sizeof err)) {
+        fprintf(stderr, "export: %s\n", err);
+        goto done;
+    }
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "export: %s\n", err); goto done; }
     if (model_overrides_apply(model, &a.overrides, err, sizeof err)) {
         fprintf(stderr, "export: %s: %s\n", a.weights, err);
@@ -104,7 +124,12 @@ int main(int argc, char **argv) {
         fprintf(stderr, "export: %s\n", err);
         goto done;
     }
-    int described = gguf_model_describe(model, a.context_length, &gm, err, sizeof err);
+    // A long table or a large file shows progress on stderr (common/meter.h), as ./eval and ./sample do.
+    Meter meter;
+    meter_start(&meter, "export");
+    meter_phase(&meter, 1, 0);
+    int described = gguf_model_describe(model, a.context_length, &gm, &meter, err, sizeof err);
+    meter_clear(&meter);
     if (described != 0) {
         fprintf(stderr, "export: %s: %s; nothing written\n", a.weights, err);
         rc = described == -1 ? 2 : 1;
@@ -117,8 +142,11 @@ int main(int argc, char **argv) {
     GgufKv kv[GGUF_MODEL_MAX_KV + BPE_GGUF_KV];
     memcpy(kv, gm.kv, (size_t)gm.n_kv * sizeof *kv);
     memcpy(kv + gm.n_kv, vocab.kv, sizeof vocab.kv);
-    if (gguf_write(a.out, kv, gm.n_kv + BPE_GGUF_KV, gm.tensors, gm.n_tensors,
-                   a.overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, err, sizeof err)) {
+    meter_phase(&meter, 1, 0);
+    int written = gguf_write(a.out, kv, gm.n_kv + BPE_GGUF_KV, gm.tensors, gm.n_tensors,
+                             a.overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, &meter, err, sizeof err);
+    meter_clear(&meter);
+    if (written != 0) {
         fprintf(stderr, "export: %s\n", err);
         goto done;
     }

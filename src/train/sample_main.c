@@ -25,6 +25,7 @@
 // place there is no progress while text is being written (on a terminal the
 // prompt's \r line is erased before the text starts).
 #include <math.h>
+#include <omp.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,6 +34,7 @@
 #include "data/bpe.h"
 #include "model/gpt.h"
 #include "model/weights_file.h"
+#include "train/footprint.h"
 #include "train/model_overrides.h"
 #include "common/meter.h"
 #include "train/options.h"
@@ -184,6 +186,33 @@ int main(int argc, char **argv) {
     Meter meter = {0};
     if (bpe_load(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
     tok_loaded = 1;
+    // The file's model, the prompt's length, then the whole need (the model, the
+    // file read whole, the KV cache), checked before anything large is allocated.
+    GPTConfig file_cfg;
+    Footprint need;
+    if (gpt_load_probe(a.weights, 0, &file_cfg, err, sizeof err)) {
+        fprintf(stderr, "sample: %s\n", err);
+        goto done;
+    }
+    size_t plen = strlen(a.prompt);
+    prompt_ids = malloc((plen + 1) * sizeof *prompt_ids);
+    if (!prompt_ids) { fprintf(stderr, "sample: out of memory\n"); goto done; }
+    size_t n_prompt = 0;
+    prompt_ids[n_prompt++] = (uint32_t)tok.eot_id;   // a sample starts a new document
+    n_prompt += bpe_encode(&tok, (const uint8_t *)a.prompt, plen, prompt_ids + 1);
+    int max_positions = gpt_config_max_positions(&file_cfg);
+    int max_len = n_prompt + (size_t)a.n_tokens > (size_t)max_positions ? max_positions : (int)n_prompt + a.n_tokens;
+    if (n_prompt > (size_t)max_len) {
+        fprintf(stderr, "sample: the prompt (%zu tokens) is longer than the %d positions of this pos=%s model\n",
+                n_prompt, max_len, pos_kind_name(file_cfg.pos));
+        goto done;
+    }
+    if (footprint_sample(&need, &file_cfg, max_len, a.matmul, a.precision, omp_get_max_threads(), err,
+                         sizeof err) ||
+        footprint_check(&need, 1, err, sizeof err)) {
+        fprintf(stderr, "sample: %s\n", err);
+        goto done;
+    }
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
     if (gpt_set_matmul(model, a.matmul, a.precision, err, sizeof err) ||
         model_overrides_apply(model, &a.overrides, err, sizeof err)) {
@@ -196,24 +225,11 @@ int main(int argc, char **argv) {
         fprintf(stderr, "sample: %s\n", err);
         goto done;
     }
-    size_t plen = strlen(a.prompt);
     int V = cfg->vocab_size;
-    prompt_ids = malloc((plen + 1) * sizeof *prompt_ids);
     logits = malloc((size_t)V * sizeof *logits);
     probs = malloc((size_t)V * sizeof *probs);
     order = malloc((size_t)V * sizeof *order);
-    if (!prompt_ids || !logits || !probs || !order) { fprintf(stderr, "sample: out of memory\n"); goto done; }
-    size_t n_prompt = 0;
-    prompt_ids[n_prompt++] = (uint32_t)tok.eot_id;   // a sample starts a new document
-    n_prompt += bpe_encode(&tok, (const uint8_t *)a.prompt, plen, prompt_ids + 1);
-
-    int max_len = n_prompt + (size_t)a.n_tokens > (size_t)gpt_max_positions(model)
-                      ? gpt_max_positions(model) : (int)n_prompt + a.n_tokens;
-    if (n_prompt > (size_t)max_len) {
-        fprintf(stderr, "sample: the prompt (%zu tokens) is longer than the %d positions of this pos=%s model\n",
-                n_prompt, max_len, pos_kind_name(cfg->pos));
-        goto done;
-    }
+    if (!logits || !probs || !order) { fprintf(stderr, "sample: out of memory\n"); goto done; }
     if (kv_cache_create(&cache, model, max_len, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
     Rng rng;
     rng_seed(&rng, a.seed);

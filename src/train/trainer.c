@@ -33,6 +33,7 @@
 #include "train/checkpoint.h"
 #include "train/dist.h"
 #include "train/fault_inject.h"
+#include "train/footprint.h"
 #include "train/runlog.h"
 #include "train/schedule.h"
 
@@ -105,7 +106,9 @@ static int local_failure(Trainer *t, int ret) {
 
 // Everything that does not write: tokenizer, the model's rules with the real
 // vocab_size, the token files (opened and checked before anything large is
-// allocated), then the model and its activations. Returns an exit status.
+// allocated), the run's whole memory need (footprint.h: the model, its
+// gradients, AdamW's moments, activations, the engine's buffers), then the model and its
+// activations. Returns an exit status.
 static int setup_model_and_data(Trainer *t, int need_val) {
     const TrainOptions *opt = t->opt;
     const int B = opt->batch_size, T = opt->model.block_size;
@@ -159,28 +162,48 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     }
     // --resume: the checkpoint's header must match this configuration before
     // the model it describes is built (a config.ini edited to a larger model
-    // is refused here, not after allocating it). setup_run_dir reads it whole.
-    if (t->args->resume_dir && t->rank == 0) {
-        char path[OPT_STR_MAX + 64];
+    // is refused here, not after allocating it). setup_run_dir reads it.
+    char ckpt[OPT_STR_MAX + 64];
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", opt->out_dir);
+    int resuming = t->args->resume_dir && t->rank == 0 && file_exists(ckpt);
+    if (resuming) {
         TrainState probe = {.config_hash = options_model_hash(opt), .world_size = t->world};
-        snprintf(path, sizeof path, "%s/checkpoint.safetensors", opt->out_dir);
-        if (file_exists(path) && checkpoint_check(path, &probe, err, sizeof err) != 0) {
+        if (checkpoint_check(ckpt, &probe, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             return TRAIN_EIO;
         }
     }
-    if (gpt_create(&t->model, &cfg, opt->seed, err, sizeof err) != 0 ||
-        gpt_alloc_activations(t->model, B, T, err, sizeof err) != 0) {
+    GPTMatmul matmul;
+    GPTPrecision precision;
+    if (options_matmul(opt, &matmul, &precision, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return TRAIN_ECONFIG;
+    }
+    // The checkpoint (--resume) and --init-from's weights are read tensor by
+    // tensor into buffers already counted (weights_file.h): nothing more.
+    Footprint need;
+    if (footprint_train(&need, &cfg, B, T, matmul, precision, omp_get_max_threads(), need_val, err,
+                        sizeof err) != 0 ||
+        footprint_check(&need, dist_local_size(), err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
-    GPTMatmul matmul;
-    GPTPrecision precision;
-    if (options_matmul(opt, &matmul, &precision, err, sizeof err) != 0 ||
-        (opt->reproducible && blas_reproducible_check(err, sizeof err) != 0) ||
-        gpt_set_matmul(t->model, matmul, precision, err, sizeof err) != 0) {
+    if (opt->reproducible && blas_reproducible_check(err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return TRAIN_ECONFIG;
+    }
+    if (gpt_create(&t->model, &cfg, opt->seed, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return TRAIN_EIO;
+    }
+    // The engine before the activations, which are laid out for it (bf16 keeps fewer).
+    if (gpt_set_matmul(t->model, matmul, precision, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);   // e.g. bf16 on a CPU without bf16 dot products
         return TRAIN_ECONFIG;
+    }
+    if (gpt_alloc_activations(t->model, B, T, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return TRAIN_EIO;
     }
     return TRAIN_OK;
 }

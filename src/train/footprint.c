@@ -1,0 +1,72 @@
+// footprint.c: each program's memory need (see footprint.h).
+#include "train/footprint.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "common/memory.h"
+#include "model/gguf_model.h"
+#include "train/adamw.h"
+
+// The model's buffers but the activations and the engine's: what exists from
+// its creation (gpt_create, gpt_load) on.
+static size_t model_base(const GPTMemory *m) { return m->params + m->grads + m->pos_tables; }
+
+int footprint_train(Footprint *f, const GPTConfig *cfg, int B, int T, GPTMatmul matmul, GPTPrecision precision,
+                    int n_threads, int with_adamw, char *err, size_t errlen) {
+    memset(f, 0, sizeof *f);
+    if (gpt_memory(cfg, matmul, precision, B, T, 1, n_threads, &f->model, err, errlen) != 0) return -1;
+    const GPTMemory *m = &f->model;
+    f->adamw = with_adamw ? adamw_bytes(m->n_params) : 0;
+    // The model and its activations (setup), AdamW's moments, the engine's
+    // buffers (at the first pass): all held to the end.
+    f->bytes = model_base(m) + m->activations + f->adamw + m->engine;
+    snprintf(f->what, sizeof f->what, "the model's %zu parameters, their gradients%s and activations for batch %d x %d",
+             m->n_params, with_adamw ? ", AdamW moments" : "", B, T);
+    return 0;
+}
+
+int footprint_eval(Footprint *f, const GPTConfig *cfg, int B, int T, GPTMatmul matmul, GPTPrecision precision,
+                   int n_threads, char *err, size_t errlen) {
+    memset(f, 0, sizeof *f);
+    if (gpt_memory(cfg, matmul, precision, B, T, 0, n_threads, &f->model, err, errlen) != 0) return -1;
+    const GPTMemory *m = &f->model;
+    f->bytes = model_base(m) + m->activations + m->engine;
+    snprintf(f->what, sizeof f->what, "the model's %zu parameters and activations for batch %d x %d", m->n_params,
+             B, T);
+    return 0;
+}
+
+int footprint_sample(Footprint *f, const GPTConfig *cfg, int max_len, GPTMatmul matmul, GPTPrecision precision,
+                     int n_threads, char *err, size_t errlen) {
+    memset(f, 0, sizeof *f);
+    if (gpt_memory(cfg, matmul, precision, 0, 0, 0, n_threads, &f->model, err, errlen) != 0) return -1;
+    const GPTMemory *m = &f->model;
+    f->work = kv_cache_bytes(cfg, max_len);
+    f->bytes = model_base(m) + f->work + m->engine;
+    snprintf(f->what, sizeof f->what, "the model's %zu parameters and a KV cache of %d positions", m->n_params,
+             max_len);
+    return 0;
+}
+
+int footprint_export(Footprint *f, const GPTConfig *cfg, int context_length, char *err, size_t errlen) {
+    memset(f, 0, sizeof *f);
+    if (gpt_memory(cfg, GPT_MATMUL_OPENBLAS, GPT_FP32, 0, 0, 0, 1, &f->model, err, errlen) != 0) return -1;
+    const GPTMemory *m = &f->model;
+    int n_ctx = context_length > 0 ? context_length : cfg->block_size;
+    f->work = gguf_model_bytes(cfg, n_ctx);
+    f->bytes = model_base(m) + f->work;
+    if (cfg->pos == POS_SINUSOIDAL || cfg->pos == POS_NONE)
+        snprintf(f->what, sizeof f->what, "the model's %zu parameters and a position table of %d rows", m->n_params,
+                 n_ctx);
+    else
+        snprintf(f->what, sizeof f->what, "the model's %zu parameters and the exported tensors", m->n_params);
+    return 0;
+}
+
+int footprint_check(const Footprint *f, int processes, char *err, size_t errlen) {
+    char what[sizeof f->what + 64];
+    if (processes > 1) snprintf(what, sizeof what, "%d processes' %s", processes, f->what);
+    else snprintf(what, sizeof what, "%s", f->what);
+    return mem_check_processes(f->bytes, processes, what, err, errlen);
+}
