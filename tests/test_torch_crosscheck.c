@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "model/gpt.h"
+#include "util_engine.h"
 
 static char dir[128];
 
@@ -112,7 +113,11 @@ static void check_every_scheme(const char *prefix, const char *engine_flags) {
         check_scheme(name, flags);
     }
 }
-static void test_bf16_every_scheme(void **state) { skip_without_torch(); check_every_scheme("bf16", "--precision=bf16"); }
+static void test_bf16_every_scheme(void **state) {
+    skip_without_torch();
+    ue_skip_without_bf16();
+    check_every_scheme("bf16", "--precision=bf16");
+}
 // The reference engine (reference.c's plain loops) passes the same check.
 static void test_reference_every_scheme(void **state) {
     skip_without_torch();
@@ -122,6 +127,7 @@ static void test_reference_every_scheme(void **state) {
 static void test_llama_every_scheme(void **state) { skip_without_torch(); check_every_scheme("llama", "--block=llama"); }
 static void test_llama_bf16(void **state) {
     skip_without_torch();
+    ue_skip_without_bf16();
     check_scheme("llama_bf16_rope", "--block=llama --pos=rope --precision=bf16");
     check_scheme("llama_bf16_alibi", "--block=llama --pos=alibi --precision=bf16");
 }

@@ -2,8 +2,9 @@
 // end on the tests' small corpus (util_run.h): bf16 learns, an interrupted bf16 run
 // resumes exactly (same log rows, bit-identical weights), a run may switch
 // precision on --resume, and a CPU without bf16 dot products is refused in
-// one line with exit 2. Run from the repository root with ./train and its
-// test build (TRAIN_WITH_FAULTS, for the interruptions) built.
+// one line with exit 2 (that last test runs on any CPU; the others skip on
+// a CPU without AVX-512, where bf16 is refused). Run from the repository root
+// with ./train and its test build (TRAIN_WITH_FAULTS, for the interruptions) built.
 #include <setjmp.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "util_engine.h"
 #include "util_run.h"
 
 static int setup(void **state) { return make_data_dir("bf16"); }
@@ -28,6 +30,7 @@ static void log_rows(const char *run_dir, char *rows, size_t cap) {
 #define RUN_ARGS "configs/tiny.ini %s --threads=2 --pos=rope --steps=30 --eval_every=10 --save_every=10"
 
 static void test_bf16_learns_and_resumes_exactly(void **state) {
+    ue_skip_without_bf16();
     static char straight[sizeof out], resumed[sizeof out];
     int rc = run("./train " RUN_ARGS " --precision=bf16 --out_dir=%s/straight --quiet", data_args, dir);
     if (rc != 0) fail_msg("bf16 run: exit %d: %s", rc, out);
@@ -58,6 +61,7 @@ static void test_bf16_learns_and_resumes_exactly(void **state) {
 // master weights and moments, so it continues; from the switch on, its steps
 // are the new precision's (not bit-identical to a straight run of either).
 static void test_switch_precision_on_resume(void **state) {
+    ue_skip_without_bf16();
     int rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s/switch --quiet",
                  data_args, dir);
     assert_int_equal(rc, 130);

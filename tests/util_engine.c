@@ -29,6 +29,12 @@ int ue_bf16_available(void) {
     return (dnnl_get_effective_cpu_isa() & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
 }
 
+void ue_skip_without_bf16(void) {
+    if (ue_bf16_available()) return;
+    printf("  this CPU has no AVX-512, so oneDNN has no bf16 products (./train refuses bf16): skipped\n");
+    skip();
+}
+
 Engine *ue_engine(const EngineCfg *cfg) {
     Engine *e = NULL;
     char err[256] = "";

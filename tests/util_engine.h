@@ -39,6 +39,8 @@ extern const int ue_n_engines;
 Engine *ue_engine(const EngineCfg *cfg);
 Engine *ue_reference(void);
 int ue_bf16_available(void);
+// Skips the calling test, saying why, where ue_bf16_available() is false.
+void ue_skip_without_bf16(void);
 // Fails the test with the engine's message if it recorded a failure.
 void ue_check(Engine *e, const char *what);
 
