@@ -273,7 +273,7 @@ static void test_loss_against_reference(void **s) {
 // stay as they were, which is why gpt.h says to take it again.)
 static void test_written_weights_reach_the_engine(void **s) {
     (void)s;
-    if (!ue_bf16_available()) skip();
+    ue_skip_without_bf16();
     GPT *m = make_model(POS_ROPE);
     char err[256];
     assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_ONEDNN, GPT_BF16, err, sizeof err), 0);
@@ -303,7 +303,7 @@ static void test_written_weights_reach_the_engine(void **s) {
 // engine, run backward by one that reads its inputs, is refused.
 static void test_shared_inputs(void **s) {
     (void)s;
-    if (!ue_bf16_available()) skip();
+    ue_skip_without_bf16();
     for (int bi = 0; bi < 2; bi++) {
         BlockKind block = bi ? BLOCK_LLAMA : BLOCK_GPT2;
         GPT *m = make_block_model(POS_ROPE, block);   // sized for OpenBLAS: every layer's inputs

