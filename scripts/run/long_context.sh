@@ -108,7 +108,7 @@ for seed in $(seq 1 "$seeds"); do
       lr=$(key lr); min_lr=$(key min_lr)
       lr=$(python3 -c "print($lr / 10)"); min_lr=$(python3 -c "print($min_lr / 10)")
       # shellcheck disable=SC2046
-      ./train "$config" --pos=rope --seed="$seed" --out_dir="$dir" --overwrite --quiet --threads=0 \
+      ./train "$config" --pos=rope --seed="$seed" --out_dir="$dir" --overwrite --quiet --threads=0 --reproducible=1 \
               --init-from="$compare/rope-s$seed/model.safetensors" --block_size="$ft_len" \
               $(scaling_flags "$v" "$ft_mult") \
               --steps="$ft_steps" --warmup_steps=$(( ft_steps / 10 + 1 )) --lr="$lr" --min_lr="$min_lr" \
