@@ -69,7 +69,9 @@ int mem_limit_machine(MemLimit *l) {
 // cache), if it sets a limit: kept in *l when smaller than what l holds.
 static void cgroup_dir(MemLimit *l, const char *dir, int v2) {
     char path[sizeof l->file], usage_path[sizeof l->file + 32], stat_path[sizeof l->file + 32];
-    snprintf(path, sizeof path, "%s/%s", dir, v2 ? "memory.max" : "memory.limit_in_bytes");
+    // a directory too long to name its files in l->file is a limit that cannot be read: not applied
+    if (snprintf(path, sizeof path, "%s/%s", dir, v2 ? "memory.max" : "memory.limit_in_bytes") >= (int)sizeof path)
+        return;
     snprintf(usage_path, sizeof usage_path, "%s/%s", dir, v2 ? "memory.current" : "memory.usage_in_bytes");
     snprintf(stat_path, sizeof stat_path, "%s/memory.stat", dir);
     size_t limit, usage = 0, inactive = 0;
