@@ -37,17 +37,6 @@
 #include "train/footprint.h"
 #include "util_run.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-
 // Bytes of heap in use, to measure what an allocation takes: glibc's count
 // (mallinfo2: small blocks and mmapped ones), or under AddressSanitizer,
 // whose allocator replaces glibc's and leaves mallinfo2 unchanged, ASan's

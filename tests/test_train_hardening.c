@@ -57,17 +57,6 @@
 #include "model/safetensors.h"
 #include "util_run.h"
 
-#if defined(__SANITIZE_ADDRESS__)
-#define UNDER_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define UNDER_ASAN 1
-#endif
-#endif
-#ifndef UNDER_ASAN
-#define UNDER_ASAN 0
-#endif
-
 // The reference run: t5 (its shared bias table makes a resume's exactness
 // depend on every tensor), 40 steps, evaluations and saves every 10.
 #define RUN_ARGS "configs/tiny.ini %s --threads=1 --pos=t5 --steps=40 --eval_every=10 --save_every=10"

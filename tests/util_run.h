@@ -15,6 +15,20 @@
 
 #include "common/rng.h"
 
+// UNDER_ASAN: 1 in the AddressSanitizer build (make sanitize; GCC's macro
+// or clang's feature test), where address-space limits and heap counts
+// behave differently.
+#if defined(__SANITIZE_ADDRESS__)
+#define UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define UNDER_ASAN 1
+#endif
+#endif
+#ifndef UNDER_ASAN
+#define UNDER_ASAN 0
+#endif
+
 // The test build of ./train (Makefile: FAULT_DIR), for the runs that set a
 // ROPELAB_TEST_* fault-injection variable (src/train/fault_inject.h: a crash
 // in a save, failing log writes, SIGINT at a step, a perturbed weight): the
