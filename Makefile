@@ -149,7 +149,7 @@ run:
 	@bash scripts/run/run.sh
 
 compare: $(PROGRAMS)
-	@bash scripts/run/compare.sh --setup $(if $(QUICK),quick,$(or $(SETUP),default)) $(if $(JOBS),--jobs $(JOBS))
+	@bash scripts/run/compare.sh --setup $(if $(QUICK),quick,$(or $(SETUP),default)) $(if $(JOBS),--jobs $(JOBS)) $(if $(RETRAIN),--retrain)
 
 # make reproduce RUN=RUN_DIR (or RUN=STUDY/logs/VARIANT-sSEED.csv): trains the run
 # again and says "bit-identical" or where its log first differs (scripts/run/reproduce.sh).

@@ -41,6 +41,9 @@
 #   --no-reproducible         train without reproducible = 1 (by default every run is
 #                             reproducible: the same bits on any x86-64 CPU with AVX2
 #                             and FMA; docs/TRAINING.md, "Bit for bit on any CPU")
+#   --retrain                 train every run here, even one whose log is committed
+#                             (docs/results/NAME/logs, otherwise adopted as finished):
+#                             how a committed study is re-made
 #   --variant-flags VARIANT   print the ./train flags of VARIANT and exit
 # A variant is a scheme, optionally followed by -scaleS (sinusoidal_scale=S)
 # and/or -lrX (lr=X, min_lr=X/10): sinusoidal-scale0.02, learned-lr0.004.
@@ -69,7 +72,7 @@ variant_flags() {
 }
 
 setup=default; seeds=3; jobs=$(nproc); config=""; out=""; variants=""; train_flags=""
-lrs="0.0005 0.001 0.002 0.004 0.008"; extrapolate=1; reproducible=1; reuse=""; reuse_committed=""; committed=""
+lrs="0.0005 0.001 0.002 0.004 0.008"; extrapolate=1; reproducible=1; retrain=0; reuse=""; reuse_committed=""; committed=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --setup) setup=$2; shift ;;
@@ -91,6 +94,7 @@ while [ $# -gt 0 ]; do
     --lrs=*) lrs=${1#*=} ;;
     --no-extrapolation) extrapolate=0 ;;
     --no-reproducible) reproducible=0 ;;
+    --retrain) retrain=1 ;;
     --variant-flags) variant_flags "$2"; exit ;;   # scripts/run/reproduce.sh: a committed log's flags
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -202,7 +206,7 @@ link_reused() {
   base=${variant%-lr*}
   if [ -f "$reuse/$base-s$seed/done" ]; then
     ln -s "$(cd "$reuse/$base-s$seed" && pwd)" "$out/$variant-s$seed"
-  elif [ -n "$reuse_committed" ] && [ -f "$reuse_committed/$base-s$seed.csv" ]; then
+  elif [ "$retrain" = 0 ] && [ -n "$reuse_committed" ] && [ -f "$reuse_committed/$base-s$seed.csv" ]; then
     mkdir -p "$out/$variant-s$seed" && cp "$reuse_committed/$base-s$seed.csv" "$out/$variant-s$seed/log.csv" &&
       touch "$out/$variant-s$seed/done"
   fi
@@ -215,7 +219,7 @@ link_reused() {
 adopt_committed() {
   local variant=$1 seed=$2 log
   log="$committed/$variant-s$seed.csv"
-  [ -n "$committed" ] && [ -f "$log" ] && [ ! -e "$out/$variant-s$seed" ] || return 0
+  [ "$retrain" = 0 ] && [ -n "$committed" ] && [ -f "$log" ] && [ ! -e "$out/$variant-s$seed" ] || return 0
   mkdir -p "$out/$variant-s$seed" && cp "$log" "$out/$variant-s$seed/log.csv" && touch "$out/$variant-s$seed/done"
 }
 
