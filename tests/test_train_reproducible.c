@@ -91,6 +91,36 @@ static void test_same_bits_everywhere(void **state) {
     if (failed) fail_msg("a reproducible run's bits depend on the machine's kernels or thread count (above)");
 }
 
+// ./eval --reproducible: the first run's model evaluated under every setting
+// runs OpenBLAS's Haswell kernels (the last kernel set OpenBLAS names, after
+// the re-execution) and prints the same line, and writes the same
+// per-position losses.
+static void test_eval_same_bits_everywhere(void **state) {
+    char first_line[1024] = "", first_pos[700] = "";
+    for (size_t s = 0; s < sizeof SETTINGS / sizeof SETTINGS[0]; s++) {
+        char pos[700];
+        snprintf(pos, sizeof pos, "%s/eval-pos-%zu.csv", dir, s);
+        int rc = run("%s OPENBLAS_VERBOSE=2 ./eval --weights %s/run0-0/model.safetensors --data %s/data/val.bin "
+                     "--batches 4 --threads %d --per-position %s --reproducible", SETTINGS[s].env, dir, dir,
+                     SETTINGS[s].threads, pos);
+        if (rc != 0) fail_msg("eval --reproducible, %s: exit %d: %s", SETTINGS[s].env, rc, out);
+        const char *core = NULL, *line = strstr(out, "eval: weights=");
+        for (const char *c = strstr(out, "Core: "); c; c = strstr(c + 1, "Core: ")) core = c;
+        if (!core || strncmp(core, "Core: Haswell", 13) != 0 || !line)
+            fail_msg("eval --reproducible, %s: want OpenBLAS's Haswell kernels and a result line: %s",
+                     SETTINGS[s].env, out);
+        if (s == 0) {
+            snprintf(first_line, sizeof first_line, "%.*s", (int)strcspn(line, "\n"), line);
+            snprintf(first_pos, sizeof first_pos, "%s", pos);
+        } else {
+            if (strncmp(line, first_line, strlen(first_line)) != 0)
+                fail_msg("eval --reproducible, %s: %s; the first setting printed %s", SETTINGS[s].env, line,
+                         first_line);
+            assert_true(files_equal(first_pos, pos));
+        }
+    }
+}
+
 // Only OpenBLAS fp32 is reproducible: oneDNN and bf16 are refused in one line.
 static void test_other_engines_refused(void **state) {
     static const char *const flags[] = {"--precision=bf16", "--matmul=onednn", "--matmul=reference"};
@@ -99,12 +129,18 @@ static void test_other_engines_refused(void **state) {
         assert_int_equal(rc, 2);
         if (!strstr(out, "reproducible = 1 runs on OpenBLAS in fp32") || strchr(out, '\n') != strrchr(out, '\n'))
             fail_msg("%s: want one line naming reproducible: %s", flags[i], out);
+        rc = run("./eval --weights %s/run0-0/model.safetensors --data %s/data/val.bin --reproducible %s", dir, dir,
+                 flags[i]);
+        assert_int_equal(rc, 2);
+        if (!strstr(out, "--reproducible runs on OpenBLAS in fp32") || strchr(out, '\n') != strrchr(out, '\n'))
+            fail_msg("eval %s: want one line naming --reproducible: %s", flags[i], out);
     }
 }
 
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_bits_everywhere),
+        cmocka_unit_test(test_eval_same_bits_everywhere),
         cmocka_unit_test(test_other_engines_refused),
     };
     return cmocka_run_group_tests(tests, setup, remove_data_dir);

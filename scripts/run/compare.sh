@@ -29,6 +29,11 @@
 #                            and rope at 1.6e-2
 #                   medium-lr configs/compare-medium.ini, rope and learned at 5e-4, 2e-3
 #                            and 4e-3 (the config's is 1e-3), 1 seed (about 17-40 min a run)
+#                   budget   rope, alibi and learned on GCIDE, each with its own schedule at
+#                            300 to 4,800 steps (learned to 9,600), 3 seeds (scripts/run/sweep.sh;
+#                            about 14 CPU-hours)
+#                   size     rope and learned on GCIDE at widths 64 to 192, each at its own lr,
+#                            3 seeds (scripts/run/sweep.sh; about 4 CPU-hours)
 #                   quick    configs/compare-quick.ini, 2 seeds (a couple of minutes)
 #   --seeds N     seeds 1..N (default 3)
 #   --jobs N      runs at a time, each on one thread (default: the number of cores);
@@ -44,9 +49,19 @@
 #   --retrain                 train every run here, even one whose log is committed
 #                             (docs/results/NAME/logs, otherwise adopted as finished):
 #                             how a committed study is re-made
+#   --committed DIR           a custom comparison's committed logs (DIR/VARIANT-sSEED.csv), adopted
+#   --final-eval              after each run, ./eval of its model on the whole validation split
+#                             into RUN/final_eval.txt (committed as logs/VARIANT-sSEED.eval.txt)
+#   --no-report               no report at the end (a sweep calls this script once per budget or size)
 #   --variant-flags VARIANT   print the ./train flags of VARIANT and exit
-# A variant is a scheme, optionally followed by -scaleS (sinusoidal_scale=S)
-# and/or -lrX (lr=X, min_lr=X/10): sinusoidal-scale0.02, learned-lr0.004.
+# A variant is a scheme, optionally followed by -scaleS (sinusoidal_scale=S),
+# -lrX (lr=X, min_lr=X/10), -stepsN (N steps, warmup, evaluations and
+# checkpoints every N/12 steps: the schedule scaled to the budget) and -wW
+# (width W, W/32 layers and W/32 heads of 32 dims): sinusoidal-scale0.02,
+# learned-lr0.004, rope-lr0.004-steps4800, learned-w192-lr0.002.
+#
+# SETUP=budget and SETUP=size are the sweeps of scripts/run/sweep.sh, which
+# calls this script once per budget or size.
 #
 # Every run is identical but for its variant: same config, same seed -> same
 # data order and the same initial values in every parameter the schemes
@@ -65,6 +80,10 @@ variant_flags() {
     case "$part" in
       scale*) flags+=" --sinusoidal_scale=${part#scale}" ;;
       lr*)    flags+=" --lr=${part#lr} --min_lr=$(awk -v x="${part#lr}" 'BEGIN { printf "%.10g", x / 10 }')" ;;
+      steps*) local n=${part#steps}
+              flags+=" --steps=$n --warmup_steps=$((n / 12)) --eval_every=$((n / 12)) --save_every=$((n / 12))" ;;
+      w*)     local w=${part#w}
+              flags+=" --d_model=$w --n_layer=$((w / 32)) --n_head=$((w / 32))" ;;
       *) echo "compare.sh: variant '$1': unknown part '$part'" >&2; return 2 ;;
     esac
   done
@@ -72,7 +91,7 @@ variant_flags() {
 }
 
 setup=default; seeds=3; jobs=$(nproc); config=""; out=""; variants=""; train_flags=""
-lrs="0.0005 0.001 0.002 0.004 0.008"; extrapolate=1; reproducible=1; retrain=0; reuse=""; reuse_committed=""; committed=""
+lrs="0.0005 0.001 0.002 0.004 0.008"; extrapolate=1; reproducible=1; retrain=0; final_eval=0; report=1; reuse=""; reuse_committed=""; committed=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --setup) setup=$2; shift ;;
@@ -95,12 +114,20 @@ while [ $# -gt 0 ]; do
     --no-extrapolation) extrapolate=0 ;;
     --no-reproducible) reproducible=0 ;;
     --retrain) retrain=1 ;;
+    --committed) committed=$2; shift ;;
+    --committed=*) committed=${1#*=} ;;
+    --final-eval) final_eval=1 ;;
+    --no-report) report=0 ;;
     --variant-flags) variant_flags "$2"; exit ;;   # scripts/run/reproduce.sh: a committed log's flags
     -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "compare.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
 done
+
+if [ "$setup" = budget ] || [ "$setup" = size ]; then
+  exec bash scripts/run/sweep.sh "$setup" --jobs "$jobs" $([ "$retrain" = 1 ] && echo --retrain)
+fi
 
 if [ "$setup" = all ]; then
   for s in default gcide medium; do
@@ -150,7 +177,7 @@ case "$setup" in
   custom)  [ -n "$out" ] || { echo "compare.sh: --config needs --out DIR" >&2; exit 2; }
            v="rope learned sinusoidal t5" ;;
   *) echo "compare.sh: unknown setup '$setup' (default, gcide, medium, paired, lr, llama, llama-lr, gcide-lr, medium-lr," \
-          "all, quick)" >&2; exit 2 ;;
+          "budget, size, all, quick)" >&2; exit 2 ;;
 esac
 variants=${variants:-$v}
 [ -f "$config" ] || { echo "compare.sh: $config: no such config file" >&2; exit 2; }
@@ -182,18 +209,30 @@ read -r -a vlist <<< "$variants"
 total=$(( ${#vlist[@]} * seeds ))
 start_all=$(date +%s)
 
+T=$(sed -n 's/^[[:space:]]*block_size[[:space:]]*=[[:space:]]*\([0-9]*\).*/\1/p' "$config" | head -1)
+val_file=$(sed -n 's/^[[:space:]]*val_file[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p' "$config" | head -1)
+eval_flags=(--threads "$([ "$jobs" -gt 1 ] && echo 1 || echo 0)")
+[ "$reproducible" = 1 ] && eval_flags+=(--reproducible)
+
 # One run: fresh, or resumed from its checkpoint; RUN/done marks it finished.
+# With --final-eval, the whole validation split's loss is part of the run.
 run_one() {
   local variant=$1 seed=$2 dir="$out/$1-s$2" extra=() flags
   [ "$jobs" -gt 1 ] && extra=(--threads=1 --quiet)
   flags=$(variant_flags "$variant") || return 2
-  if [ -f "$dir/checkpoint.safetensors" ]; then
-    ./train --resume "$dir" "${extra[@]}"
+  if [ -f "$dir/checkpoint.safetensors" ]; then   # (a finished run: nothing to train)
+    ./train --resume "$dir" "${extra[@]}" || return 1
   else
     rm -rf "$dir"
     # shellcheck disable=SC2046,SC2086
-    ./train $flags --reproducible="$reproducible" $train_flags --seed="$seed" --out_dir="$dir" "${extra[@]}" "$config"
-  fi && touch "$dir/done"
+    ./train $flags --reproducible="$reproducible" $train_flags --seed="$seed" --out_dir="$dir" "${extra[@]}" "$config" ||
+      return 1
+  fi
+  if [ "$final_eval" = 1 ]; then
+    ./eval --weights "$dir/model.safetensors" --data "$val_file" --batch-size 8 "${eval_flags[@]}" \
+      > "$dir/final_eval.txt.tmp" && mv "$dir/final_eval.txt.tmp" "$dir/final_eval.txt" || return 1
+  fi
+  touch "$dir/done"
 }
 
 # A run another setup already finished with exactly these flags (an lr
@@ -220,7 +259,9 @@ adopt_committed() {
   local variant=$1 seed=$2 log
   log="$committed/$variant-s$seed.csv"
   [ "$retrain" = 0 ] && [ -n "$committed" ] && [ -f "$log" ] && [ ! -e "$out/$variant-s$seed" ] || return 0
-  mkdir -p "$out/$variant-s$seed" && cp "$log" "$out/$variant-s$seed/log.csv" && touch "$out/$variant-s$seed/done"
+  mkdir -p "$out/$variant-s$seed" && cp "$log" "$out/$variant-s$seed/log.csv" || return 1
+  if [ -f "${log%.csv}.eval.txt" ]; then cp "${log%.csv}.eval.txt" "$out/$variant-s$seed/final_eval.txt" || return 1; fi
+  touch "$out/$variant-s$seed/done"
 }
 
 # The step costs published beside a study's logs (scripts/run/step_costs.sh)
@@ -267,8 +308,6 @@ if [ "$reused" -lt "$total" ]; then   # this call trained something: record its 
 fi
 
 # Length extrapolation: each final model at T, 2T and 4T on the validation split.
-T=$(sed -n 's/^[[:space:]]*block_size[[:space:]]*=[[:space:]]*\([0-9]*\).*/\1/p' "$config" | head -1)
-val_file=$(sed -n 's/^[[:space:]]*val_file[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p' "$config" | head -1)
 extrap="$out/extrapolation.csv"
 if [ "$extrapolate" = 1 ] && { [ ! -f "$extrap" ] || [ "$(wc -l < "$extrap")" -ne $(( total * 3 + 1 )) ]; }; then
   echo "[compare] length extrapolation at T=$T, $((2*T)), $((4*T))"
@@ -282,7 +321,8 @@ if [ "$extrapolate" = 1 ] && { [ ! -f "$extrap" ] || [ "$(wc -l < "$extrap")" -n
         fi
         # The same tokens at every length: 2T and 4T windows cover 4T-token spans.
         line=$(./eval --weights "$out/$variant-s$seed/model.safetensors" --data "$val_file" \
-                      --seq-len "$len" --batch-size $((4 / mult)) --batches 32 --threads 0)
+                      --seq-len "$len" --batch-size $((4 / mult)) --batches 32 --threads 0 \
+                      $([ "$reproducible" = 1 ] && echo --reproducible))
         loss=$(sed -n 's/.* loss=\([^ ]*\).*/\1/p' <<< "$line")
         echo "$variant,$seed,$len,$loss" >> "$extrap.tmp"
       done
@@ -291,6 +331,10 @@ if [ "$extrapolate" = 1 ] && { [ ! -f "$extrap" ] || [ "$(wc -l < "$extrap")" -n
   mv "$extrap.tmp" "$extrap"
 fi
 
+if [ "$report" = 0 ]; then
+  echo "[compare] done in $(( ($(date +%s) - start_all) / 60 )) min: $out"
+  exit 0
+fi
 if [ "${setup%lr}" != "$setup" ]; then   # lr, llama-lr, gcide-lr, medium-lr
   # every lr finished in DIR, so a grid extended by --lrs or --variants is reported whole
   /usr/bin/python3 scripts/report/report.py --lr "$out" $(ls "$out" | sed -n 's/-s[0-9]*$//p' | sort -u) --name "$setup"

@@ -45,6 +45,8 @@ for d in "$out"/*-s[0-9]*; do cp "$d/log.csv" "$dst/logs/$(basename "$d").csv"; 
 # beside its log, for make reproduce
 for d in "$src"/*-s[0-9]*; do
   [ -f "$d/done" ] && [ -f "$d/machine.txt" ] && cp "$d/machine.txt" "$dst/logs/$(basename "$d").machine.txt"
+  # the whole validation split's loss of a sweep's run (compare.sh --final-eval)
+  [ -f "$d/done" ] && [ -f "$d/final_eval.txt" ] && cp "$d/final_eval.txt" "$dst/logs/$(basename "$d").eval.txt"
 done
 for f in "$out"/*; do [ -f "$f" ] && cp "$f" "$dst/"; done
 echo "publish_results.sh: $n finished runs of $src in $dst"

@@ -14,6 +14,11 @@
 // is refused, not printed. A long evaluation shows the batches done on
 // stderr (common/meter.h); stdout holds only the result line.
 //
+// --reproducible evaluates as ./train's reproducible = 1 trains: OpenBLAS in
+// fp32 with its Haswell kernels (the program starts again with
+// OPENBLAS_CORETYPE set, common/blas_cpu.h), so the printed loss is the same
+// bits on any x86-64 CPU with AVX2 and FMA, at any thread count.
+//
 // --per-position F is written atomically, after the evaluation; an existing F
 // is replaced only with --overwrite, and never when it is one of the inputs
 // or not a regular file (common/cli.h), which is checked first.
@@ -37,7 +42,7 @@
 
 typedef struct {
     const char *weights, *data;
-    int seq_len, batch_size, batches, threads, overwrite;
+    int seq_len, batch_size, batches, threads, overwrite, reproducible;
     GPTMatmul matmul;
     GPTPrecision precision;
     const char *per_position;   // CSV of the mean loss at each position, or NULL
@@ -58,6 +63,8 @@ static void usage(FILE *out) {
         "                     openblas, onednn, or reference (plain loops, slow)\n"
         "  --per-position F   also write F: position,loss (mean over the windows at each position)\n"
         "  --overwrite        replace F if it exists (a regular file, not one of the inputs)\n"
+        "  --reproducible     the same bits on any x86-64 CPU with AVX2 and FMA: OpenBLAS fp32 with its\n"
+        "                     Haswell kernels, like ./train's reproducible = 1 (docs/TRAINING.md)\n"
         "Prints one line: loss, perplexity, windows and tokens evaluated.\n");
     model_overrides_usage(out);
 }
@@ -69,7 +76,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         {"weights", 1, 0, 'w'}, {"data", 1, 0, 'd'}, {"seq-len", 1, 0, 'T'},
         {"batch-size", 1, 0, 'B'}, {"batches", 1, 0, 'K'}, {"threads", 1, 0, 'j'},
         {"precision", 1, 0, 'p'}, {"matmul", 1, 0, 'm'}, {"per-position", 1, 0, 'P'}, {"overwrite", 0, 0, 'O'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"reproducible", 0, 0, 'R'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c, idx = 0;
     char matmul[OPT_STR_MAX] = "auto", precision[OPT_STR_MAX] = "fp32";
     while ((c = cli_getopt("eval", argc, argv, opts, &idx)) != -1) {
@@ -77,6 +84,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         if (c == 'd') { a->data = optarg; continue; }
         if (c == 'P') { a->per_position = optarg; continue; }
         if (c == 'O') { a->overwrite = 1; continue; }
+        if (c == 'R') { a->reproducible = 1; continue; }
         if (c == 'p' || c == 'm') {   // ./train's keys, by its table's rules
             char msg[256];
             if (options_parse_key_value(opts[idx].name, optarg, c == 'p' ? precision : matmul, msg, sizeof msg) != 0) {
@@ -111,6 +119,11 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         fprintf(stderr, "eval: %s\n", msg);
         exit(2);
     }
+    if (a->reproducible && (a->matmul != GPT_MATMUL_OPENBLAS || a->precision != GPT_FP32)) {
+        fprintf(stderr, "eval: --reproducible runs on OpenBLAS in fp32 (--matmul auto or openblas, --precision "
+                "fp32): oneDNN's kernels and blocking follow the CPU\n");
+        exit(2);
+    }
     if (!a->weights || !a->data) { fprintf(stderr, "eval: --weights and --data are required (see --help)\n"); exit(2); }
     const char *inputs[] = {a->weights, a->data};
     char err[1024];
@@ -122,9 +135,20 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
 
 int main(int argc, char **argv) {
     cli_start();
-    blas_use_native_kernels(argv);
+    // parse_args takes the model keys out of argv: a re-execution needs them all.
+    char **args = malloc(((size_t)argc + 1) * sizeof *args);
+    if (!args) { fprintf(stderr, "eval: out of memory\n"); return 1; }
+    memcpy(args, argv, ((size_t)argc + 1) * sizeof *args);
     EvalArgs a;
     parse_args(argc, argv, &a);
+    if (a.reproducible) {   // may start the program again, with OPENBLAS_CORETYPE set
+        char msg[256];
+        blas_use_reproducible_kernels(args);
+        if (blas_reproducible_check(msg, sizeof msg) != 0) { fprintf(stderr, "eval: %s\n", msg); return 2; }
+    } else {
+        blas_use_native_kernels(args);
+    }
+    free(args);
     threads_set(a.threads);
     char err[512];
     GPT *model = NULL;

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The two sweeps of `make compare SETUP=budget|size` (issue: how much faster,
+# and does it last?), each one resumable command: every run is a compare.sh
+# run (reproducible = 1, one thread, two at a time), a finished or committed
+# run is never trained again, and the whole validation split's loss of each
+# model is part of its run (compare.sh --final-eval).
+#
+#   scripts/run/sweep.sh budget|size [--jobs N] [--retrain]
+#
+# Both train the default model's setup on GCIDE (configs/compare-gcide.ini:
+# 10.7M training tokens, so the longest run, 9,600 steps of 8 x 128 tokens,
+# draws 0.92 epochs and no run goes round the corpus).
+#
+# budget  rope, alibi and learned, each with its own whole schedule (warmup,
+#         cosine and evaluations scaled to the budget: compare.sh's -stepsN)
+#         at 300, 600, 1,200, 2,400 and 4,800 steps, 3 seeds, each scheme at
+#         its best lr of the lr study (rope and alibi 4e-3, learned 8e-3);
+#         learned also at 9,600 steps, so that the budget it needs to match
+#         rope at 4,800 is bracketed; at 4,800 steps one more lr each, half
+#         the best (1 seed), to see whether the best has moved. Budgets in
+#         increasing order: a sweep stopped early has its smaller budgets whole.
+# size    widths 64, 96, 128 and 192 with width/32 layers and heads
+#         (head_dim 32 throughout: 98k to 2.65M non-embedding parameters, 27x),
+#         600 steps each (the same 614k tokens at every size), rope against
+#         learned. Per width: lr 2e-3, 4e-3 and 8e-3 on seed 1, one more lr
+#         beyond the grid's end where a scheme's best lies on it, then seeds 2
+#         and 3 at each scheme's best (by the whole validation split's loss).
+#         Widths in increasing order.
+#
+# Output: runs/compare-budget/ and runs/compare-size/ (RUN_DIRs as compare.sh
+# makes them); committed logs in docs/results/budget/ and docs/results/size/
+# are adopted. The report: scripts/report/sweep_report.py.
+set -euo pipefail
+cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
+[ $# -ge 1 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 2; }
+setup=$1; shift
+config=configs/compare-gcide.ini
+out=runs/compare-$setup
+common=(--config "$config" --out "$out" --committed "docs/results/$setup/logs" --no-extrapolation --final-eval
+        --no-report "$@")
+
+# The config makes the corpus if it is missing, as compare.sh does for SETUP=gcide.
+if [ ! -f data/gcide/val.bin ]; then
+  bash scripts/run/get_data.sh gcide
+  make --no-print-directory -s prepare
+  ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir data/gcide data/gcide.txt
+fi
+
+compare() { bash scripts/run/compare.sh "${common[@]}" "$@"; }
+
+# The whole validation split's loss of RUN (compare.sh --final-eval), or nothing.
+final_loss() { sed -n 's/.* loss=\([^ ]*\).*/\1/p' "$out/$1/final_eval.txt" 2>/dev/null; }
+
+# The lr of the lowest final loss among SCHEME-wW-lrX-s1 for X in LRS.
+best_lr() {
+  local scheme=$1 w=$2 lr loss best="" best_loss=""
+  for lr in $3; do
+    loss=$(final_loss "$scheme-w$w-lr$lr-s1")
+    [ -n "$loss" ] || continue
+    if [ -z "$best" ] || awk -v a="$loss" -v b="$best_loss" 'BEGIN { exit !(a < b) }'; then
+      best=$lr best_loss=$loss
+    fi
+  done
+  echo "$best"
+}
+
+case "$setup" in
+  budget)
+    for n in 300 600 1200 2400 4800; do
+      echo "[sweep budget] $n steps"
+      compare --seeds 3 --variants "rope-lr0.004-steps$n alibi-lr0.004-steps$n learned-lr0.008-steps$n"
+    done
+    echo "[sweep budget] learned at 9600 steps"
+    compare --seeds 3 --variants "learned-lr0.008-steps9600"
+    echo "[sweep budget] half the best lr at 4800 steps"
+    compare --seeds 1 --variants "rope-lr0.002-steps4800 alibi-lr0.002-steps4800 learned-lr0.004-steps4800"
+    ;;
+  size)
+    grid="0.002 0.004 0.008"
+    for w in 64 96 128 192; do
+      echo "[sweep size] width $w: lr $grid, seed 1"
+      compare --seeds 1 --variants "$(for s in rope learned; do for lr in $grid; do printf '%s ' "$s-w$w-lr$lr"; done; done)"
+      best=()
+      for s in rope learned; do
+        lr=$(best_lr "$s" "$w" "$grid")
+        case "$lr" in   # on the grid's edge: one step further
+          0.002) more=0.001 ;;
+          0.008) more=0.016 ;;
+          *) more="" ;;
+        esac
+        if [ -n "$more" ]; then
+          echo "[sweep size] width $w: $s is best at the grid's end ($lr); lr $more too"
+          compare --seeds 1 --variants "$s-w$w-lr$more"
+          lr=$(best_lr "$s" "$w" "$grid $more")
+        fi
+        [ -n "$lr" ] || { echo "sweep.sh: width $w, $s: no finished run to pick an lr from" >&2; exit 1; }
+        best+=("$s-w$w-lr$lr")
+      done
+      echo "[sweep size] width $w: seeds 1-3 at the best lr: ${best[*]}"
+      compare --seeds 3 --variants "${best[*]}"
+    done
+    ;;
+  *) echo "sweep.sh: unknown sweep '$setup' (budget, size)" >&2; exit 2 ;;
+esac
+echo "[sweep $setup] done: $out"
