@@ -38,7 +38,7 @@
 #include "common/blas_cpu.h"
 #include "common/rng.h"
 #include "common/threads.h"
-#include "model/engine.h"
+#include "engine/engine.h"
 #include "util_bench.h"
 
 enum { MAX_ROUNDS = 101, N_VARIANTS = 3 };

@@ -1,5 +1,5 @@
 // bench_linear.c: the linear layers' three products on each engine
-// (src/model/engine.h) at the model shapes of configs S and M (or L, or all three): GFLOP/s of forward,
+// (src/engine/engine.h) at the model shapes of configs S and M (or L, or all three): GFLOP/s of forward,
 // dinp and dW, median and best over interleaved rounds, and the cost of
 // re-making the weight copies after an optimizer step.
 //
@@ -45,7 +45,7 @@
 
 #include "common/blas_cpu.h"
 #include "common/threads.h"
-#include "model/engine.h"
+#include "engine/engine.h"
 #include "util_bench.h"
 
 typedef struct {

@@ -50,7 +50,7 @@
 #include "model/gpt_internal.h"
 #include "util_gradcheck.h"
 #include "util_bench.h"
-#include "model/engine.h"
+#include "engine/engine.h"
 #include "model/pos.h"
 #include "train/adamw.h"
 

@@ -50,7 +50,7 @@
 
 #include "data/bpe.h"
 #include "data/tokens.h"
-#include "model/weights_file.h"
+#include "format/weights_file.h"
 #include "util_run.h"
 #include "llamacpp_ref.h"
 

@@ -21,7 +21,7 @@
 #include <cmocka.h>
 
 #include "common/atomic_file.h"
-#include "common/cli.h"
+#include "cli/cli.h"
 
 static char dir[256], err[1024];
 

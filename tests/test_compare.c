@@ -16,7 +16,7 @@
 #include <cmocka.h>
 
 #include "model/gpt.h"
-#include "model/safetensors.h"
+#include "format/safetensors.h"
 
 static char dir[128];
 static char err[512];

@@ -15,16 +15,16 @@
 
 #include <cmocka.h>
 
-#include "common/gguf.h"
+#include "format/gguf.h"
 #include "data/bpe_gpt2.h"
-#include "model/gguf_model.h"
+#include "format/gguf_model.h"
 #include "model/pos.h"
-#include "model/weights_file.h"
+#include "format/weights_file.h"
 #include "util_gradcheck.h"
 #include "util_run.h"
 
 // ---------------------------------------------------------------- a GGUF reader (the spec, again)
-// Written from the spec, not from the writer (src/common/gguf.c), so that a wrong
+// Written from the spec, not from the writer (src/format/gguf.c), so that a wrong
 // number there fails here: GGUF's value types.
 enum { GT_UINT32 = 4, GT_INT32 = 5, GT_FLOAT32 = 6, GT_BOOL = 7, GT_STRING = 8, GT_ARRAY = 9 };
 

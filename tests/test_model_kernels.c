@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "common/rng.h"
-#include "model/bf16.h"
+#include "engine/bf16.h"
 #include "model/fastmath.h"
 #include "model/layers.h"
 

@@ -16,8 +16,8 @@
 #include <cmocka.h>
 #include <omp.h>
 
-#include "model/bf16.h"
-#include "model/engine.h"
+#include "engine/bf16.h"
+#include "engine/engine.h"
 #include "model/layers.h"
 #include "model/pos.h"
 #include "util_gradcheck.h"

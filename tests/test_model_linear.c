@@ -55,7 +55,7 @@
 #include <cmocka.h>
 #include <omp.h>
 
-#include "model/bf16.h"
+#include "engine/bf16.h"
 #include "model/gpt.h"
 #include "util_engine.h"
 

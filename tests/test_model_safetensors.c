@@ -16,8 +16,8 @@
 #include <omp.h>
 
 #include "model/gpt.h"
-#include "model/safetensors.h"
-#include "model/weights_file.h"
+#include "format/safetensors.h"
+#include "format/weights_file.h"
 #include "util_gradcheck.h"
 
 static char dir[256];

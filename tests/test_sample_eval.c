@@ -32,7 +32,7 @@
 #include "data/bpe.h"
 #include "data/tokens.h"
 #include "model/gpt.h"
-#include "model/weights_file.h"
+#include "format/weights_file.h"
 #include "util_gradcheck.h"
 
 static char dir[128];

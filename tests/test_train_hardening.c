@@ -54,7 +54,7 @@
 
 #include "common/rng.h"
 #include "data/bpe.h"
-#include "model/safetensors.h"
+#include "format/safetensors.h"
 #include "util_run.h"
 
 // The reference run: t5 (its shared bias table makes a resume's exactness

@@ -38,8 +38,8 @@
 
 #include "common/rng.h"
 #include "model/gpt.h"
-#include "model/safetensors.h"
-#include "model/weights_file.h"
+#include "format/safetensors.h"
+#include "format/weights_file.h"
 #include "util_run.h"
 
 // Every mpirun here: root is allowed (CI containers), more ranks than cores

@@ -22,8 +22,8 @@
 #include "common/rng.h"
 #include "model/gpt.h"
 #include "util_gradcheck.h"
-#include "model/safetensors.h"
-#include "model/weights_file.h"
+#include "format/safetensors.h"
+#include "format/weights_file.h"
 #include "util_run.h"
 
 // Tiny models gain nothing from threads, and 2 OpenMP threads on a 2-core

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "model/engine.h"
+#include "engine/engine.h"
 
 #define U32 (1.0 / 16777216.0)   // 2^-24
 #define U16 (1.0 / 256.0)        // 2^-8

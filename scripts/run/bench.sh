@@ -14,7 +14,7 @@
 #     one misdetection ./train corrects too (src/common/blas_cpu.c): SSE3
 #     "Prescott" kernels on a CPU with AVX2 and FMA; then OPENBLAS_CORETYPE=
 #     Haswell is exported. Each side's OpenBLAS core name is recorded.
-#   - ropelab's matmul engines (ENGINES; gpt_set_matmul, src/model/engine.h):
+#   - ropelab's matmul engines (ENGINES; gpt_set_matmul, src/engine/engine.h):
 #     openblas-fp32 (the default of ./train), onednn-fp32, onednn-bf16 (inputs
 #     of the products rounded to bf16, fp32 accumulation and weights). An
 #     engine this CPU cannot run (bf16 where oneDNN has no bf16 products: below AVX-512) is

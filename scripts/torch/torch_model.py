@@ -265,7 +265,7 @@ def bf16_round(x):
 
 
 class Bf16Linear(torch.autograd.Function):
-    """The C program's products with precision=bf16 (src/model/engine_onednn.c): the
+    """The C program's products with precision=bf16 (src/engine/engine_onednn.c): the
     inputs of each product rounded to bf16, the sums exact (here float64):
       forward   y = bf16(x) bf16(W)^T + b
       backward  dx = bf16(dy) bf16(W),  dW = bf16(dy)^T bf16(x),  db = sum dy
@@ -305,7 +305,7 @@ def linear(module_or_weight, x, bf16, bias=None):
 
 class Bf16Attention(torch.autograd.Function):
     """Causal attention as the C program computes it with precision=bf16
-    (src/model/onednn_attention.c): the inputs of its five products rounded
+    (src/engine/onednn_attention.c): the inputs of its five products rounded
     to bf16, the sums exact (here float64), scores, softmax and dS unrounded:
       forward   s = scale bf16(q) bf16(k)^T + bias, masked;  p = softmax(s);
                 y = bf16(p) bf16(v)

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "common/gguf.h"
+#include "format/gguf.h"
 #include "data/bpe.h"
 
 // The code point that names byte b.

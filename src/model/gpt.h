@@ -161,7 +161,7 @@ const ParamEntry *gpt_find_param(const GPT *model, const char *name); // NULL if
 // positions, B*T rows within the activations' index range (no allocation).
 int gpt_check_batch(const GPTConfig *cfg, int B, int T, char *err, size_t errlen);
 // The engine of the model's matrix products (the linear layers, the tied
-// head, attention; src/model/engine.h): matmul "openblas" (fp32, the
+// head, attention; src/engine/engine.h): matmul "openblas" (fp32, the
 // default), "onednn" (fp32 or bf16) or "reference" (fp32: reference.c's
 // plain loops, slow, the one the others are checked against). bf16: each
 // product's inputs are rounded to bf16 and accumulated in fp32; weights,
@@ -229,7 +229,7 @@ int gpt_decode_step(GPT *model, KVCache *cache, int token, float *logits, char *
 // bytes each of the model's allocations will take, computed by the
 // functions those allocations size themselves with (so the figures cannot
 // drift from them; a program adds up its own need from these,
-// src/train/footprint.h). For batches of (B, T) on the engine (matmul,
+// src/cli/footprint.h). For batches of (B, T) on the engine (matmul,
 // precision) with n_threads threads; B = 0: no activations (decoding only);
 // backward = 0: forward passes only. 0, or -1 with a message for a
 // configuration or batch the model refuses.

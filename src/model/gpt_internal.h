@@ -3,7 +3,7 @@
 #ifndef ROPELAB_GPT_INTERNAL_H
 #define ROPELAB_GPT_INTERNAL_H
 
-#include "model/engine.h"
+#include "engine/engine.h"
 #include "model/gpt.h"
 #include "model/pos.h"
 

@@ -51,8 +51,8 @@
 
 #include <omp.h>
 
-#include "model/bf16.h"
-#include "model/engine.h"
+#include "engine/bf16.h"
+#include "engine/engine.h"
 #include "model/fastmath.h"
 #include "model/gpt_internal.h"
 #include "model/lane_sum.h"

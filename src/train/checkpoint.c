@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "common/numtext.h"
-#include "model/weights_file.h"
+#include "format/weights_file.h"
 #include "train/fault_inject.h"
 
 static StTensorOut tensor_out(const char *name, const ParamEntry *e, const float *base) {

@@ -21,7 +21,7 @@
 
 #include "common/rng.h"
 #include "model/gpt.h"
-#include "model/safetensors.h"
+#include "format/safetensors.h"
 #include "train/adamw.h"
 
 typedef struct {

@@ -17,8 +17,8 @@
 #define ROPELAB_TRAIN_FAULT_INJECT_H
 
 #include "model/gpt.h"
-#include "model/safetensors.h"
-#include "model/weights_file.h"
+#include "format/safetensors.h"
+#include "format/weights_file.h"
 
 #ifdef ROPELAB_FAULT_INJECTION
 

@@ -21,19 +21,19 @@
 #include <unistd.h>
 
 #include "common/blas_cpu.h"
-#include "common/cli.h"
+#include "cli/cli.h"
 #include "common/clock.h"
 #include "common/fs.h"
 #include "common/machine.h"
 #include "data/bpe.h"
 #include "data/loader.h"
 #include "model/gpt.h"
-#include "model/weights_file.h"
+#include "format/weights_file.h"
 #include "train/adamw.h"
 #include "train/checkpoint.h"
 #include "train/dist.h"
 #include "train/fault_inject.h"
-#include "train/footprint.h"
+#include "cli/footprint.h"
 #include "train/runlog.h"
 #include "train/schedule.h"
 
@@ -259,7 +259,7 @@ static void share_init_weights(Trainer *t) {
 
 // The files the run would write that the command line names or reaches,
 // checked on rank 0 before anything is built (exit status 2): --debug-state
-// FILE (not an input of the run, replaced only with --overwrite: common/cli.h),
+// FILE (not an input of the run, replaced only with --overwrite: cli/cli.h),
 // and --init-from FILE, which must not be the run directory's model or
 // checkpoint, since the run's first save replaces them.
 static int check_outputs(const Trainer *t) {

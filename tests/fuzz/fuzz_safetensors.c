@@ -7,7 +7,7 @@
 
 #include <string.h>
 
-#include "model/safetensors.h"
+#include "format/safetensors.h"
 
 int fuzz_safetensors_one(const uint8_t *data, size_t size) {
     char err[512];

@@ -4,7 +4,7 @@
 #include "fuzz_util.h"
 
 #include "model/gpt.h"
-#include "model/weights_file.h"
+#include "format/weights_file.h"
 
 int fuzz_weights_one(const uint8_t *data, size_t size) {
     const char *path = fuzz_write_file(data, size);

@@ -4,13 +4,13 @@
 // Tensors keep our layout: a weight [out, in], row-major, is ggml's
 // ne = {in, out}, the shape llama.cpp creates for every linear layer, so
 // nothing is transposed. The names are llama.cpp's (llama-arch.cpp).
-#include "model/gguf_model.h"
+#include "format/gguf_model.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/meter.h"
+#include "cli/meter.h"
 #include "model/layers.h"
 #include "model/pos.h"
 

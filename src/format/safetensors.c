@@ -12,7 +12,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/fs.h"
-#include "model/safetensors.h"
+#include "format/safetensors.h"
 
 #include "common/atomic_file.h"
 

@@ -1,11 +1,11 @@
 // footprint.c: each program's memory need (see footprint.h).
-#include "train/footprint.h"
+#include "cli/footprint.h"
 
 #include <stdio.h>
 #include <string.h>
 
 #include "common/memory.h"
-#include "model/gguf_model.h"
+#include "format/gguf_model.h"
 #include "train/adamw.h"
 
 // The model's buffers but the activations and the engine's: what exists from

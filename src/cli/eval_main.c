@@ -12,7 +12,7 @@
 //
 // A loss that is not finite (finite weights whose products overflow float32)
 // is refused, not printed. A long evaluation shows the batches done on
-// stderr (common/meter.h); stdout holds only the result line.
+// stderr (cli/meter.h); stdout holds only the result line.
 //
 // --reproducible evaluates as ./train's reproducible = 1 trains: OpenBLAS in
 // fp32 with its Haswell kernels (the program starts again with
@@ -21,7 +21,7 @@
 //
 // --per-position F is written atomically, after the evaluation; an existing F
 // is replaced only with --overwrite, and never when it is one of the inputs
-// or not a regular file (common/cli.h), which is checked first.
+// or not a regular file (cli/cli.h), which is checked first.
 #include <math.h>
 #include <omp.h>
 #include <stdio.h>
@@ -30,14 +30,14 @@
 
 #include "common/atomic_file.h"
 #include "common/blas_cpu.h"
-#include "common/cli.h"
+#include "cli/cli.h"
 #include "common/threads.h"
 #include "data/loader.h"
 #include "model/gpt.h"
-#include "model/weights_file.h"
-#include "train/footprint.h"
-#include "train/model_overrides.h"
-#include "common/meter.h"
+#include "format/weights_file.h"
+#include "cli/footprint.h"
+#include "cli/model_overrides.h"
+#include "cli/meter.h"
 #include "train/options.h"
 
 typedef struct {

@@ -18,7 +18,7 @@
 // from them. The prompt is echoed on stdout once it has been read, so a
 // refusal while reading it leaves stdout empty.
 //
-// Progress on stderr (common/meter.h), for reading the prompt and for
+// Progress on stderr (cli/meter.h), for reading the prompt and for
 // generating: every token is one decode step attending to all the positions
 // before it, so a long prompt or a long generation takes time quadratic in
 // its length. stdout carries only the text: where stderr goes to the same
@@ -33,13 +33,13 @@
 #include "common/rng.h"
 #include "data/bpe.h"
 #include "model/gpt.h"
-#include "model/weights_file.h"
-#include "train/footprint.h"
-#include "train/model_overrides.h"
-#include "common/meter.h"
+#include "format/weights_file.h"
+#include "cli/footprint.h"
+#include "cli/model_overrides.h"
+#include "cli/meter.h"
 #include "train/options.h"
 #include "common/blas_cpu.h"
-#include "common/cli.h"
+#include "cli/cli.h"
 #include "common/threads.h"
 
 typedef struct {

@@ -1,4 +1,4 @@
-// weights_file.h: the model's weights file (src/model/weights_file.c): a
+// weights_file.h: the model's weights file (src/format/weights_file.c): a
 // safetensors file with the contract's names, shapes and __metadata__
 // (docs/FORMAT.md), written and read back with every name, dtype and shape
 // checked. Training checkpoints and debug states are weights files with
@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "model/gpt.h"
-#include "model/safetensors.h"
+#include "format/safetensors.h"
 
 // Weights as the safetensors file of the contract (names, shapes, metadata).
 // Written atomically: temporary file, fsync, rename; an existing PATH (a
@@ -26,7 +26,7 @@ int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t e
 // What gpt_load(path, allow_extra) would build, from the file's header alone
 // and with gpt_load's checks up to its first allocation (the same messages):
 // the model's configuration (resolved), for a program's memory check
-// (src/train/footprint.h).
+// (src/cli/footprint.h).
 int gpt_load_probe(const char *path, int allow_extra, GPTConfig *cfg, char *err, size_t errlen);
 
 // The same file with extra tensors after the weights and extra metadata

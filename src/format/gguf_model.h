@@ -22,8 +22,8 @@
 #ifndef ROPELAB_GGUF_MODEL_H
 #define ROPELAB_GGUF_MODEL_H
 
-#include "common/gguf.h"
-#include "common/meter.h"
+#include "format/gguf.h"
+#include "cli/meter.h"
 #include "model/gpt.h"
 
 #define GGUF_MODEL_MAX_KV 24

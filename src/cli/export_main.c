@@ -3,27 +3,27 @@
 //
 //   ./export --weights RUN/model.safetensors --tokenizer data/kjv/tokenizer.bin --out model.gguf
 //
-// The architecture llama.cpp runs it as follows from pos (model/gguf_model.h);
+// The architecture llama.cpp runs it as follows from pos (format/gguf_model.h);
 // a scheme or rope scaling with no exact home there is refused in one line
 // (exit 2) and nothing is written. The length keys of ./eval and ./sample
 // (--rope_scaling=yarn --rope_scaling_factor=4 ...) apply before exporting, so a
 // rope model can be written with llama.cpp's own YaRN or linear scaling. The
 // file is written atomically: a failure leaves --out as it was. An existing
 // --out is replaced only with --overwrite, and never when it is one of the
-// inputs or not a regular file (common/cli.h); that is checked first.
+// inputs or not a regular file (cli/cli.h); that is checked first.
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/cli.h"
-#include "common/gguf.h"
-#include "common/meter.h"
+#include "cli/cli.h"
+#include "format/gguf.h"
+#include "cli/meter.h"
 #include "data/bpe.h"
 #include "data/bpe_gpt2.h"
-#include "model/gguf_model.h"
-#include "model/weights_file.h"
-#include "train/footprint.h"
-#include "train/model_overrides.h"
+#include "format/gguf_model.h"
+#include "format/weights_file.h"
+#include "cli/footprint.h"
+#include "cli/model_overrides.h"
 
 // The longest --context-length: 2^20 positions. Past a model's block_size
 // only rope's scalings make sense, and sinusoidal's and none's table is that
@@ -124,7 +124,7 @@ int main(int argc, char **argv) {
         fprintf(stderr, "export: %s\n", err);
         goto done;
     }
-    // A long table or a large file shows progress on stderr (common/meter.h), as ./eval and ./sample do.
+    // A long table or a large file shows progress on stderr (cli/meter.h), as ./eval and ./sample do.
     Meter meter;
     meter_start(&meter, "export");
     meter_phase(&meter, 1, 0);

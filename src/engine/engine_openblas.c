@@ -45,7 +45,7 @@
 #include <cblas.h>
 #include <omp.h>
 
-#include "model/engine.h"
+#include "engine/engine.h"
 #include "model/fastmath.h"
 #include "model/lane_sum.h"
 

@@ -17,7 +17,7 @@
 #include <oneapi/dnnl/dnnl.h>
 #include <oneapi/dnnl/dnnl_debug.h>
 
-#include "model/bf16.h"
+#include "engine/bf16.h"
 
 // Runs a oneDNN call; on failure writes "PREFIX<what>: <status>" into the
 // char array msg and jumps to the calling function's `fail` label (which

@@ -61,8 +61,8 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <omp.h>
 
-#include "model/engine.h"
-#include "model/onednn.h"
+#include "engine/engine.h"
+#include "engine/onednn.h"
 
 #define MAX_PLANS 8   // (T, C, H, threads) plans kept; the least recently used is dropped for a new one
 

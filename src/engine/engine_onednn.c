@@ -84,8 +84,8 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <omp.h>
 
-#include "model/engine.h"
-#include "model/onednn.h"
+#include "engine/engine.h"
+#include "engine/onednn.h"
 
 #define LAYOUT_REF_ROWS 1024   // rows of the product the packed layout is chosen for
 

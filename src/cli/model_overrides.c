@@ -1,5 +1,5 @@
 // model_overrides.c: --KEY=VALUE for a trained model's length keys (see model_overrides.h).
-#include "train/model_overrides.h"
+#include "cli/model_overrides.h"
 
 #include <stdlib.h>
 #include <string.h>

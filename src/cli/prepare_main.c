@@ -5,7 +5,7 @@
 //
 // 0. Before any work: OUT can be written (it exists or can be created, and
 //    is writable), and each output file may be written there: not there, or
-//    with --overwrite a regular file, and never one of the inputs (common/cli.h).
+//    with --overwrite a regular file, and never one of the inputs (cli/cli.h).
 // 1. Read every file (UTF-8 text, checked) and cut it into documents: each file
 //    is one document, or, with --doc-sep STR, every STR starts a new one.
 // 2. Train the BPE tokenizer on the documents (or load one, --tokenizer).
@@ -27,7 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/cli.h"
+#include "cli/cli.h"
 #include "common/clock.h"
 #include "common/fs.h"
 #include "data/bpe.h"

@@ -1,5 +1,5 @@
 // cli.c: the programs' start, unknown options, output checks (see cli.h).
-#include "common/cli.h"
+#include "cli/cli.h"
 
 #include <signal.h>
 #include <stdio.h>

@@ -3,7 +3,7 @@
 // with every name, dtype and shape checked. The only code that writes or
 // checks that format: training checkpoints and debug states are weights
 // files with extra tensors and metadata, written and read through here.
-#include "model/weights_file.h"
+#include "format/weights_file.h"
 
 #include <math.h>
 #include <stdio.h>

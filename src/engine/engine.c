@@ -8,8 +8,8 @@
 
 #include <omp.h>
 
-#include "model/bf16.h"
-#include "model/engine.h"
+#include "engine/bf16.h"
+#include "engine/engine.h"
 
 void engine_fail(Engine *e, const char *fmt, ...) {
     if (e->err[0]) return;   // the first failure is the cause; later ones follow from it
