@@ -33,7 +33,8 @@
 #                            300 to 4,800 steps (learned to 9,600), 3 seeds (scripts/run/sweep.sh;
 #                            about 14 CPU-hours)
 #                   size     rope and learned on GCIDE at widths 64 to 192, each at its own lr,
-#                            3 seeds (scripts/run/sweep.sh; about 4 CPU-hours)
+#                            3 seeds, learned also at 2x and 4x the steps (scripts/run/sweep.sh;
+#                            about 6.5 CPU-hours)
 #                   quick    configs/compare-quick.ini, 2 seeds (a couple of minutes)
 #   --seeds N     seeds 1..N (default 3)
 #   --jobs N      runs at a time, each on one thread (default: the number of cores);
@@ -229,8 +230,10 @@ run_one() {
       return 1
   fi
   if [ "$final_eval" = 1 ]; then
+    local t0=$SECONDS
     ./eval --weights "$dir/model.safetensors" --data "$val_file" --batch-size 8 "${eval_flags[@]}" \
-      > "$dir/final_eval.txt.tmp" && mv "$dir/final_eval.txt.tmp" "$dir/final_eval.txt" || return 1
+      > "$dir/final_eval.txt.tmp" && echo "eval_s=$((SECONDS - t0))" >> "$dir/final_eval.txt.tmp" &&
+      mv "$dir/final_eval.txt.tmp" "$dir/final_eval.txt" || return 1
   fi
   touch "$dir/done"
 }

@@ -4,14 +4,16 @@
 # finished runs on another machine), config.ini, wall_time.txt,
 # extrapolation.csv, and the report made from those files alone.
 #
-#   scripts/run/publish_results.sh NAME OUT_DIR [--lr] [VARIANT ...]
+#   scripts/run/publish_results.sh NAME OUT_DIR [--lr | --sweep budget|size | VARIANT ...]
 #
 # OUT_DIR is a compare.sh output directory (runs/compare-NAME). Only runs
 # marked finished (RUN/done) are taken. The report is made by
 # scripts/report/report.py in a scratch copy holding nothing but the
 # published files (and docs/results/NAME/step_costs.csv, if present), so it
 # is the report anyone re-makes from the committed logs. --lr: the
-# learning-rate report (every SCHEME-lrX found); otherwise the VARIANTs, in
+# learning-rate report (every SCHEME-lrX found); --sweep: a sweep's report
+# (scripts/report/sweep_report.py, with each run's final_eval.txt, committed
+# as logs/RUN.eval.txt); otherwise the VARIANTs, in
 # the order the tables list them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
@@ -26,6 +28,7 @@ n=0
 for d in "$src"/*-s[0-9]*; do
   [ -f "$d/done" ] || continue
   r=$(basename "$d"); mkdir -p "$out/$r"; cp "$d/log.csv" "$out/$r/"; touch "$out/$r/done"; n=$((n+1))
+  [ -f "$d/final_eval.txt" ] && cp "$d/final_eval.txt" "$out/$r/"
 done
 [ "$n" -gt 0 ] || { echo "publish_results.sh: $src holds no finished run" >&2; exit 1; }
 for f in config.ini wall_time.txt extrapolation.csv; do [ -f "$src/$f" ] && cp "$src/$f" "$out/"; done
@@ -33,7 +36,12 @@ dst=docs/results/$name
 mkdir -p "$dst/logs"
 [ -f "$dst/step_costs.csv" ] && cp "$dst/step_costs.csv" "$out/"
 here=$(pwd)
-if [ "${1:-}" = --lr ]; then
+if [ "${1:-}" = --sweep ]; then   # budget or size: scripts/report/sweep_report.py
+  train_bin=$(sed -n 's/^[[:space:]]*train_file[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p' "$src/config.ini" | head -1)
+  tokens=$(od -An -t u4 -j 8 -N 4 "$train_bin" 2>/dev/null | tr -d ' ')
+  (cd "$root" && /usr/bin/python3 "$here/scripts/report/sweep_report.py" "$2" "runs/compare-$name" \
+     ${tokens:+--train-tokens=$tokens})
+elif [ "${1:-}" = --lr ]; then
   (cd "$root" && /usr/bin/python3 "$here/scripts/report/report.py" --lr "runs/compare-$name" \
      $(ls "runs/compare-$name" | sed -n 's/-s[0-9]*$//p' | sort -u) --name "$name")
 else

@@ -21,10 +21,13 @@
 #         increasing order: a sweep stopped early has its smaller budgets whole.
 # size    widths 64, 96, 128 and 192 with width/32 layers and heads
 #         (head_dim 32 throughout: 98k to 2.65M non-embedding parameters, 27x),
-#         600 steps each (the same 614k tokens at every size), rope against
-#         learned. Per width: lr 2e-3, 4e-3 and 8e-3 on seed 1, one more lr
+#         rope against learned at 600 steps (the same 614k tokens at every
+#         size). Per width: lr 2e-3, 4e-3 and 8e-3 on seed 1, one more lr
 #         beyond the grid's end where a scheme's best lies on it, then seeds 2
-#         and 3 at each scheme's best (by the whole validation split's loss).
+#         and 3 at each scheme's best (by the whole validation split's loss);
+#         then learned at its best lr with 1,200 and 2,400 steps (seeds 1 and
+#         2), so that the budget learned needs to match rope at 600 steps (the
+#         multiplier K) is read at each size as in the budget sweep.
 #         Widths in increasing order.
 #
 # Output: runs/compare-budget/ and runs/compare-size/ (RUN_DIRs as compare.sh
@@ -51,11 +54,11 @@ compare() { bash scripts/run/compare.sh "${common[@]}" "$@"; }
 # The whole validation split's loss of RUN (compare.sh --final-eval), or nothing.
 final_loss() { sed -n 's/.* loss=\([^ ]*\).*/\1/p' "$out/$1/final_eval.txt" 2>/dev/null; }
 
-# The lr of the lowest final loss among SCHEME-wW-lrX-s1 for X in LRS.
+# The lr of the lowest final loss among SCHEME-wW-lrX-steps600-s1 for X in LRS.
 best_lr() {
   local scheme=$1 w=$2 lr loss best="" best_loss=""
   for lr in $3; do
-    loss=$(final_loss "$scheme-w$w-lr$lr-s1")
+    loss=$(final_loss "$scheme-w$w-lr$lr-steps600-s1")
     [ -n "$loss" ] || continue
     if [ -z "$best" ] || awk -v a="$loss" -v b="$best_loss" 'BEGIN { exit !(a < b) }'; then
       best=$lr best_loss=$loss
@@ -79,7 +82,7 @@ case "$setup" in
     grid="0.002 0.004 0.008"
     for w in 64 96 128 192; do
       echo "[sweep size] width $w: lr $grid, seed 1"
-      compare --seeds 1 --variants "$(for s in rope learned; do for lr in $grid; do printf '%s ' "$s-w$w-lr$lr"; done; done)"
+      compare --seeds 1 --variants "$(for s in rope learned; do for lr in $grid; do printf '%s ' "$s-w$w-lr$lr-steps600"; done; done)"
       best=()
       for s in rope learned; do
         lr=$(best_lr "$s" "$w" "$grid")
@@ -90,16 +93,19 @@ case "$setup" in
         esac
         if [ -n "$more" ]; then
           echo "[sweep size] width $w: $s is best at the grid's end ($lr); lr $more too"
-          compare --seeds 1 --variants "$s-w$w-lr$more"
+          compare --seeds 1 --variants "$s-w$w-lr$more-steps600"
           lr=$(best_lr "$s" "$w" "$grid $more")
         fi
         [ -n "$lr" ] || { echo "sweep.sh: width $w, $s: no finished run to pick an lr from" >&2; exit 1; }
         best+=("$s-w$w-lr$lr")
       done
       echo "[sweep size] width $w: seeds 1-3 at the best lr: ${best[*]}"
-      compare --seeds 3 --variants "${best[*]}"
+      compare --seeds 3 --variants "${best[0]}-steps600 ${best[1]}-steps600"
+      echo "[sweep size] width $w: ${best[1]} at 1200 and 2400 steps, seeds 1-2"
+      compare --seeds 2 --variants "${best[1]}-steps1200 ${best[1]}-steps2400"
     done
     ;;
   *) echo "sweep.sh: unknown sweep '$setup' (budget, size)" >&2; exit 2 ;;
 esac
-echo "[sweep $setup] done: $out"
+/usr/bin/python3 scripts/report/sweep_report.py "$setup" "$out"
+echo "[sweep $setup] done: $out/report.md"
