@@ -27,8 +27,9 @@ by linear interpolation between evaluations (first crossing). Runs with the
 same seed see the same batches from the same initial values in every shared
 tensor, so the speed-up is taken per seed, steps(learned, seed) /
 steps(variant, seed), then averaged. A learned seed that never reaches its
-own mean final loss counts as reaching it at the last step, so that target's
-speed-ups are lower bounds (marked >=).
+own mean final loss counts as reaching it at the last step, so that seed's
+speed-up is biased low (marked with a dagger); each speed-up is given as the
+mean of the per-seed ratios with its 95% interval (t over the seeds).
 """
 import csv
 import glob
@@ -39,7 +40,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from stats import mean_sd, fmt_mean_sd, paired, verdict, fmt_interval   # noqa: E402
+from stats import mean_sd, fmt_mean_sd, paired, verdict, fmt_interval, one_sample   # noqa: E402
 from style import SCHEME_COLOURS, colour   # noqa: E402
 
 REF = "learned"
@@ -254,9 +255,11 @@ def steps_lines(runs, res):
     ref, steps = res["ref"], res["steps"]
     lines = ["\n## Steps to reach a target validation loss\n",
               "Steps read off each seed's curve (interpolated between evaluations), mean ± sd over seeds; "
-              f"speed-up = steps({ref}) / steps(variant) for the same seed, mean ± sd; *not reached*: no seed "
-              f"reached it within {steps} steps; (k/n): the mean is over the k seeds that did; >=: some {ref} "
-              "seeds never reached their own mean final loss and count as the last step."
+              f"speed-up = steps({ref}) / steps(variant) for the same seed, the mean of the seeds' ratios with its 95% "
+              f"interval (t over the seeds); *not reached*: no seed "
+              f"reached it within {steps} steps; (k/n): the mean is over the k seeds that did; †: some {ref} "
+              "seeds never reached their own mean final loss and count as the last step, which biases their "
+              "ratios low."
               + (" time: the speed-up in training time, the step speed-up times the two variants' ratio of "
                  "step costs measured side by side on a quiet machine (step_costs.csv beside this report, "
                  "from scripts/run/step_costs.sh)." if res.get("step_costs") else "") + "\n",
@@ -270,18 +273,25 @@ def steps_lines(runs, res):
                 cells.append("not reached")
                 continue
             m, sd = mean_sd(et["steps"])
-            su, susd = mean_sd(et["speedups"])
+            su = one_sample(et["speedups"])
             # In time: the step speed-up times the ratio of the two schemes' step
             # costs, measured side by side (step_costs.csv), not the runs' own
             # speeds, which depend on what shared the machine with each run.
             costs = res.get("step_costs") or {}
             cost = step_cost(costs, ref) / step_cost(costs, v) if costs else math.nan
             note = "" if et["reached"] == n else f" ({et['reached']}/{n})"
-            bound = ">=" if t["capped"] and any(math.isnan(s) for s in res["variants"][ref]["targets"][2]["steps"]) else ""
-            cells.append(f"{m:.0f} ± {sd:.0f}{note}, {bound}{fmt(su, '.2f')}x ± {fmt(susd, '.2f')}"
-                         + (f"; time {bound}{fmt(su * cost, '.2f')}x" if costs else ""))
+            capped = "†" if t["capped"] and any(math.isnan(s) for s in res["variants"][ref]["targets"][2]["steps"]) else ""
+            cells.append(f"{m:.0f} ± {sd:.0f}{note}, {fmt_speedup(su)}{capped}"
+                         + (f"; time {fmt_speedup(su, cost)}{capped}" if costs else ""))
         lines.append(f"| {v} | " + " | ".join(cells) + " |")
     return lines
+
+
+def fmt_speedup(r, factor=1.0):
+    """'1.42x [1.25, 1.59]': a mean ratio and its 95% interval (one_sample), times factor."""
+    if math.isnan(r["lo95"]):
+        return f"{fmt(r['mean'] * factor, '.2f')}x"
+    return f"{r['mean'] * factor:.2f}x [{r['lo95'] * factor:.2f}, {r['hi95'] * factor:.2f}]"
 
 
 def write_report(out, variants, name):

@@ -54,6 +54,18 @@ def paired(a, b):
     return r
 
 
+def one_sample(xs):
+    """{n, mean, sd, lo95, hi95} of the finite values: the mean's 95% interval
+    (t over n - 1 degrees of freedom; NaN for fewer than 2 values)."""
+    xs = [x for x in xs if x is not None and not math.isnan(x)]
+    m, sd = mean_sd(xs)
+    r = {"n": len(xs), "mean": m, "sd": sd, "lo95": math.nan, "hi95": math.nan}
+    if len(xs) >= 2:
+        h = t_quantile(0.975, len(xs) - 1) * sd / math.sqrt(len(xs))
+        r.update(lo95=m - h, hi95=m + h)
+    return r
+
+
 def equivalent(r, margin):
     """TOST at 5%: the 90% interval of the paired difference inside (-margin, +margin)."""
     return r["n"] >= 2 and -margin < r["lo90"] and r["hi90"] < margin
