@@ -2,11 +2,11 @@
 # bench.sh: training speed of ropelab against PyTorch, side by side, in one
 # run and one environment. Run by `make bench` (after building build/bench_model).
 #
-# This script measures; scripts/report/bench_report.py reports. Every program's
+# This script measures; bench/bench_report.py reports. Every program's
 # machine-readable line is appended, as it comes, to the results file
 # ($BENCH_OUT) and echoed; at the end bench_report.py reads the file and
 # prints the Markdown tables and the verdicts (paste into docs/PERFORMANCE.md).
-# Run `scripts/report/bench_report.py FILE` again on a results file at any time; its
+# Run `bench/bench_report.py FILE` again on a results file at any time; its
 # docstring describes the format (one record a line: KIND key=value ...).
 #
 #   - OpenBLAS kernels, the same for BOTH sides: OPENBLAS_CORETYPE, if set,
@@ -28,7 +28,7 @@
 #     openblas-fp32: sgemm on square 1024/1536/2048; onednn-*: the engine's
 #     forward product at N = 2048 rows and C, OC in 1024..4096. Each engine's
 #     model-FLOP utilisation (MFU) is against the larger of its own two.
-#   - the configs (sizes in tests/util_bench.h for C and in
+#   - the configs (sizes in bench/util_bench.h for C and in
 #     scripts/torch/torch_baseline.py's PRESETS for Python): S and M by
 #     default, and L, GPT-2 small's shape (12 layers, width 768, 12 heads,
 #     T 1024; vocabulary 4096, B 4), on request: CONFIGS="S M L" make bench.
@@ -58,7 +58,7 @@
 # round either way. The default 3 rounds x 4 schemes would add 1.5-2 hours
 # or more. The scheme comparison builds four models at once
 # (4 x ~4 GiB on L) and is left to S and M (SCHEME_CONFIGS). L's memory at
-# B = 4 is in tests/util_bench.h (ropelab about 4 GiB, PyTorch roughly
+# B = 4 is in bench/util_bench.h (ropelab about 4 GiB, PyTorch roughly
 # twice that).
 #
 # Noise: this shared VM's speed drifts by +-10% from one run to the next
@@ -84,7 +84,7 @@
 # L end to end, one engine, one step (a few minutes on one core):
 #   STEPS=1 WARMUP=0 ROUNDS=1 CONFIGS=L SCHEMES=rope ENGINES=openblas-fp32 NO_TORCH=1 THREADS=1
 set -euo pipefail
-cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
+cd "$(dirname "$0")/.."   # the repository root: this file is bench/NAME.sh
 
 THREADS=${THREADS:-$(nproc)}
 STEPS=${STEPS:-8}
@@ -169,7 +169,7 @@ rec "machine cores=$(nproc) cpu=$(q "$(cpuinfo 'model name')") vendor=$(q "$(cpu
     "mem_available_mb=$(awk '/^MemAvailable:/ {printf "%.0f", $2 / 1024}' /proc/meminfo)"
 rec "$core_rec"
 
-# The configs: bench_model's sizes (tests/util_bench.h) must be PyTorch's
+# The configs: bench_model's sizes (bench/util_bench.h) must be PyTorch's
 # (torch_baseline.PRESETS, read here without importing torch), size for
 # size, or the run stops before measuring. Each config run is recorded as a
 # bench_config record: sizes, parameters, model FLOPs per step, memory by
@@ -192,7 +192,7 @@ for cfg in $CONFIGS $SCHEME_CONFIGS; do
     mine=$(for k in L C H T B V; do sed -n "s/.* $k=\([^ ]*\).*/$k=\1/p" <<<"$line"; done | paste -sd' ')
     theirs=$(sed -n "s/^$cfg //p" <<<"$presets")
     if [ "$mine" != "$theirs" ]; then
-        echo "bench.sh: config $cfg: tests/util_bench.h has '$mine'," \
+        echo "bench.sh: config $cfg: bench/util_bench.h has '$mine'," \
              "scripts/torch/torch_baseline.py's PRESETS '${theirs:-nothing}'; make them agree" >&2
         exit 2
     fi
@@ -304,4 +304,4 @@ build/bench_model --rope-micro --threads "$THREADS" | recs rope_micro
 build/bench_attention --threads "$THREADS" | recs attention
 
 echo
-"$PY" scripts/report/bench_report.py "$OUT"
+"$PY" bench/bench_report.py "$OUT"

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """bench_report.py: the tables and verdicts of a `make bench` run, read from
-the results file scripts/run/bench.sh wrote.
+the results file bench/bench.sh wrote.
 
-    scripts/report/bench_report.py RESULTS_FILE
+    bench/bench_report.py RESULTS_FILE
 
 bench.sh only measures; this script only reports, so it can be run again on
 an old results file, and the report can change without measuring again.
@@ -758,7 +758,7 @@ def main(argv=None):
         print(__doc__)
         return 0
     if len(argv) != 1 or argv[0].startswith("-"):
-        print("usage: bench_report.py RESULTS_FILE (written by scripts/run/bench.sh)", file=sys.stderr)
+        print("usage: bench_report.py RESULTS_FILE (written by bench/bench.sh)", file=sys.stderr)
         return 2
     try:
         records = read_records(argv[0])
