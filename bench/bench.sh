@@ -5,7 +5,7 @@
 # This script measures; bench/bench_report.py reports. Every program's
 # machine-readable line is appended, as it comes, to the results file
 # ($BENCH_OUT) and echoed; at the end bench_report.py reads the file and
-# prints the Markdown tables and the verdicts (paste into docs/PERFORMANCE.md).
+# prints the Markdown tables and the verdicts (docs/PERFORMANCE.md reads them).
 # Run `bench/bench_report.py FILE` again on a results file at any time; its
 # docstring describes the format (one record a line: KIND key=value ...).
 #
@@ -48,24 +48,18 @@
 # Why L is not in the default CONFIGS: a training step of L is 2.40 TFLOP
 # (S 0.027, M 0.076: 32x M's), so one round of L (every engine and every
 # PyTorch mode once, WARMUP + STEPS = 10 steps each, one scheme) is 24 TFLOP
-# per setup. At each engine's whole measured peak on 2 cores (OpenBLAS 241,
-# oneDNN fp32 476, bf16 958 GFLOP/s in docs/PERFORMANCE.md's run) that is
-# 100 + 50 + 25 s for ropelab and 100 + 25 s for PyTorch: 5 minutes as a
-# lower bound; at the rates measured on M in that run (ropelab 55-83% of
-# its peak, PyTorch fp32 133 and bf16 288 GFLOP/s) about 8-9 minutes, and
-# more if PyTorch, whose attention stores and softmaxes (B, H, T, T) tensors,
-# runs L further below its peak than M: over the 5-minute budget of one
-# round either way. The default 3 rounds x 4 schemes would add 1.5-2 hours
-# or more. The scheme comparison builds four models at once
-# (4 x ~4 GiB on L) and is left to S and M (SCHEME_CONFIGS). L's memory at
-# B = 4 is in bench/util_bench.h (ropelab about 4 GiB, PyTorch roughly
-# twice that).
+# per setup: 100 s at a sustained 240 GFLOP/s, and more for PyTorch, whose
+# attention stores and softmaxes (B, H, T, T) tensors. The default 3 rounds
+# x 4 schemes would add hours on a few cores. The scheme comparison builds
+# four models at once (4 x ~4 GiB on L) and is left to S and M
+# (SCHEME_CONFIGS). L's memory at B = 4 is in bench/util_bench.h (ropelab
+# about 4 GiB, PyTorch roughly twice that).
 #
-# Noise: this shared VM's speed drifts by +-10% from one run to the next
-# (identical work, minutes apart), so each (config, scheme) is measured
-# ROUNDS times, each round every engine and then every PyTorch mode, one
-# after the other (A B C D E A B C D E ...), and the report takes each
-# setup's fastest run (by tokens/s). Same treatment for both sides.
+# Noise: a machine's speed drifts from one run of identical work to the
+# next, so each (config, scheme) is measured ROUNDS times, each round every
+# engine and then every PyTorch mode, one after the other (A B C D E A B C
+# D E ...), and the report takes each setup's fastest run (by tokens/s).
+# Same treatment for both sides.
 #
 # Environment: THREADS (default: all cores), STEPS (timed steps, default 8),
 # ROUNDS (default 3), WARMUP (default 2), SCHEME_STEPS (rounds of the
@@ -78,7 +72,7 @@
 # not in ENGINES are skipped), NO_TORCH=1 to skip PyTorch, BENCH_OUT (the
 # results file, default build/bench/results-<UTC time>.txt).
 # Time with the defaults on 2 cores: about 10-15 minutes (config M is 2/3 of it).
-# With CONFIGS="S M L": 1.5-2 hours more or longer, by the estimate above
+# With CONFIGS="S M L": 1.5-2 hours more on 2 cores, or longer
 # (with SCHEMES=rope ROUNDS=1, L adds about 9 minutes or more).
 # A quick smoke test: STEPS=1 WARMUP=0 ROUNDS=1 SCHEME_STEPS=2 CONFIGS=S SCHEMES=rope THREADS=1
 # L end to end, one engine, one step (a few minutes on one core):
@@ -287,7 +281,7 @@ for cfg in $CONFIGS; do
     done
 done
 
-# The peaks again, after the runs: the VM's speed drifts, so the report takes
+# The peaks again, after the runs: the machine's speed drifts, so the report takes
 # the larger of the two measurements as each engine's reference.
 measure_peaks after
 

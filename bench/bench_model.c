@@ -426,14 +426,15 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
     return 0;
 }
 
-// Scheme overhead. This shared VM's speed wanders by +-10% over seconds,
-// more than the differences between schemes. So all four schemes are built
+// Scheme overhead. A machine's speed can wander over seconds by more than
+// the differences between schemes. So all four schemes are built
 // in one process and trained in turn, one step each, round-robin (the order
 // rotates each step): every scheme sees the same drift. Prints each scheme's
 // median step time, the median and quartiles of its step time over
 // learned's in the same round, and its fastest step. Single steps still
-// scatter by +-10%, so it then times the work each scheme adds, kernel by
-// kernel (scheme_own_ms), which resolves a fraction of a percent.
+// scatter by more than those differences, so it then times the work each
+// scheme adds, kernel by kernel (scheme_own_ms), which resolves a fraction
+// of a percent.
 typedef struct {
     GPT *model;
     AdamW opt;
@@ -442,8 +443,8 @@ typedef struct {
 } SchemeRun;
 
 // The work each scheme adds to a training step, timed kernel by kernel on a
-// trained model's own buffers: the fastest of `reps` tries (noise on this VM
-// only ever adds time, and a kernel of a few milliseconds is often not hit
+// trained model's own buffers: the fastest of `reps` tries (noise only
+// ever adds time, and a kernel of a few milliseconds is often not hit
 // at all). Per step that is
 //   embedding hook forward + backward                        (learned, sinusoidal)
 //   L x (q/k rotation forward + backward)                    (rope)

@@ -235,7 +235,7 @@ class Results:
 
     def peak(self, name):
         """(reference, before, after) of PEAKS[name]: the reference is the larger
-        measurement in GFLOP/s (the VM's speed drifts; a low peak would flatter
+        measurement in GFLOP/s (the machine's speed drifts; a low peak would flatter
         the MFU), before and after the texts as measured (None if absent)."""
         p = PEAKS[name]
         recs = [r for r in self.all(p.kind) if matches(r, p.where)]
@@ -640,7 +640,7 @@ def scheme_tables(res, out):
         out("Scheme overhead: all four schemes built in one process and trained in turn, one step each, in")
         out(f"rotating order, on the same batches, for {steps} rounds. Per scheme: the median of its step time")
         out("divided by learned's in the same round (drift cancels within a round), with the quartiles of that")
-        out("ratio, and its fastest step against learned's fastest (the VM's noise only ever adds time)"
+        out("ratio, and its fastest step against learned's fastest (noise only ever adds time)"
             + (", on each setup's matmul engine:" if many else ":"))
         out("")
         configs = [c for c in res.configs if any(r.get("config") == c for r in compare)]
