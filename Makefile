@@ -5,7 +5,7 @@
 #   src/*/*.c (others)  -> build/libropelab.a, linked into every program and test
 #   tests/test_*.c      -> build/tests/test_*, each a cmocka binary run by `make test`
 #   tests/util_*.c      -> shared test helpers, linked into every test
-#   tests/bench_*.c     -> build/bench_*, benchmarks (not run by `make test`)
+#   bench/bench_*.c     -> build/bench_*, benchmarks (not run by `make test`; bench/README.md)
 
 CC      ?= gcc
 # -march=native where the compiler accepts it (portable fallback: plain -O3).
@@ -38,8 +38,8 @@ PROGRAMS  := $(patsubst %_main.c,%,$(notdir $(MAIN_SRC)))
 TEST_SRC  := $(wildcard tests/test_*.c)
 TESTS     := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC))
 TUTIL_SRC := $(wildcard tests/util_*.c)
-BENCH_SRC := $(wildcard tests/bench_*.c)
-BENCHES   := $(patsubst tests/%.c,build/%,$(BENCH_SRC))
+BENCH_SRC := $(wildcard bench/bench_*.c)
+BENCHES   := $(patsubst bench/%.c,build/%,$(BENCH_SRC))
 
 LIB_OBJ   := $(patsubst %.c,build/%.o,$(LIB_SRC))
 TUTIL_OBJ := $(patsubst %.c,build/%.o,$(TUTIL_SRC))
@@ -105,7 +105,7 @@ $(addprefix build/tests/,$(FAULT_TESTS)): | $(FAULT_DIR)/train
 build/tests/%: build/tests/%.o $(TUTIL_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LDLIBS)
 
-build/bench_%: build/tests/bench_%.o $(TUTIL_OBJ) $(LIB)
+build/bench_%: build/bench/bench_%.o $(TUTIL_OBJ) $(LIB)
 	$(CC) $(ALL_CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS) $(TEST_LDLIBS)
 
 # Every test binary runs even if one fails; the summary line counts them.
@@ -122,28 +122,28 @@ test-llamacpp:
 	@bash tests/llamacpp/run.sh
 
 bench-data: $(PROGRAMS) $(BENCHES)
-	@bash scripts/run/bench_data.sh
+	@bash bench/bench_data.sh
 
 # On a clean machine: install what is missing first (python3-torch for the
 # PyTorch side), then build, then measure.
 bench:
 	@bash scripts/run/install_deps.sh
 	@$(MAKE) -s --no-print-directory $(PROGRAMS) $(BENCHES)
-	@bash scripts/run/bench.sh
+	@bash bench/bench.sh
 
 # Data-parallel speed: ./train np=1 x 2 threads against np=2 x 1 thread, and
-# PyTorch DDP (gloo) the same way (scripts/run/bench_mpi.sh).
+# PyTorch DDP (gloo) the same way (bench/bench_mpi.sh).
 bench-mpi:
 	@bash scripts/run/install_deps.sh
 	@$(MAKE) -s --no-print-directory $(PROGRAMS) build/bench_model
-	@bash scripts/run/bench_mpi.sh
+	@bash bench/bench_mpi.sh
 
 # The all-reduce cost model against a shaped link: 2 ranks in two network
-# namespaces joined by a veth pair shaped with tc (root; scripts/run/bench_link.sh).
+# namespaces joined by a veth pair shaped with tc (root; bench/link/bench_link.sh).
 .PHONY: bench-link
 bench-link:
 	@$(MAKE) -s --no-print-directory $(PROGRAMS)
-	@bash scripts/run/bench_link.sh
+	@bash bench/link/bench_link.sh
 
 run:
 	@bash scripts/run/run.sh

@@ -41,10 +41,10 @@ import torch
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_model as tm  # noqa: E402
 
-# The benchmark sizes S, M, L: the one home for Python; tests/util_bench.h's
-# CONFIGS is the one for C, and scripts/run/bench.sh checks that the two agree
+# The benchmark sizes S, M, L: the one home for Python; bench/util_bench.h's
+# CONFIGS is the one for C, and bench/bench.sh checks that the two agree
 # before it measures. L is GPT-2 small's shape with M's vocabulary (4096, not
-# 50257) and B = 4 (memory: tests/util_bench.h).
+# 50257) and B = 4 (memory: bench/util_bench.h).
 PRESETS = {
     "S": dict(n_layer=4, d_model=128, n_head=4, seq_len=128, batch_size=32, vocab_size=2048),
     "M": dict(n_layer=6, d_model=256, n_head=8, seq_len=256, batch_size=8, vocab_size=4096),

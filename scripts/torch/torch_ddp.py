@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """torch_ddp.py: training speed of the contract model (scripts/torch/torch_model.py)
 with PyTorch DistributedDataParallel on the CPU (gloo backend), for
-`make bench-mpi` (scripts/run/bench_mpi.sh) against `mpirun -np N ./train`.
+`make bench-mpi` (bench/bench_mpi.sh) against `mpirun -np N ./train`.
 
     scripts/torch/torch_ddp.py --config S --nproc 2 --threads 1 --tokens build/bench_mpi/v2048/train.bin
     scripts/torch/torch_ddp.py --config M --nproc 1 --threads 2

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""The table of scripts/run/bench_link.sh: measured all-reduce time against the model.
+"""The table of bench/link/bench_link.sh: measured all-reduce time against the model.
 
 Reads the raw lines of bench_link.sh (one per run: key=value, see
-scripts/run/link_allreduce.c) and prints a Markdown table, one row per
+bench/link/link_allreduce.c) and prints a Markdown table, one row per
 config x link: the median over the repetitions of each run's median all-reduce
 time, and scripts/report/scaling_estimate.py's all-reduce time for N = 2
 machines at the link's rate and at the measured one-way latency of that link
@@ -18,7 +18,7 @@ ring keeps every link busy both ways, so the second is the bandwidth the
 model's ring term stands for; the two agree on a link that is full-duplex
 at its rate. Runs recorded before the exchange was measured lack its
 columns. Rows on the delay line (link=line: the TUN pair that
-scripts/run/delay_line.c forwards, where the kernel has no netem) say so in
+bench/link/delay_line.c forwards, where the kernel has no netem) say so in
 the link column; runs without a link field are on the veth pair.
 
 usage: bench_link_report.py RAW_FILE
@@ -29,8 +29,8 @@ import subprocess
 import sys
 from statistics import median
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ESTIMATE = os.path.join(HERE, "scaling_estimate.py")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))   # this file is bench/link/
+ESTIMATE = os.path.join(ROOT, "scripts", "report", "scaling_estimate.py")
 
 
 def model_ms(params, gbit, latency_us):
@@ -99,7 +99,7 @@ def main():
         print("'at that rate': the same model with the bandwidth each direction measurably gets while both")
         print("ranks send G to each other at once (MPI_Sendrecv, the slower rank): the rate a ring needs.")
     if lines:
-        print("'delay line': a TUN pair (MTU 65000) whose packets build/delay_line (scripts/run/delay_line.c)")
+        print("'delay line': a TUN pair (MTU 65000) whose packets build/delay_line (bench/link/delay_line.c)")
         print("forwards between the namespaces after the added delay, tbf on each end as on veth; its row with")
         print("no added delay is the line's own cost.")
 

@@ -7,7 +7,7 @@
 # (tbf for the rate; netem for an added one-way delay, when the kernel has
 # it), one rank in each namespace, pinned to its own CPU; the ranks talk TCP
 # over the veth pair only. A kernel without netem gets the delay from
-# build/delay_line instead (scripts/run/delay_line.c): a second link, a pair
+# build/delay_line instead (bench/link/delay_line.c): a second link, a pair
 # of TUN devices (MTU 65000, each end's egress shaped by the same tbf) whose
 # packets a real-time process forwards from one namespace to the other after
 # the delay; rows on it are marked `:line`, and it is measured with no added
@@ -15,7 +15,7 @@
 # link of the grid, every config and every repetition (alternating: the
 # whole grid once per repetition):
 #
-#   1. build/link_allreduce (scripts/run/link_allreduce.c, compiled here with
+#   1. build/link_allreduce (bench/link/link_allreduce.c, compiled here with
 #      mpicc): ITERS timed MPI_Allreduce calls of the config's fp32 gradient
 #      (the exact call of dist_grads_sum), each after a barrier, the slowest
 #      rank's time, median; plus the small-message one-way latency and the
@@ -27,7 +27,7 @@
 #
 # The link's byte counters are read before and after each run: a run whose
 # bytes did not cross it stops the script. Then a Markdown
-# table (scripts/report/bench_link_report.py): measured ms per all-reduce
+# table (bench/link/bench_link_report.py): measured ms per all-reduce
 # (median of the repetitions' medians) against scripts/report/scaling_estimate.py
 # for N = 2 at the same rate and the measured one-way latency.
 #
@@ -57,7 +57,7 @@
 #   OUT=FILE                       also write the raw lines and the table to FILE
 # A short trial: GRID="1:0" REPS=2 CONFIGS=M TRAIN_STEPS=5.
 set -euo pipefail
-cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
+cd "$(dirname "$0")/../.."   # the repository root: this file is bench/link/NAME.sh
 
 die() { echo "bench_link: $*" >&2; exit 1; }
 [ "$(id -u)" -eq 0 ] || die "needs root (network namespaces and tc): sudo make bench-link"
@@ -83,7 +83,7 @@ BURST=${BURST:-128kb}
 TBF_LATENCY=${TBF_LATENCY:-50ms}
 [ "$TRAIN_STEPS" -ge 4 ] || die "TRAIN_STEPS must be at least 4 (./train times the steps after the first 2)"
 
-# Gradient sizes: gpt_num_params of configs S and M (tests/util_bench.h, block
+# Gradient sizes: gpt_num_params of configs S and M (bench/util_bench.h, block
 # gpt2, tied head, no position table for rope: 12 L C^2 + 13 L C + V C + 2 C),
 # as ./train prints them ("1055488 parameters" for S).
 declare -A PARAMS=([S]=1055488 [M]=5787648)
@@ -97,8 +97,8 @@ for cfg in $CONFIGS; do [ -n "${PARAMS[$cfg]:-}" ] || die "unknown config '$cfg'
 # ---- the programs
 mkdir -p build
 prog=build/link_allreduce
-if [ ! -x $prog ] || [ scripts/run/link_allreduce.c -nt $prog ]; then
-    mpicc -O2 -std=c11 -Wall -Wextra -o $prog scripts/run/link_allreduce.c || die "mpicc failed on scripts/run/link_allreduce.c"
+if [ ! -x $prog ] || [ bench/link/link_allreduce.c -nt $prog ]; then
+    mpicc -O2 -std=c11 -Wall -Wextra -o $prog bench/link/link_allreduce.c || die "mpicc failed on bench/link/link_allreduce.c"
 fi
 if [ "$TRAIN" = 1 ]; then
     [ -x ./train ] || die "./train is not built (make train), or run with TRAIN=0"
@@ -152,9 +152,9 @@ else GRID=${GRID:-"1:0 1:0:line 1:0.1:line 10:0 10:0:line 10:0.1:line"}; fi
 if [[ " $GRID" == *:line* ]]; then
     command -v chrt >/dev/null || die "'chrt' is missing: apt-get install -y util-linux"
     line_prog=build/delay_line
-    if [ ! -x $line_prog ] || [ scripts/run/delay_line.c -nt $line_prog ]; then
-        ${CC_PROG:-cc} -O2 -std=c11 -Wall -Wextra -o $line_prog scripts/run/delay_line.c ||
-            die "cc failed on scripts/run/delay_line.c"
+    if [ ! -x $line_prog ] || [ bench/link/delay_line.c -nt $line_prog ]; then
+        ${CC_PROG:-cc} -O2 -std=c11 -Wall -Wextra -o $line_prog bench/link/delay_line.c ||
+            die "cc failed on bench/link/delay_line.c"
     fi
 fi
 
@@ -252,7 +252,7 @@ echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f
 echo "$(mpirun --version | head -1); btl tcp over veth ($NET), rank 0 on CPU $CPU0, rank 1 on CPU $CPU1 (taskset, --bind-to none), TCP $CC_USED${ALG:+; allreduce algorithm forced to $ALG}"
 echo "$where" | sed 's/^/  /'
 echo "shaping: tbf rate R burst $BURST latency $TBF_LATENCY on each end's egress; added delay: $([ $have_netem = 1 ] && echo "netem (root, tbf under it)" || echo "netem is NOT in this kernel: veth rows with a delay are skipped")"
-[[ " $GRID" == *:line* ]] && echo "delay line (':line' rows): TUN pair $LNET, MTU $LINE_MTU, tbf as above on each end, build/delay_line (scripts/run/delay_line.c) at SCHED_FIFO 50 on CPU $CPU1 holds each packet the added delay"
+[[ " $GRID" == *:line* ]] && echo "delay line (':line' rows): TUN pair $LNET, MTU $LINE_MTU, tbf as above on each end, build/delay_line (bench/link/delay_line.c) at SCHED_FIFO 50 on CPU $CPU1 holds each packet the added delay"
 echo "measured: build/link_allreduce, $ITERS timed MPI_Allreduce of the fp32 gradient after $WARMUP untimed, each after a barrier,"
 echo "  slowest rank; median per run, then median of $REPS repetitions$([ "$TRAIN" = 1 ] && echo "; and ./train's own 'gradient all-reduce ms per step' ($TRAIN_STEPS steps, 1 thread per rank)")"
 echo
@@ -304,7 +304,7 @@ done
 echo
 echo "load $(cut -d' ' -f1-3 /proc/loadavg) at end"
 echo
-"$PY" scripts/report/bench_link_report.py "$raw"
+"$PY" bench/link/bench_link_report.py "$raw"
 if [ -n "${OUT:-}" ]; then
-    { cat "$raw"; echo; "$PY" scripts/report/bench_link_report.py "$raw"; } >"$OUT"
+    { cat "$raw"; echo; "$PY" bench/link/bench_link_report.py "$raw"; } >"$OUT"
 fi

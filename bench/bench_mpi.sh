@@ -3,7 +3,7 @@
 # one process with 2 threads against `mpirun -np 2 ./train` with 1 thread
 # each, and PyTorch the same two ways (one process; DistributedDataParallel
 # with the gloo backend, scripts/torch/torch_ddp.py), on configs S and M of
-# `make bench` (tests/bench_model.c). Prints a Markdown table.
+# `make bench` (bench/bench_model.c). Prints a Markdown table.
 #
 #   S: L=4 C=128 H=4 T=128 B=32 V=2048     M: L=6 C=256 H=8 T=256 B=8 V=4096
 #
@@ -28,7 +28,7 @@
 # default 3), ROUNDS (default 3), CONFIGS (default "S M"), NO_TORCH=1 to skip
 # PyTorch. A smoke run: STEPS=2 WARMUP=1 ROUNDS=1.
 set -euo pipefail
-cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
+cd "$(dirname "$0")/.."   # the repository root: this file is bench/NAME.sh
 
 STEPS=${STEPS:-20}
 WARMUP=${WARMUP:-3}
@@ -54,7 +54,7 @@ for v in 2048 4096; do
 done
 
 kv() { sed -n "s/.* $2=\([^ ]*\).*/\1/p" <<<" $1"; }   # kv LINE KEY -> value
-# The sizes of S and M from their one home (tests/util_bench.h), as build/bench_model lists them.
+# The sizes of S and M from their one home (bench/util_bench.h), as build/bench_model lists them.
 declare -A KEYS VOCAB BATCH SEQ
 for cfg in S M; do
     line=$(build/bench_model --list-configs | grep "^bench_config config=$cfg ")

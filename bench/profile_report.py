@@ -6,7 +6,7 @@ sample a line, "ADDRESS SYMBOL (DSO)", SYMBOL "[unknown]" where perf has none
 (oneDNN's generated code: DSO "[JIT] tid N" or "/tmp/perf-PID.map"). Prints one Markdown row per
 group with its share of all samples; counting the samples, not perf
 report's rounded percentages, keeps the thousands of JIT addresses that
-perf report would each show as 0.00%. scripts/run/profile.sh runs perf and
+perf report would each show as 0.00%. bench/profile.sh runs perf and
 then this.
 
 The groups are the kernels a training step is made of; a symbol matches the

@@ -2,11 +2,11 @@
 # bench.sh: training speed of ropelab against PyTorch, side by side, in one
 # run and one environment. Run by `make bench` (after building build/bench_model).
 #
-# This script measures; scripts/report/bench_report.py reports. Every program's
+# This script measures; bench/bench_report.py reports. Every program's
 # machine-readable line is appended, as it comes, to the results file
 # ($BENCH_OUT) and echoed; at the end bench_report.py reads the file and
-# prints the Markdown tables and the verdicts (paste into docs/PERFORMANCE.md).
-# Run `scripts/report/bench_report.py FILE` again on a results file at any time; its
+# prints the Markdown tables and the verdicts (docs/PERFORMANCE.md reads them).
+# Run `bench/bench_report.py FILE` again on a results file at any time; its
 # docstring describes the format (one record a line: KIND key=value ...).
 #
 #   - OpenBLAS kernels, the same for BOTH sides: OPENBLAS_CORETYPE, if set,
@@ -28,7 +28,7 @@
 #     openblas-fp32: sgemm on square 1024/1536/2048; onednn-*: the engine's
 #     forward product at N = 2048 rows and C, OC in 1024..4096. Each engine's
 #     model-FLOP utilisation (MFU) is against the larger of its own two.
-#   - the configs (sizes in tests/util_bench.h for C and in
+#   - the configs (sizes in bench/util_bench.h for C and in
 #     scripts/torch/torch_baseline.py's PRESETS for Python): S and M by
 #     default, and L, GPT-2 small's shape (12 layers, width 768, 12 heads,
 #     T 1024; vocabulary 4096, B 4), on request: CONFIGS="S M L" make bench.
@@ -48,24 +48,18 @@
 # Why L is not in the default CONFIGS: a training step of L is 2.40 TFLOP
 # (S 0.027, M 0.076: 32x M's), so one round of L (every engine and every
 # PyTorch mode once, WARMUP + STEPS = 10 steps each, one scheme) is 24 TFLOP
-# per setup. At each engine's whole measured peak on 2 cores (OpenBLAS 241,
-# oneDNN fp32 476, bf16 958 GFLOP/s in docs/PERFORMANCE.md's run) that is
-# 100 + 50 + 25 s for ropelab and 100 + 25 s for PyTorch: 5 minutes as a
-# lower bound; at the rates measured on M in that run (ropelab 55-83% of
-# its peak, PyTorch fp32 133 and bf16 288 GFLOP/s) about 8-9 minutes, and
-# more if PyTorch, whose attention stores and softmaxes (B, H, T, T) tensors,
-# runs L further below its peak than M: over the 5-minute budget of one
-# round either way. The default 3 rounds x 4 schemes would add 1.5-2 hours
-# or more. The scheme comparison builds four models at once
-# (4 x ~4 GiB on L) and is left to S and M (SCHEME_CONFIGS). L's memory at
-# B = 4 is in tests/util_bench.h (ropelab about 4 GiB, PyTorch roughly
-# twice that).
+# per setup: 100 s at a sustained 240 GFLOP/s, and more for PyTorch, whose
+# attention stores and softmaxes (B, H, T, T) tensors. The default 3 rounds
+# x 4 schemes would add hours on a few cores. The scheme comparison builds
+# four models at once (4 x ~4 GiB on L) and is left to S and M
+# (SCHEME_CONFIGS). L's memory at B = 4 is in bench/util_bench.h (ropelab
+# about 4 GiB, PyTorch roughly twice that).
 #
-# Noise: this shared VM's speed drifts by +-10% from one run to the next
-# (identical work, minutes apart), so each (config, scheme) is measured
-# ROUNDS times, each round every engine and then every PyTorch mode, one
-# after the other (A B C D E A B C D E ...), and the report takes each
-# setup's fastest run (by tokens/s). Same treatment for both sides.
+# Noise: a machine's speed drifts from one run of identical work to the
+# next, so each (config, scheme) is measured ROUNDS times, each round every
+# engine and then every PyTorch mode, one after the other (A B C D E A B C
+# D E ...), and the report takes each setup's fastest run (by tokens/s).
+# Same treatment for both sides.
 #
 # Environment: THREADS (default: all cores), STEPS (timed steps, default 8),
 # ROUNDS (default 3), WARMUP (default 2), SCHEME_STEPS (rounds of the
@@ -78,13 +72,13 @@
 # not in ENGINES are skipped), NO_TORCH=1 to skip PyTorch, BENCH_OUT (the
 # results file, default build/bench/results-<UTC time>.txt).
 # Time with the defaults on 2 cores: about 10-15 minutes (config M is 2/3 of it).
-# With CONFIGS="S M L": 1.5-2 hours more or longer, by the estimate above
+# With CONFIGS="S M L": 1.5-2 hours more on 2 cores, or longer
 # (with SCHEMES=rope ROUNDS=1, L adds about 9 minutes or more).
 # A quick smoke test: STEPS=1 WARMUP=0 ROUNDS=1 SCHEME_STEPS=2 CONFIGS=S SCHEMES=rope THREADS=1
 # L end to end, one engine, one step (a few minutes on one core):
 #   STEPS=1 WARMUP=0 ROUNDS=1 CONFIGS=L SCHEMES=rope ENGINES=openblas-fp32 NO_TORCH=1 THREADS=1
 set -euo pipefail
-cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
+cd "$(dirname "$0")/.."   # the repository root: this file is bench/NAME.sh
 
 THREADS=${THREADS:-$(nproc)}
 STEPS=${STEPS:-8}
@@ -169,7 +163,7 @@ rec "machine cores=$(nproc) cpu=$(q "$(cpuinfo 'model name')") vendor=$(q "$(cpu
     "mem_available_mb=$(awk '/^MemAvailable:/ {printf "%.0f", $2 / 1024}' /proc/meminfo)"
 rec "$core_rec"
 
-# The configs: bench_model's sizes (tests/util_bench.h) must be PyTorch's
+# The configs: bench_model's sizes (bench/util_bench.h) must be PyTorch's
 # (torch_baseline.PRESETS, read here without importing torch), size for
 # size, or the run stops before measuring. Each config run is recorded as a
 # bench_config record: sizes, parameters, model FLOPs per step, memory by
@@ -192,7 +186,7 @@ for cfg in $CONFIGS $SCHEME_CONFIGS; do
     mine=$(for k in L C H T B V; do sed -n "s/.* $k=\([^ ]*\).*/$k=\1/p" <<<"$line"; done | paste -sd' ')
     theirs=$(sed -n "s/^$cfg //p" <<<"$presets")
     if [ "$mine" != "$theirs" ]; then
-        echo "bench.sh: config $cfg: tests/util_bench.h has '$mine'," \
+        echo "bench.sh: config $cfg: bench/util_bench.h has '$mine'," \
              "scripts/torch/torch_baseline.py's PRESETS '${theirs:-nothing}'; make them agree" >&2
         exit 2
     fi
@@ -287,7 +281,7 @@ for cfg in $CONFIGS; do
     done
 done
 
-# The peaks again, after the runs: the VM's speed drifts, so the report takes
+# The peaks again, after the runs: the machine's speed drifts, so the report takes
 # the larger of the two measurements as each engine's reference.
 measure_peaks after
 
@@ -304,4 +298,4 @@ build/bench_model --rope-micro --threads "$THREADS" | recs rope_micro
 build/bench_attention --threads "$THREADS" | recs attention
 
 echo
-"$PY" scripts/report/bench_report.py "$OUT"
+"$PY" bench/bench_report.py "$OUT"

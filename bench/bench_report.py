@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """bench_report.py: the tables and verdicts of a `make bench` run, read from
-the results file scripts/run/bench.sh wrote.
+the results file bench/bench.sh wrote.
 
-    scripts/report/bench_report.py RESULTS_FILE
+    bench/bench_report.py RESULTS_FILE
 
 bench.sh only measures; this script only reports, so it can be run again on
 an old results file, and the report can change without measuring again.
@@ -235,7 +235,7 @@ class Results:
 
     def peak(self, name):
         """(reference, before, after) of PEAKS[name]: the reference is the larger
-        measurement in GFLOP/s (the VM's speed drifts; a low peak would flatter
+        measurement in GFLOP/s (the machine's speed drifts; a low peak would flatter
         the MFU), before and after the texts as measured (None if absent)."""
         p = PEAKS[name]
         recs = [r for r in self.all(p.kind) if matches(r, p.where)]
@@ -640,7 +640,7 @@ def scheme_tables(res, out):
         out("Scheme overhead: all four schemes built in one process and trained in turn, one step each, in")
         out(f"rotating order, on the same batches, for {steps} rounds. Per scheme: the median of its step time")
         out("divided by learned's in the same round (drift cancels within a round), with the quartiles of that")
-        out("ratio, and its fastest step against learned's fastest (the VM's noise only ever adds time)"
+        out("ratio, and its fastest step against learned's fastest (noise only ever adds time)"
             + (", on each setup's matmul engine:" if many else ":"))
         out("")
         configs = [c for c in res.configs if any(r.get("config") == c for r in compare)]
@@ -758,7 +758,7 @@ def main(argv=None):
         print(__doc__)
         return 0
     if len(argv) != 1 or argv[0].startswith("-"):
-        print("usage: bench_report.py RESULTS_FILE (written by scripts/run/bench.sh)", file=sys.stderr)
+        print("usage: bench_report.py RESULTS_FILE (written by bench/bench.sh)", file=sys.stderr)
         return 2
     try:
         records = read_records(argv[0])

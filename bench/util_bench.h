@@ -1,4 +1,4 @@
-// util_bench.h: what the benchmarks (tests/bench_*.c) share: the model
+// util_bench.h: what the benchmarks (bench/bench_*.c) share: the model
 // configurations S, M and L, their size formulas (parameters, model FLOPs,
 // memory), the clock and the median.
 #ifndef ROPELAB_UTIL_BENCH_H

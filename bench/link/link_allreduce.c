@@ -1,5 +1,5 @@
 // link_allreduce.c: the gradient all-reduce of ./train alone, timed
-// (scripts/run/bench_link.sh compiles it with mpicc into build/ and runs it
+// (bench/link/bench_link.sh compiles it with mpicc into build/ and runs it
 // with 2 ranks in two network namespaces joined by a shaped veth pair).
 //
 //   mpirun -np 2 build/link_allreduce --floats N [--iters K] [--warmup W]

@@ -2,7 +2,7 @@
 // random tokens, on each matmul engine (gpt_set_matmul: openblas fp32,
 // onednn fp32 or bf16), its FLOP utilisation against a measured peak of that
 // engine, its memory (peak RSS against the program's own accounting), and a
-// RoPE micro-benchmark. Run by scripts/run/bench.sh (`make bench`).
+// RoPE micro-benchmark. Run by bench/bench.sh (`make bench`).
 //
 //   build/bench_model --config S|M|L --pos rope [--matmul openblas|onednn] [--precision fp32|bf16]
 //                     [--attention openblas|onednn]  (where attention's products run; default:
@@ -18,20 +18,20 @@
 //                                       the four schemes' step times, interleaved step by
 //                                       step in one process, then the work each scheme
 //                                       adds, kernel by kernel
-//   build/bench_model --list-configs    the configs (tests/util_bench.h) with their
+//   build/bench_model --list-configs    the configs (bench/util_bench.h) with their
 //                                       parameters, model FLOPs per step and memory by
 //                                       docs/MODEL.md's formula, one bench_config line each
 //
 // Profiling the steady state: with PERF_CTL_FIFO set to the control fifo of a
 // `perf record -D -1 --control fifo:FIFO` run, the model benchmark writes
 // "enable" to it after the warm-up steps, so the profile holds the timed
-// steps and none of the set-up (scripts/run/profile.sh).
+// steps and none of the set-up (bench/profile.sh).
 //
 // One machine-readable line per measurement (key=value), read by bench.sh.
 // The matmul engine's records carry engine= (openblas, onednn) and precision=
 // (fp32, bf16), so bench_report.py can tell the setups apart.
 //
-// Model FLOPs per training step: bench_flops_per_step (tests/util_bench.h),
+// Model FLOPs per training step: bench_flops_per_step (bench/util_bench.h),
 // 3 x forward, forward = 2 B T (12 L C^2 + V C) + 2 B L C T (T+1).
 #include <math.h>
 #include <stdio.h>
@@ -48,7 +48,7 @@
 #include "common/threads.h"
 #include "model/gpt.h"
 #include "model/gpt_internal.h"
-#include "util_gradcheck.h"
+#include "../tests/util_gradcheck.h"
 #include "util_bench.h"
 #include "engine/engine.h"
 #include "model/pos.h"
@@ -426,14 +426,15 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
     return 0;
 }
 
-// Scheme overhead. This shared VM's speed wanders by +-10% over seconds,
-// more than the differences between schemes. So all four schemes are built
+// Scheme overhead. A machine's speed can wander over seconds by more than
+// the differences between schemes. So all four schemes are built
 // in one process and trained in turn, one step each, round-robin (the order
 // rotates each step): every scheme sees the same drift. Prints each scheme's
 // median step time, the median and quartiles of its step time over
 // learned's in the same round, and its fastest step. Single steps still
-// scatter by +-10%, so it then times the work each scheme adds, kernel by
-// kernel (scheme_own_ms), which resolves a fraction of a percent.
+// scatter by more than those differences, so it then times the work each
+// scheme adds, kernel by kernel (scheme_own_ms), which resolves a fraction
+// of a percent.
 typedef struct {
     GPT *model;
     AdamW opt;
@@ -442,8 +443,8 @@ typedef struct {
 } SchemeRun;
 
 // The work each scheme adds to a training step, timed kernel by kernel on a
-// trained model's own buffers: the fastest of `reps` tries (noise on this VM
-// only ever adds time, and a kernel of a few milliseconds is often not hit
+// trained model's own buffers: the fastest of `reps` tries (noise only
+// ever adds time, and a kernel of a few milliseconds is often not hit
 // at all). Per step that is
 //   embedding hook forward + backward                        (learned, sinusoidal)
 //   L x (q/k rotation forward + backward)                    (rope)
@@ -554,7 +555,7 @@ static int compare_schemes(const BenchConfig *bc, GPTMatmul mm, GPTPrecision pre
     return 0;
 }
 
-// One line per config (tests/util_bench.h): its sizes, and by the formulas
+// One line per config (bench/util_bench.h): its sizes, and by the formulas
 // there its parameters (rope), model FLOPs per step and memory (state:
 // parameters, gradients, AdamW m and v; activations by docs/MODEL.md), MiB.
 // bench.sh records them and checks the sizes against torch_baseline.PRESETS.
