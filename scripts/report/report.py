@@ -75,8 +75,22 @@ def load_runs(out, variants):
             seed = rest
             rows = read_log(log)
             runs.setdefault(v, {})[int(seed)] = {
-                "val": [r for r in rows if not math.isnan(r["val_loss"])], "all": rows}
+                "val": [r for r in rows if not math.isnan(r["val_loss"])], "all": rows,
+                "whole": read_final_eval(log[:-4] + ".eval.txt" if committed else os.path.join(d, "final_eval.txt"))}
     return {v: dict(sorted(seeds.items())) for v, seeds in runs.items()}
+
+
+def read_final_eval(path):
+    """The loss ./eval printed in a run's final_eval.txt (compare.sh --final-eval: the
+    final model on the whole validation split), or NaN if there is none."""
+    try:
+        with open(path) as f:
+            for word in f.read().split():
+                if word.startswith("loss="):
+                    return float(word[5:])
+    except OSError:
+        pass
+    return math.nan
 
 
 def finals(seed_runs):
@@ -185,6 +199,10 @@ def analyse(out, variants, name, ref=REF):
                                      "seconds": seconds, "time_speedups": time_speedups})
         # Paired by seed: this variant's final loss minus ref's.
         entry["vs_ref"] = paired(finals(seeds), finals(runs[ref]))
+        whole = {sd: r["whole"] for sd, r in seeds.items() if not math.isnan(r["whole"])}
+        if whole and len(whole) == len(seeds):   # the final model on the whole validation split
+            entry["whole"] = list(whole.values())
+            entry["whole_vs_ref"] = paired(whole, {sd: r["whole"] for sd, r in runs[ref].items()})
         result["variants"][v] = entry
     by_scheme = {}
     for v in runs:
@@ -224,6 +242,10 @@ def extrapolation_rows(out, variants):
     return table, lens
 
 
+WHOLE_NOTE = ("every window of the split, where the training log's validation loss is its first eval_batches x "
+              "batch_size windows")
+
+
 def final_loss_lines(runs, res):
     """The final-loss table: each variant against the reference, paired by seed."""
     ref = res["ref"]
@@ -243,6 +265,18 @@ def final_loss_lines(runs, res):
         lines.append(f"| {v} | {m:.4f} ± {sd:.4f} | {min(e['final']):.4f}..{max(e['final']):.4f} | "
                      f"{'-' if v == ref else fmt_interval(pr)} | {'-' if v == ref else str(pr['wins']) + '/' + str(pr['n'])} | "
                      f"{'-' if v == ref else verdict(pr, MARGIN, v, ref)} | {fmt(e['tokens_per_s'], '.0f')} |")
+    whole = [v for v in runs if "whole" in res["variants"][v]]
+    if whole and len(whole) == len(runs):
+        lines += [f"\nThe same final models on the whole validation split (./eval --reproducible, "
+                  f"{WHOLE_NOTE}):\n", f"| variant | final loss, whole split (mean ± sd) | d vs {ref} [95% interval] | "
+                  "lower | verdict |", "|---|---|---|---|---|"]
+        for v in runs:
+            e = res["variants"][v]
+            m, sd = mean_sd(e["whole"])
+            pr = e["whole_vs_ref"]
+            lines.append(f"| {v} | {m:.4f} ± {sd:.4f} | {'-' if v == ref else fmt_interval(pr)} | "
+                         f"{'-' if v == ref else str(pr['wins']) + '/' + str(pr['n'])} | "
+                         f"{'-' if v == ref else verdict(pr, MARGIN, v, ref)} |")
     if "rope-vs-alibi" in res:
         pr = res["rope-vs-alibi"]
         lines.append(f"\nrope against alibi, paired: d = rope - alibi = {fmt_interval(pr)} nats "

@@ -150,7 +150,7 @@ case "$setup" in
   medium)  config=configs/compare-medium.ini; out=${out:-runs/compare-medium}
            v="rope learned sinusoidal t5 alibi" ;;
   paired)  config=configs/compare.ini; out=${out:-runs/compare-paired}; committed=docs/results/paired/logs
-           [ "$seeds" = 3 ] && seeds=10
+           [ "$seeds" = 3 ] && seeds=10; final_eval=1
            v="rope learned sinusoidal t5 alibi none" ;;
   lr)      config=configs/compare.ini; out=${out:-runs/compare-lr}; extrapolate=0; committed=docs/results/lr/logs
            reuse=runs/compare-paired; reuse_committed=docs/results/paired/logs
@@ -302,6 +302,21 @@ for seed in $(seq 1 "$seeds"); do
   done
 done
 while [ "$running" -gt 0 ]; do wait -n || failed=$((failed+1)); running=$((running-1)); done
+# --final-eval for runs finished before it was asked for (or by an older compare.sh).
+if [ "$final_eval" = 1 ]; then
+  eval_flags=(--threads 0 "${eval_flags[@]:2}")
+  for seed in $(seq 1 "$seeds"); do
+    for variant in "${vlist[@]}"; do
+      dir="$out/$variant-s$seed"
+      [ -f "$dir/done" ] && [ -f "$dir/model.safetensors" ] && [ ! -f "$dir/final_eval.txt" ] || continue
+      echo "[compare] $variant seed $seed: the final model on the whole validation split"
+      t0=$SECONDS
+      ./eval --weights "$dir/model.safetensors" --data "$val_file" --batch-size 8 "${eval_flags[@]}" \
+        > "$dir/final_eval.txt.tmp" && echo "eval_s=$((SECONDS - t0))" >> "$dir/final_eval.txt.tmp" &&
+        mv "$dir/final_eval.txt.tmp" "$dir/final_eval.txt" || failed=$((failed+1))
+    done
+  done
+fi
 if [ "$failed" -gt 0 ]; then
   echo "compare.sh: $failed run(s) failed; see $out/*.log (run again to continue)" >&2
   exit 1
