@@ -1,6 +1,8 @@
 // machine.c: the machine description of a run (see machine.h).
 #include "common/machine.h"
 
+#include <cpuid.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,43 +14,42 @@
 #define ROPELAB_BUILD_FLAGS "unknown"
 #endif
 
-// The value of the first /proc/cpuinfo line "KEY<tabs>: value", or "".
-static void cpuinfo_value(const char *key, char *out, size_t n) {
+// The CPU as the code that picks kernels sees it: the cpuid instruction (which
+// OpenBLAS, oneDNN and glibc's libm ask), not /proc/cpuinfo (which an emulator
+// such as qemu-user leaves as the host's).
+static void cpu_brand(char *out, size_t n) {
+    unsigned r[12], max = __get_cpuid_max(0x80000000u, NULL);
     out[0] = 0;
-    FILE *f = fopen("/proc/cpuinfo", "r");
-    if (!f) return;
-    char line[8192];
-    size_t klen = strlen(key);
-    while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, key, klen) != 0 || (line[klen] != '\t' && line[klen] != ' ' && line[klen] != ':')) continue;
-        const char *v = strchr(line, ':');
-        if (!v) continue;
-        v += v[1] == ' ' ? 2 : 1;
-        snprintf(out, n, "%s", v);
-        out[strcspn(out, "\n")] = 0;
-        break;
-    }
-    fclose(f);
+    if (max < 0x80000004u) return;
+    for (unsigned i = 0; i < 3; i++) __get_cpuid(0x80000002u + i, &r[4 * i], &r[4 * i + 1], &r[4 * i + 2], &r[4 * i + 3]);
+    char brand[49];
+    memcpy(brand, r, 48);
+    brand[48] = 0;
+    const char *b = brand;
+    while (*b == ' ') b++;
+    snprintf(out, n, "%s", b);
+    for (size_t k = strlen(out); k > 0 && out[k - 1] == ' '; k--) out[k - 1] = 0;
 }
 
 void machine_describe(FILE *f) {
-    char name[256], family[32], model[32], flags[8192];
-    cpuinfo_value("model name", name, sizeof name);
-    cpuinfo_value("cpu family", family, sizeof family);
-    cpuinfo_value("model", model, sizeof model);
-    cpuinfo_value("flags", flags, sizeof flags);
-    fprintf(f, "cpu = %s (family %s, model %s)\n", name[0] ? name : "unknown", family, model);
-    fprintf(f, "cpu_features =");
-    static const char *const wanted[] = {"avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16"};
-    for (size_t i = 0; i < sizeof wanted / sizeof wanted[0]; i++) {
-        size_t w = strlen(wanted[i]);
-        for (const char *p = flags; (p = strstr(p, wanted[i])); p += w)
-            if ((p == flags || p[-1] == ' ') && (p[w] == ' ' || p[w] == 0)) {
-                fprintf(f, " %s", wanted[i]);
-                break;
-            }
-    }
-    fprintf(f, "\n");
+    char name[64];
+    cpu_brand(name, sizeof name);
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    __get_cpuid(1, &a, &b, &c, &d);
+    // display family and model (Intel SDM and AMD APM: the extended fields count
+    // when the base family is 15, and for the model also when it is 6)
+    unsigned family = (a >> 8) & 0xF, model = (a >> 4) & 0xF;
+    if (family == 0xF) family += (a >> 20) & 0xFF;
+    if (family == 0xF + ((a >> 20) & 0xFF) || family == 6) model += ((a >> 16) & 0xF) << 4;
+    fprintf(f, "cpu = %s (family %u, model %u)\n", name[0] ? name : "unknown", family, model);
+    // leaf 7: subleaf 1 EAX bit 5 AVX512_BF16, subleaf 0 EDX bit 22 AMX_BF16
+    unsigned l7a = 0, l7b = 0, l7c = 0, l7d = 0, s1a = 0, s1b = 0, s1c = 0, s1d = 0;
+    __cpuid_count(7, 0, l7a, l7b, l7c, l7d);
+    __cpuid_count(7, 1, s1a, s1b, s1c, s1d);
+    __builtin_cpu_init();
+    fprintf(f, "cpu_features =%s%s%s%s%s\n", __builtin_cpu_supports("avx2") ? " avx2" : "",
+            __builtin_cpu_supports("fma") ? " fma" : "", __builtin_cpu_supports("avx512f") ? " avx512f" : "",
+            __builtin_cpu_supports("avx512f") && (s1a >> 5 & 1) ? " avx512_bf16" : "", (l7d >> 22 & 1) ? " amx_bf16" : "");
     const char *config = openblas_get_config();
     const char *coretype = getenv("OPENBLAS_CORETYPE");
     fprintf(f, "openblas = %s\n", config ? config : "unknown");
