@@ -62,7 +62,7 @@ static void expect_failure(const char *args, const char *want) {
     int rc = run_prepare(args, &e);
     int error_lines = 0, found = 0;
     for (char *line = strtok(e, "\n"); line; line = strtok(NULL, "\n")) {
-        if (!strncmp(line, "prepare: training merges ", 25) || !strncmp(line, "prepare: encoding ", 18) ||
+        if (!strncmp(line, "prepare: training the tokenizer: ", 33) || !strncmp(line, "prepare: encoding: ", 19) ||
             !strncmp(line, "note:", 5))
             continue;   // progress (cli/meter.h) and notes are not errors
         error_lines++;

@@ -202,7 +202,7 @@ static int split_docs(const uint8_t *text, size_t n, const char *sep, Doc **docs
 
 // bpe_train's progress callback: merges done of the vocabulary's, on the meter (cli/meter.h).
 static void on_merge(int done, int total, void *meter) {
-    meter_update(meter, "training merges", done, total, "merges");
+    meter_update(meter, "training the tokenizer:", done, total, "merges");
 }
 
 // Step 0: OUT and the three output files can be written, before any work.
@@ -314,7 +314,7 @@ int main(int argc, char **argv) {
             n_ids += bpe_encode(&tok, s + start, end - start, ids + n_ids);
             done_bytes += end - start;
             start = end;
-            meter_update(&meter, "encoding", (long long)done_bytes, (long long)total_bytes, "bytes");
+            meter_update(&meter, "encoding:", (long long)done_bytes, (long long)total_bytes, "bytes");
         }
     }
     meter_clear(&meter);
