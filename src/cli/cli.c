@@ -44,17 +44,21 @@ int cli_parse(const CliSpec *spec, int argc, char **argv, void *dst, const char 
         }
         if (strcmp(a, "--") == 0) { options_end = 1; continue; }
         if (strcmp(a, "-h") == 0) return CLI_HELP;
-        const char *name = a + 2, *eq = strchr(a, '=');
+        if (a[1] != '-') {   // -h is the one short option
+            snprintf(err, errlen, "unknown option '%s' (see ./%s --help)", a, spec->prog);
+            return -1;
+        }
+        // --NAME or --NAME=VALUE
+        const char *name = a + 2, *eq = strchr(name, '=');
         size_t len = eq ? (size_t)(eq - name) : strlen(name);
-        const OptSpec *o = a[1] == '-' ? find_flag(spec, name, len) : NULL;
-        int is_help = a[1] == '-' && len == 4 && strncmp(name, "help", 4) == 0;
-        if (!o && !is_help && a[1] == '-' && spec->keys) {   // the program's --NAME=VALUE
+        const OptSpec *o = find_flag(spec, name, len);
+        int is_help = len == 4 && strncmp(name, "help", 4) == 0;
+        if (!o && !is_help && spec->keys) {   // the program's --NAME=VALUE
             rest[(*n_rest)++] = a;
             continue;
         }
         if (!o && !is_help) {
-            snprintf(err, errlen, "unknown option '%.*s' (see ./%s --help)", (int)(a[1] == '-' ? len + 2 : strlen(a)), a,
-                     spec->prog);
+            snprintf(err, errlen, "unknown option '--%.*s' (see ./%s --help)", (int)len, name, spec->prog);
             return -1;
         }
         if ((is_help || o->type == OPT_FLAG) && eq) {

@@ -10,11 +10,13 @@
 //   --flag                       an OPT_FLAG
 //   --help, -h                   the help, printed from the table
 //   --                           every later argument is positional
-// and refuses in one line, "PROG: --flag: problem" (exit status 2): a value
-// of the wrong form or out of range (opt_parse: numbers whole, by
-// numtext.h's rule), an unknown option, a flag without its value or one
-// given a value it does not take, a required flag not given. Names are
-// matched whole (no abbreviations). A flag given twice takes its last value.
+// and refuses in one line (exit status 2): a value of the wrong form or out
+// of range, "PROG: --flag: problem" (opt_parse: numbers whole, by
+// numtext.h's rule), an unknown option, "PROG: unknown option '--foo' (see
+// ./PROG --help)", a flag without its value or one given a value it does not
+// take, a required flag not given. Names are matched whole (no
+// abbreviations). A flag given twice takes its last value. (./train prints
+// these lines without "train: ", as every message of ./train: "WHERE: problem".)
 #ifndef ROPELAB_CLI_H
 #define ROPELAB_CLI_H
 

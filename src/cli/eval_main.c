@@ -58,6 +58,8 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
     *a = (EvalArgs){0};
     model_overrides_take_or_exit("eval", &argc, argv, &a->overrides);
 #define F(field) offsetof(EvalArgs, field)
+    // The flags (cli/opt.h). Not static: the entries of ./train's keys are
+    // copies of its table's (options_flag), made here.
     const OptSpec flags[] = {
         {.name = "weights", .type = OPT_ARG, .offset = F(weights), .arg = "FILE", .min = 1, .required = 1,
          .help = "safetensors weights (RUN_DIR/model.safetensors)"},
