@@ -62,8 +62,9 @@ static void expect_failure(const char *args, const char *want) {
     int rc = run_prepare(args, &e);
     int error_lines = 0, found = 0;
     for (char *line = strtok(e, "\n"); line; line = strtok(NULL, "\n")) {
-        if (!strncmp(line, "training merges", 15) || !strncmp(line, "encoding", 8) || !strncmp(line, "note:", 5))
-            continue;   // progress and notes are not errors
+        if (!strncmp(line, "prepare: training the tokenizer: ", 33) || !strncmp(line, "prepare: encoding: ", 19) ||
+            !strncmp(line, "note:", 5))
+            continue;   // progress (cli/meter.h) and notes are not errors
         error_lines++;
         found |= strstr(line, want) != NULL;
     }
@@ -231,15 +232,15 @@ static void test_prepare_bad_inputs(void **state) {
     expect_failure(DIR "/empty.txt", DIR "/empty.txt: the file is empty");
     expect_failure(DIR "/nul.txt", DIR "/nul.txt: not UTF-8 text (NUL byte 0x00 at offset 4");
     expect_failure(DIR "/latin1.txt", DIR "/latin1.txt: not UTF-8 text (invalid byte 0xe9 at offset 3");
-    expect_failure("--vocab-size 256 " DIR "/corpus.txt", "--vocab-size 256: out of range (257..65536");
-    expect_failure("--vocab-size 70000 " DIR "/corpus.txt", "--vocab-size 70000: out of range");
+    expect_failure("--vocab-size 256 " DIR "/corpus.txt", "prepare: --vocab-size: 256 is out of range [257, 65536]");
+    expect_failure("--vocab-size 70000 " DIR "/corpus.txt", "prepare: --vocab-size: 70000 is out of range");
     expect_failure("--vocab-size 300 --out-dir " DIR "/tiny " DIR "/tiny.txt", DIR "/tiny.txt: corpus too short");
     expect_failure("--vocab-size 300 --block-size 100000 --out-dir " DIR "/big " DIR "/corpus.txt",
                    "need at least 100001 in each");
     expect_failure("--tokenizer " DIR "/corpus.txt --out-dir " DIR "/bad " DIR "/corpus.txt",
                    DIR "/corpus.txt: bad magic");
     expect_failure("--split docs --out-dir " DIR "/one " DIR "/corpus.txt", "--split docs needs at least two documents");
-    expect_failure("--val-fraction 0.9 " DIR "/corpus.txt", "--val-fraction 0.9");
+    expect_failure("--val-fraction 0.9 " DIR "/corpus.txt", "prepare: --val-fraction: 0.9 is out of range (0, 0.5]");
     expect_failure("--frobnicate 1 " DIR "/corpus.txt", "prepare: unknown option '--frobnicate' (see ./prepare --help)");
     expect_failure(DIR "/corpus.txt --frobnicate", "prepare: unknown option '--frobnicate' (see ./prepare --help)");
     expect_failure(DIR "/corpus.txt --out-dir", "prepare: option '--out-dir' needs a value");
@@ -276,7 +277,7 @@ static void test_prepare_full_disk_leaves_no_partial_set(void **state) {
 }
 
 // Refused before any work: exit status code and stderr exactly one line
-// holding want (no "training merges" or "encoding" progress before it).
+// holding want (no progress of the merges or the encoding before it).
 static void expect_refused_first(const char *args, int code, const char *want) {
     char *e;
     int rc = run_prepare(args, &e);
@@ -343,8 +344,48 @@ static void test_prepare_unwritable_out_dir_first(void **state) {
     assert_int_not_equal(stat(DIR "/ro/a", &st), 0);
 }
 
+// Every numeric flag by numtext.h's rule, whole and range-checked, and
+// --split by its choices: one line naming the flag, exit 2, before any work.
+// --help lists every flag (printed from the table), exit 0.
+static void test_prepare_strict_numbers(void **state) {
+    static const struct { const char *args, *want; } cases[] = {
+        {"--vocab-size 4096.0", "prepare: --vocab-size: '4096.0' is not an integer"},
+        {"--vocab-size 1e3", "prepare: --vocab-size: '1e3' is not an integer"},
+        {"--vocab-size 12abc", "prepare: --vocab-size: '12abc' is not an integer"},
+        {"--vocab-size ' 300'", "prepare: --vocab-size: ' 300' is not an integer"},
+        {"--block-size -1", "prepare: --block-size: -1 is out of range [1, 1048576]"},
+        {"--block-size +5", "prepare: --block-size: '+5' is not an integer"},
+        {"--val-fraction .05", "prepare: --val-fraction: '.05' is not a number"},
+        {"--val-fraction nan", "prepare: --val-fraction: 'nan' is not a number"},
+        {"--val-fraction 0", "prepare: --val-fraction: 0 is out of range (0, 0.5]"},
+        {"--val-fraction 0.5000001", "prepare: --val-fraction: 0.5000001 is out of range (0, 0.5]"},
+        {"--split docs2", "prepare: --split: 'docs2' is not one of tail|docs"},
+        {"--vocab-size", "prepare: option '--vocab-size' needs a value (see ./prepare --help)"},
+        {"--overwrite=1", "prepare: option '--overwrite' takes no value (see ./prepare --help)"},
+    };
+    char args[512];
+    shell_prefix[0] = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        snprintf(args, sizeof args, "--out-dir " DIR "/strict " DIR "/corpus.txt %s", cases[i].args);
+        expect_refused_first(args, 2, cases[i].want);
+    }
+    struct stat st;
+    assert_int_not_equal(stat(DIR "/strict", &st), 0);
+    char *e;
+    assert_int_equal(run_prepare("--help", &e), 0);
+    free(e);
+    char *help = read_file(DIR "/stdout.txt", NULL);
+    static const char *flags[] = {"--vocab-size N", "--val-fraction F", "--split", "--doc-sep STR", "--out-dir DIR",
+                                  "--tokenizer FILE", "--block-size T", "--overwrite", "--help"};
+    for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
+        if (!strstr(help, flags[i])) fail_msg("./prepare --help does not list %s:\n%s", flags[i], help);
+    assert_non_null(strstr(help, "(default 4096) [257..65536]"));
+    free(help);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_prepare_strict_numbers),
         cmocka_unit_test(test_prepare_end_to_end),
         cmocka_unit_test(test_prepare_deterministic_and_reuse),
         cmocka_unit_test(test_prepare_split_docs),

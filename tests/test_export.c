@@ -451,7 +451,7 @@ static void test_export_refusals(void **state) {
         {"rope", "--rope_scaling=yarn --rope_scaling_factor=4 --rope_yarn_beta_fast=16", "llama.cpp reads no beta", 2},
         {"alibi", "--rope_scaling=yarn", "rope_scaling=yarn applies to pos=rope only, not pos=alibi", 2},
         {"learned", "--context-length 64", "pos=learned has block_size = 32 rows of wpe", 2},
-        {"rope", "--context-length 0", "--context-length: '0' is not an integer", 2},
+        {"rope", "--context-length 0", "export: --context-length: 0 is out of range [1, 1048576]", 2},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
         const char *w = !strcmp(CASES[i].weights_kind, "t5") ? w_t5 : !strcmp(CASES[i].weights_kind, "rope") ? w_rope
@@ -500,6 +500,31 @@ static void test_export_unknown_option_one_line(void **state) {
     expect_one_line_exit2("--weights x --tokenizer y --out z --frob=3", "export: unknown option '--frob'");
     expect_one_line_exit2("--weights x --tokenizer y --out", "export: option '--out' needs a value");
     expect_one_line_exit2("-x", "export: unknown option '-x'");
+    expect_one_line_exit2("--weights x --tokenizer y", "export: --out: required, not given (see ./export --help)");
+}
+
+// --context-length by numtext.h's rule, whole and range-checked: one line
+// naming the flag, exit 2, before any file is read.
+static void test_export_strict_numbers(void **state) {
+    (void)state;
+    static const struct { const char *value, *want; } cases[] = {
+        {"1e3", "export: --context-length: '1e3' is not an integer\n"},
+        {"12abc", "export: --context-length: '12abc' is not an integer\n"},
+        {"0x40", "export: --context-length: '0x40' is not an integer\n"},
+        {"064", "export: --context-length: '064' is not an integer\n"},
+        {"-1", "export: --context-length: -1 is out of range [1, 1048576]\n"},
+        {"1048577", "export: --context-length: 1048577 is out of range [1, 1048576]\n"},
+        {"99999999999999999999", "export: --context-length: 99999999999999999999 is out of range [1, 1048576]\n"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int rc = run("./export --weights %s/none.safetensors --tokenizer %s/none.bin --out %s/none.gguf "
+                     "--context-length '%s'", dir, dir, dir, cases[i].value);
+        if (rc != 2 || strcmp(out, cases[i].want) != 0)
+            fail_msg("--context-length %s: exit %d, want 2 and %s", cases[i].value, rc, cases[i].want);
+    }
+    assert_int_equal(run("./export --help"), 0);
+    assert_non_null(strstr(out, "--context-length N"));
+    assert_non_null(strstr(out, "--rope_scaling=VALUE"));
 }
 
 // Whether path still holds exactly the bytes of copy (a file saved before the run).
@@ -590,7 +615,8 @@ int main(void) {
         cmocka_unit_test(test_gguf_layout), cmocka_unit_test(test_gpt2_alphabet),
         cmocka_unit_test(test_neox_permutation), cmocka_unit_test(test_export_schemes),
         cmocka_unit_test(test_export_rope_scalings), cmocka_unit_test(test_export_refusals),
-        cmocka_unit_test(test_export_unknown_option_one_line), cmocka_unit_test(test_export_output_rules),
+        cmocka_unit_test(test_export_unknown_option_one_line),
+        cmocka_unit_test(test_export_strict_numbers), cmocka_unit_test(test_export_output_rules),
         cmocka_unit_test(test_export_refuses_device), cmocka_unit_test(test_export_file_size_limit),
     };
     return cmocka_run_group_tests(tests, group_setup, remove_data_dir);

@@ -13,7 +13,9 @@
 //     ./eval and ./sample refuse the non-finite loss or logits with one
 //     line and exit 1, and ./sample prints no text from them (also when the
 //     overflow comes only at a later position, in the middle of generating);
-//   - --seed and --threads follow ./train's rules (exit 2, one line);
+//   - --seed and --threads follow ./train's rules (exit 2, one line); every
+//     numeric flag is read whole by numtext.h's rule, range checked (exit 2,
+//     one line naming the flag);
 //   - a short run writes nothing to stderr; long work (a long prompt, many
 //     tokens, many batches) shows progress on stderr after 2 s, never on
 //     stdout, and none where stderr is stdout.
@@ -334,6 +336,49 @@ static void test_unknown_option_one_line(void **state) {
     expect_line("eval", "-q", "eval: unknown option '-q' (see ./eval --help)");
 }
 
+// Every numeric flag by numtext.h's rule: the whole string, JSON's number
+// grammar, range checked. One line naming the flag, exit 2, before any file
+// is read. --help lists every flag (printed from the table), exit 0.
+static void test_strict_numbers(void **state) {
+    static const struct { const char *prog, *args, *want; } cases[] = {
+        {"eval", "--batches 1e3", "eval: --batches: '1e3' is not an integer"},
+        {"eval", "--batches 16777217", "eval: --batches: 16777217 is out of range [0, 16777216]"},
+        {"eval", "--seq-len -1", "eval: --seq-len: -1 is out of range [1, 16777216]"},
+        {"eval", "--seq-len 12abc", "eval: --seq-len: '12abc' is not an integer"},
+        {"eval", "--batch-size 08", "eval: --batch-size: '08' is not an integer"},
+        {"eval", "--batch-size 0", "eval: --batch-size: 0 is out of range [1, 16777216]"},
+        {"eval", "--batch-size=", "eval: --batch-size: '' is not an integer"},
+        {"eval", "--threads 2.0", "eval: --threads: '2.0' is not an integer"},
+        {"eval", "--matmul blas", "eval: --matmul: 'blas' is not one of auto|openblas|onednn|reference"},
+        {"sample", "--tokens 12abc", "sample: --tokens: '12abc' is not an integer"},
+        {"sample", "--tokens 1000001", "sample: --tokens: 1000001 is out of range [0, 1000000]"},
+        {"sample", "--temperature nan", "sample: --temperature: 'nan' is not a number"},
+        {"sample", "--temperature inf", "sample: --temperature: 'inf' is not a number"},
+        {"sample", "--temperature .5", "sample: --temperature: '.5' is not a number"},
+        {"sample", "--temperature -0.1", "sample: --temperature: -0.1 is out of range [0, 1e+30]"},
+        {"sample", "--temperature 1e999", "sample: --temperature: '1e999' is not a number"},
+        {"sample", "--top-k ' 4'", "sample: --top-k: ' 4' is not an integer"},
+        {"sample", "--top-k 0x10", "sample: --top-k: '0x10' is not an integer"},
+        {"sample", "--seed 1e3", "sample: --seed: '1e3' is not a non-negative integer"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) expect_line(cases[i].prog, cases[i].args, cases[i].want);
+    static char out[16384];
+    static const char *eval_flags[] = {"--weights FILE", "--data FILE", "--seq-len N", "--batch-size B", "--batches K",
+        "--threads N", "--precision P", "--matmul M", "--per-position F", "--overwrite", "--reproducible", "--help",
+        "--rope_scaling=VALUE"};
+    static const char *sample_flags[] = {"--weights FILE", "--tokenizer FILE", "--prompt TEXT", "--tokens N",
+        "--temperature X", "--top-k K", "--seed N", "--threads N", "--matmul M", "--precision P", "--help",
+        "--rope_scaling=VALUE"};
+    assert_int_equal(run("./eval --help", out, sizeof out), 0);
+    for (size_t i = 0; i < sizeof eval_flags / sizeof eval_flags[0]; i++)
+        if (!strstr(out, eval_flags[i])) fail_msg("./eval --help does not list %s:\n%s", eval_flags[i], out);
+    assert_non_null(strstr(out, "(default 8) [1..16777216]"));
+    assert_int_equal(run("./sample --help", out, sizeof out), 0);
+    for (size_t i = 0; i < sizeof sample_flags / sizeof sample_flags[0]; i++)
+        if (!strstr(out, sample_flags[i])) fail_msg("./sample --help does not list %s:\n%s", sample_flags[i], out);
+    assert_non_null(strstr(out, "(default 0.8) [0..1e+30]"));
+}
+
 // ./eval --per-position F: written whole, a new F; an existing one only with
 // --overwrite; never the --data or --weights file, a FIFO (which the old
 // fopen would block on) or a directory. Each refusal one line, exit 2.
@@ -445,6 +490,7 @@ int main(void) {
         cmocka_unit_test(test_short_run_no_progress),
         cmocka_unit_test(test_long_work_shows_progress),
         cmocka_unit_test(test_unknown_option_one_line),
+        cmocka_unit_test(test_strict_numbers),
         cmocka_unit_test(test_eval_per_position_file),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

@@ -2,8 +2,8 @@
 // the command line winning, every kind of bad configuration (as a parser
 // error "file:line: message" / "--key: message", and for a few through the
 // ./train binary with exit status 2), --help and config.ini round trips;
-// range messages exact; one training key's value parsed alone (for ./sample
-// and ./eval).
+// range messages exact; a training key as another program's flag (for
+// ./sample and ./eval).
 // Run from the repository root with ./train built.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -229,7 +229,9 @@ static void test_bad_command_lines(void **state) {
         {"--rope_dims=34", "--rope_dims: ", "larger than head_dim"},
         {"--min_lr=1", "--min_lr: ", "larger than lr"},
         {"--steps", "--steps: ", "expected --steps=VALUE"},
-        {"-x", "-x: ", "unknown flag"},
+        {"-x", "unknown option '-x' ", "(see ./train --help)"},
+        {"--resume", "option '--resume' needs a value", "(see ./train --help)"},
+        {"--quiet=1", "option '--quiet' takes no value", "(see ./train --help)"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         TrainOptions o;
@@ -339,6 +341,21 @@ static void test_binary_help_and_exit_codes(void **state) {
     assert_true(strncmp(out, "--pos: unknown positional scheme", 30) == 0);
     assert_int_equal(run("./train --rope_dims=3", out, sizeof out), 2);
     assert_int_equal(run("./train --lr=abc", out, sizeof out), 2);
+    // Numbers by numtext.h's rule, whole: one line naming the key or flag, exit 2.
+    static const struct { const char *args, *want; } strict[] = {
+        {"--steps=1e3", "--steps: '1e3' is not an integer\n"},
+        {"--batch_size=12abc", "--batch_size: '12abc' is not an integer\n"},
+        {"--eval_every=-1", "--eval_every: -1 is out of range [0, 1000000000]\n"},
+        {"--lr=nan", "--lr: 'nan' is not a number\n"},
+        {"--seed=1.5", "--seed: '1.5' is not a non-negative integer\n"},
+        {"-x", "unknown option '-x' (see ./train --help)\n"},
+        {"--resume", "option '--resume' needs a value (see ./train --help)\n"},
+    };
+    for (size_t i = 0; i < sizeof strict / sizeof strict[0]; i++) {
+        snprintf(cmd, sizeof cmd, "./train %s", strict[i].args);
+        int rc = run(cmd, out, sizeof out);
+        if (rc != 2 || strcmp(out, strict[i].want) != 0) fail_msg("./train %s: exit %d: %s", strict[i].args, rc, out);
+    }
 }
 
 // Range messages print values and bounds exactly: a value just outside a
@@ -380,33 +397,43 @@ static void test_range_messages_exact(void **state) {
     assert_string_equal(out, "--rope_scaling_factor: 1000001 is out of range [1, 1000000]\n");
 }
 
-// options_parse_key_value: one value of a training key by OPTION_TABLE's
-// rules, as ./sample --seed/--threads and ./eval --threads use it.
-static void test_parse_key_value(void **state) {
+// options_flag: a training key as another program's flag (./sample --seed,
+// ./eval --threads): OPTION_TABLE's type, range and default, read by
+// opt_parse into the field at the offset given.
+typedef struct { uint64_t seed; int threads; } FlagArgs;
+
+static void test_training_key_as_flag(void **state) {
+    FlagArgs args = {7, 3};
     char err[256];
-    uint64_t seed = 7;
-    int threads = 3;
-    assert_int_equal(options_parse_key_value("seed", "18446744073709551615", &seed, err, sizeof err), 0);
-    assert_true(seed == UINT64_MAX);
-    seed = 7;
-    assert_int_equal(options_parse_key_value("seed", "-1", &seed, err, sizeof err), -1);
+    OptSpec seed = options_flag("seed", offsetof(FlagArgs, seed), "N", "sampling seed");
+    OptSpec threads = options_flag("threads", offsetof(FlagArgs, threads), "N", NULL);
+    assert_string_equal(seed.name, "seed");
+    assert_string_equal(seed.help, "sampling seed");
+    assert_string_equal(seed.def, "1");
+    assert_null(seed.section);
+    assert_string_equal(threads.help, "OpenMP and OpenBLAS threads; 0 = all cores");
+    assert_true(threads.min == 0 && threads.max == 4096);
+    uint64_t *s = (uint64_t *)((char *)&args + seed.offset);
+    int *t = (int *)((char *)&args + threads.offset);
+    assert_ptr_equal(s, &args.seed);
+    assert_ptr_equal(t, &args.threads);
+    assert_int_equal(opt_parse(&seed, "18446744073709551615", s, err, sizeof err), 0);
+    assert_true(args.seed == UINT64_MAX);
+    args.seed = 7;
+    assert_int_equal(opt_parse(&seed, "-1", s, err, sizeof err), -1);
     assert_string_equal(err, "'-1' is not a non-negative integer");
-    assert_int_equal(options_parse_key_value("seed", "18446744073709551616", &seed, err, sizeof err), -1);
+    assert_int_equal(opt_parse(&seed, "18446744073709551616", s, err, sizeof err), -1);
     assert_string_equal(err, "'18446744073709551616' is not a non-negative integer");
-    assert_int_equal(options_parse_key_value("seed", "", &seed, err, sizeof err), -1);
-    assert_true(seed == 7);                                   // untouched on failure
-    assert_int_equal(options_parse_key_value("threads", "4096", &threads, err, sizeof err), 0);
-    assert_int_equal(threads, 4096);
-    assert_int_equal(options_parse_key_value("threads", "4097", &threads, err, sizeof err), -1);
+    assert_int_equal(opt_parse(&seed, "", s, err, sizeof err), -1);
+    assert_true(args.seed == 7);                                 // untouched on failure
+    assert_int_equal(opt_parse(&threads, "4096", t, err, sizeof err), 0);
+    assert_int_equal(args.threads, 4096);
+    assert_int_equal(opt_parse(&threads, "4097", t, err, sizeof err), -1);
     assert_string_equal(err, "4097 is out of range [0, 4096]");
-    assert_int_equal(options_parse_key_value("threads", "16777216", &threads, err, sizeof err), -1);
-    assert_int_equal(options_parse_key_value("threads", "2x", &threads, err, sizeof err), -1);
+    assert_int_equal(opt_parse(&threads, "16777216", t, err, sizeof err), -1);
+    assert_int_equal(opt_parse(&threads, "2x", t, err, sizeof err), -1);
     assert_string_equal(err, "'2x' is not an integer");
-    assert_int_equal(threads, 4096);
-    // Not a training key: a model key, or no key at all.
-    assert_int_equal(options_parse_key_value("n_layer", "2", &threads, err, sizeof err), -1);
-    assert_int_equal(options_parse_key_value("sed", "2", &seed, err, sizeof err), -1);
-    assert_non_null(strstr(err, "'sed' is not a training key"));
+    assert_int_equal(args.threads, 4096);
 }
 
 int main(void) {
@@ -420,7 +447,7 @@ int main(void) {
         cmocka_unit_test(test_write_ini_round_trip),
         cmocka_unit_test(test_binary_help_and_exit_codes),
         cmocka_unit_test(test_range_messages_exact),
-        cmocka_unit_test(test_parse_key_value),
+        cmocka_unit_test(test_training_key_as_flag),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -24,6 +24,7 @@
 // or not a regular file (cli/cli.h), which is checked first.
 #include <math.h>
 #include <omp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,83 +41,61 @@
 #include "cli/meter.h"
 #include "train/options.h"
 
+// The longest --seq-len and --batch-size, and the most --batches: 2^24.
+#define EVAL_MAX (1 << 24)
+
 typedef struct {
     const char *weights, *data;
     int seq_len, batch_size, batches, threads, overwrite, reproducible;
-    GPTMatmul matmul;
+    char matmul_name[OPT_STR_MAX], precision_name[OPT_STR_MAX];   // ./train's keys matmul, precision
+    GPTMatmul matmul;           // the engine they name (options_engine)
     GPTPrecision precision;
     const char *per_position;   // CSV of the mean loss at each position, or NULL
     ModelOverrides overrides;   // --rope_scaling=... and the other length keys
 } EvalArgs;
 
-static void usage(FILE *out) {
-    fprintf(out,
-        "usage: ./eval --weights FILE --data FILE [options]\n"
-        "  --weights FILE     safetensors weights (RUN_DIR/model.safetensors)\n"
-        "  --data FILE        token file (llm.c format), e.g. data/kjv/val.bin\n"
-        "  --seq-len N        window length (default: the model's block_size)\n"
-        "  --batch-size B     windows per forward pass (default 8)\n"
-        "  --batches K        batches to evaluate, 0 = every whole batch in the file (default 0)\n"
-        "  --threads N        threads, 0 = all cores (default 0)\n"
-        "  --precision P      fp32 (default) or bf16 (the products' inputs, on oneDNN)\n"
-        "  --matmul M         the products' engine: auto (default: openblas for fp32, onednn for bf16),\n"
-        "                     openblas, onednn, or reference (plain loops, slow)\n"
-        "  --per-position F   also write F: position,loss (mean over the windows at each position)\n"
-        "  --overwrite        replace F if it exists (a regular file, not one of the inputs)\n"
-        "  --reproducible     the same bits on any x86-64 CPU with AVX2 and FMA: OpenBLAS fp32 with its\n"
-        "                     Haswell kernels, like ./train's reproducible = 1 (docs/TRAINING.md)\n"
-        "Prints one line: loss, perplexity, windows and tokens evaluated.\n");
-    model_overrides_usage(out);
-}
-
 static void parse_args(int argc, char **argv, EvalArgs *a) {
-    *a = (EvalArgs){ .batch_size = 8 };
+    *a = (EvalArgs){0};
     model_overrides_take_or_exit("eval", &argc, argv, &a->overrides);
-    static const struct option opts[] = {
-        {"weights", 1, 0, 'w'}, {"data", 1, 0, 'd'}, {"seq-len", 1, 0, 'T'},
-        {"batch-size", 1, 0, 'B'}, {"batches", 1, 0, 'K'}, {"threads", 1, 0, 'j'},
-        {"precision", 1, 0, 'p'}, {"matmul", 1, 0, 'm'}, {"per-position", 1, 0, 'P'}, {"overwrite", 0, 0, 'O'},
-        {"reproducible", 0, 0, 'R'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
-    int c, idx = 0;
-    char matmul[OPT_STR_MAX] = "auto", precision[OPT_STR_MAX] = "fp32";
-    while ((c = cli_getopt("eval", argc, argv, opts, &idx)) != -1) {
-        if (c == 'w') { a->weights = optarg; continue; }
-        if (c == 'd') { a->data = optarg; continue; }
-        if (c == 'P') { a->per_position = optarg; continue; }
-        if (c == 'O') { a->overwrite = 1; continue; }
-        if (c == 'R') { a->reproducible = 1; continue; }
-        if (c == 'p' || c == 'm') {   // ./train's keys, by its table's rules
-            char msg[256];
-            if (options_parse_key_value(opts[idx].name, optarg, c == 'p' ? precision : matmul, msg, sizeof msg) != 0) {
-                fprintf(stderr, "eval: --%s: %s\n", opts[idx].name, msg);
-                exit(2);
-            }
-            continue;
-        }
-        if (c == 'h') { usage(stdout); exit(0); }
-        if (c == 'j') {   // ./train's key, by its table's rules
-            char msg[256];
-            if (options_parse_key_value("threads", optarg, &a->threads, msg, sizeof msg) != 0) {
-                fprintf(stderr, "eval: --threads: %s\n", msg);
-                exit(2);
-            }
-            continue;
-        }
-        char *end;
-        long v = strtol(optarg, &end, 10);
-        long lo = c == 'K' ? 0 : 1;
-        if (*optarg == '\0' || *end != '\0' || v < lo || v > (1 << 24)) {
-            fprintf(stderr, "eval: --%s: expected an integer >= %ld, got '%s'\n", opts[idx].name, lo, optarg);
-            exit(2);
-        }
-        if (c == 'T') a->seq_len = (int)v;
-        if (c == 'B') a->batch_size = (int)v;
-        if (c == 'K') a->batches = (int)v;
-    }
-    if (optind < argc) { fprintf(stderr, "eval: unexpected argument '%s'\n", argv[optind]); exit(2); }
-    char msg[256];
-    if (options_engine(matmul, precision, &a->matmul, &a->precision, msg, sizeof msg) != 0) {
-        fprintf(stderr, "eval: %s\n", msg);
+#define F(field) offsetof(EvalArgs, field)
+    // The flags (cli/opt.h). Not static: the entries of ./train's keys are
+    // copies of its table's (options_flag), made here.
+    const OptSpec flags[] = {
+        {.name = "weights", .type = OPT_ARG, .offset = F(weights), .arg = "FILE", .min = 1, .required = 1,
+         .help = "safetensors weights (RUN_DIR/model.safetensors)"},
+        {.name = "data", .type = OPT_ARG, .offset = F(data), .arg = "FILE", .min = 1, .required = 1,
+         .help = "token file (llm.c format), e.g. data/kjv/val.bin"},
+        {.name = "seq-len", .type = OPT_INT, .offset = F(seq_len), .arg = "N", .min = 1, .max = EVAL_MAX,
+         .help = "window length (default: the model's block_size)"},
+        {.name = "batch-size", .type = OPT_INT, .def = "8", .offset = F(batch_size), .arg = "B", .min = 1,
+         .max = EVAL_MAX, .help = "windows per forward pass"},
+        {.name = "batches", .type = OPT_INT, .def = "0", .offset = F(batches), .arg = "K", .min = 0, .max = EVAL_MAX,
+         .help = "batches to evaluate, 0 = every whole batch in the file"},
+        options_flag("threads", F(threads), "N", NULL),
+        options_flag("precision", F(precision_name), "P", "fp32 or bf16 (the products' inputs, on oneDNN)"),
+        options_flag("matmul", F(matmul_name), "M", "the products' engine: auto (openblas for fp32, onednn for "
+                     "bf16), openblas, onednn, or reference (plain loops, slow)"),
+        {.name = "per-position", .type = OPT_ARG, .offset = F(per_position), .arg = "F", .min = 1,
+         .help = "also write F: position,loss (mean over the windows at each position)"},
+        {.name = "overwrite", .type = OPT_FLAG, .offset = F(overwrite),
+         .help = "replace F if it exists (a regular file, not one of the inputs)"},
+        {.name = "reproducible", .type = OPT_FLAG, .offset = F(reproducible),
+         .help = "the same bits on any x86-64 CPU with AVX2 and FMA: OpenBLAS fp32 with its Haswell kernels, like "
+                 "./train's reproducible = 1 (docs/TRAINING.md)"},
+    };
+#undef F
+    const CliSpec spec = {
+        .prog = "eval",
+        .usage = "usage: ./eval --weights FILE --data FILE [options]\n",
+        .opts = flags,
+        .n_opts = (int)(sizeof flags / sizeof flags[0]),
+        .about = "Prints one line: loss, perplexity, windows and tokens evaluated.\n",
+        .help_more = model_overrides_usage,
+    };
+    cli_parse_or_exit(&spec, argc, argv, a, NULL, NULL);
+    char err[ERR_MAX];
+    if (options_engine(a->matmul_name, a->precision_name, &a->matmul, &a->precision, err, sizeof err) != 0) {
+        fprintf(stderr, "eval: %s\n", err);
         exit(2);
     }
     if (a->reproducible && (a->matmul != GPT_MATMUL_OPENBLAS || a->precision != GPT_FP32)) {
@@ -124,9 +103,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
                 "fp32): oneDNN's kernels and blocking follow the CPU\n");
         exit(2);
     }
-    if (!a->weights || !a->data) { fprintf(stderr, "eval: --weights and --data are required (see --help)\n"); exit(2); }
     const char *inputs[] = {a->weights, a->data};
-    char err[1024];
     if (a->per_position && cli_check_output(a->per_position, a->overwrite, inputs, 2, err, sizeof err) != 0) {
         fprintf(stderr, "eval: %s\n", err);
         exit(2);
@@ -142,7 +119,7 @@ int main(int argc, char **argv) {
     EvalArgs a;
     parse_args(argc, argv, &a);
     if (a.reproducible) {   // may start the program again, with OPENBLAS_CORETYPE set
-        char msg[256];
+        char msg[ERR_MAX];
         blas_use_reproducible_kernels(args);
         if (blas_reproducible_check(msg, sizeof msg) != 0) { fprintf(stderr, "eval: %s\n", msg); return 2; }
     } else {
@@ -150,7 +127,7 @@ int main(int argc, char **argv) {
     }
     free(args);
     threads_set(a.threads);
-    char err[512];
+    char err[ERR_MAX];
     GPT *model = NULL;
     DataLoader dl;
     double *pos_sum = NULL;

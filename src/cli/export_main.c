@@ -11,6 +11,7 @@
 // file is written atomically: a failure leaves --out as it was. An existing
 // --out is replaced only with --overwrite, and never when it is one of the
 // inputs or not a regular file (cli/cli.h); that is checked first.
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,55 +37,37 @@ typedef struct {
     int context_length, overwrite;
 } ExportArgs;
 
-static void usage(FILE *out) {
-    fprintf(out,
-        "usage: ./export --weights FILE --tokenizer FILE --out FILE.gguf [options]\n"
-        "  --weights FILE         safetensors weights (RUN_DIR/model.safetensors)\n"
-        "  --tokenizer FILE       the model's tokenizer, written by ./prepare\n"
-        "  --out FILE             the GGUF file to write (llama.cpp's format)\n"
-        "  --overwrite            replace FILE if it exists (a regular file, not one of the inputs)\n"
-        "  --context-length N     llama.cpp's context_length, and the rows of the position table of\n"
-        "                         sinusoidal and none (default: block_size; learned: block_size only;\n"
-        "                         at most 1048576 = 2^20: the table is N x d_model floats, in memory\n"
-        "                         and in the file)\n"
-        "pos=learned, sinusoidal, none run as llama.cpp's gpt2, rope as gptneox, alibi as mpt;\n"
-        "t5 has no home there and is refused.\n");
-    model_overrides_usage(out);
-}
-
 static void parse_args(int argc, char **argv, ExportArgs *a) {
     *a = (ExportArgs){0};
     model_overrides_take_or_exit("export", &argc, argv, &a->overrides);
-    static const struct option opts[] = {
-        {"weights", 1, 0, 'w'}, {"tokenizer", 1, 0, 'k'}, {"out", 1, 0, 'o'},
-        {"context-length", 1, 0, 'c'}, {"overwrite", 0, 0, 'O'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
-    int c, idx = 0;
-    while ((c = cli_getopt("export", argc, argv, opts, &idx)) != -1) {
-        switch (c) {
-        case 'w': a->weights = optarg; break;
-        case 'k': a->tokenizer = optarg; break;
-        case 'o': a->out = optarg; break;
-        case 'O': a->overwrite = 1; break;
-        case 'c': {
-            char *end;
-            long v = strtol(optarg, &end, 10);
-            if (!*optarg || *end || v < 1 || v > EXPORT_MAX_CONTEXT) {
-                fprintf(stderr, "export: --context-length: '%s' is not an integer in [1, %d]\n", optarg,
-                        EXPORT_MAX_CONTEXT);
-                exit(2);
-            }
-            a->context_length = (int)v;
-            break;
-        }
-        case 'h': usage(stdout); exit(0);
-        }
-    }
-    if (optind < argc) { fprintf(stderr, "export: unexpected argument '%s'\n", argv[optind]); exit(2); }
-    if (!a->weights || !a->tokenizer || !a->out) {
-        fprintf(stderr, "export: --weights, --tokenizer and --out are required (see --help)\n");
-        exit(2);
-    }
-    char err[1024];
+#define F(field) offsetof(ExportArgs, field)
+    static const OptSpec flags[] = {
+        {.name = "weights", .type = OPT_ARG, .offset = F(weights), .arg = "FILE", .min = 1, .required = 1,
+         .help = "safetensors weights (RUN_DIR/model.safetensors)"},
+        {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "FILE", .min = 1, .required = 1,
+         .help = "the model's tokenizer, written by ./prepare"},
+        {.name = "out", .type = OPT_ARG, .offset = F(out), .arg = "FILE", .min = 1, .required = 1,
+         .help = "the GGUF file to write (llama.cpp's format)"},
+        {.name = "overwrite", .type = OPT_FLAG, .offset = F(overwrite),
+         .help = "replace FILE if it exists (a regular file, not one of the inputs)"},
+        {.name = "context-length", .type = OPT_INT, .offset = F(context_length), .arg = "N", .min = 1,
+         .max = EXPORT_MAX_CONTEXT,
+         .help = "llama.cpp's context_length, and the rows of the position table of sinusoidal and none (default: "
+                 "block_size; learned: block_size only; at most 2^20: the table is N x d_model floats, in memory "
+                 "and in the file)"},
+    };
+#undef F
+    static const CliSpec spec = {
+        .prog = "export",
+        .usage = "usage: ./export --weights FILE --tokenizer FILE --out FILE.gguf [options]\n",
+        .opts = flags,
+        .n_opts = (int)(sizeof flags / sizeof flags[0]),
+        .about = "pos=learned, sinusoidal, none run as llama.cpp's gpt2, rope as gptneox, alibi as mpt;\n"
+                 "t5 has no home there and is refused.\n",
+        .help_more = model_overrides_usage,
+    };
+    cli_parse_or_exit(&spec, argc, argv, a, NULL, NULL);
+    char err[ERR_MAX];
     const char *inputs[] = {a->weights, a->tokenizer};
     if (cli_check_output(a->out, a->overwrite, inputs, 2, err, sizeof err) != 0) {
         fprintf(stderr, "export: %s\n", err);
@@ -96,7 +79,7 @@ int main(int argc, char **argv) {
     cli_start();
     ExportArgs a;
     parse_args(argc, argv, &a);
-    char err[1024];
+    char err[ERR_MAX];
     Tokenizer tok;
     GPT *model = NULL;
     GgufModel gm = {0};

@@ -41,6 +41,32 @@ void meter_clear(Meter *m) {
     m->line_open = 0;
 }
 
+void meter_keep(Meter *m) {
+    if (!m->line_open) return;
+    fputc('\n', stderr);
+    fflush(stderr);
+    m->line_open = 0;
+}
+
+// "PROG: text" (or text alone) as the \r line on a terminal, a whole line elsewhere.
+static void show(Meter *m, const char *text, double now) {
+    const char *prefix = m->prog ? m->prog : "", *sep = m->prog ? ": " : "";
+    if (m->tty) {
+        fprintf(stderr, "\r%s%s%s\033[K", prefix, sep, text);
+        m->line_open = 1;
+    } else {
+        fprintf(stderr, "%s%s%s\n", prefix, sep, text);
+    }
+    fflush(stderr);
+    m->last = now;
+}
+
+void meter_text(Meter *m, int mark, const char *text) {
+    if (!m->on) return;
+    double now = clock_seconds();
+    if (mark || (m->tty && now - m->last >= METER_TTY_EVERY)) show(m, text, now);
+}
+
 // 1234567 -> "1,234,567".
 static void format_count(char *buf, size_t n, long long v) {
     char digits[32];
@@ -52,8 +78,7 @@ static void format_count(char *buf, size_t n, long long v) {
     buf[k] = 0;
 }
 
-// 52 -> "52s", 200 -> "3m20s", 11700 -> "3h15m".
-static void format_eta(char *buf, size_t n, double s) {
+void meter_format_eta(char *buf, size_t n, double s) {
     if (!(s >= 0) || s > 1e8) snprintf(buf, n, "?");
     else if (s >= 3600) snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
     else if (s >= 60) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
@@ -100,17 +125,10 @@ void meter_update(Meter *m, const char *label, long long done, long long total, 
     format_count(tot, sizeof tot, total);
     if (rate >= 10) format_count(r, sizeof r, (long long)(rate + 0.5));
     else if (rate > 0) snprintf(r, sizeof r, "%.2f", rate);
-    if (done > 0 && t > 0) format_eta(eta, sizeof eta, meter_eta(m, done, total, t));
-    snprintf(line, sizeof line, "%s: %s%s%s/%s %s, %s %s/s, ETA %s", m->prog, label, *label ? " " : "", d, tot,
-             unit, r, unit, eta);
-    if (m->tty) {
-        fprintf(stderr, "\r%s\033[K", line);
-        m->line_open = 1;
-    } else {
-        fprintf(stderr, "%s\n", line);
-    }
-    fflush(stderr);
-    m->last = now;
+    if (done > 0 && t > 0) meter_format_eta(eta, sizeof eta, meter_eta(m, done, total, t));
+    snprintf(line, sizeof line, "%s%s%s/%s %s, %s %s/s, ETA %s", label, *label ? " " : "", d, tot, unit, r, unit,
+             eta);
+    show(m, line, now);
     m->prev_n = done;
     m->prev_t = t;
 }

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
+
 // The table index of a length key (not block_size: ./eval has --seq-len) named by
 // text (n chars, '-' as '_'), or -1.
 static int length_key(const char *text, size_t n) {
@@ -30,7 +32,7 @@ int model_overrides_take(int *argc, char **argv, ModelOverrides *o, char *err, s
         if (!value) { snprintf(err, errlen, "--%s: missing value", keys[k].name); return -1; }
         if (o->n == MODEL_OVERRIDES_MAX) { snprintf(err, errlen, "--%s: too many model keys", keys[k].name); return -1; }
         GPTConfig probe;
-        char msg[256];
+        char msg[ERR_MAX];
         memset(&probe, 0, sizeof probe);
         if (gpt_config_set(&probe, k, value, msg, sizeof msg) != 0) {
             snprintf(err, errlen, "--%s: %s", keys[k].name, msg);
@@ -45,7 +47,7 @@ int model_overrides_take(int *argc, char **argv, ModelOverrides *o, char *err, s
 }
 
 void model_overrides_take_or_exit(const char *prog, int *argc, char **argv, ModelOverrides *o) {
-    char err[256];
+    char err[ERR_MAX];
     if (model_overrides_take(argc, argv, o, err, sizeof err) == 0) return;
     fprintf(stderr, "%s: %s\n", prog, err);
     exit(2);
@@ -56,7 +58,7 @@ int model_overrides_apply(GPT *model, const ModelOverrides *o, char *err, size_t
     GPTConfig cfg = *gpt_config(model);
     const ModelKey *keys;
     gpt_model_keys(&keys);
-    char msg[256];
+    char msg[ERR_MAX];
     for (int i = 0; i < o->n; i++)
         if (gpt_config_set(&cfg, o->key[i], o->value[i], msg, sizeof msg) != 0) {
             snprintf(err, errlen, "--%s: %s", keys[o->key[i]].name, msg);
@@ -72,6 +74,9 @@ void model_overrides_usage(FILE *out) {
     int n = gpt_model_keys(&keys);
     fprintf(out, "the trained model's length keys may be changed (docs/POSITIONS.md):\n");
     for (int k = 0; k < n; k++)
-        if (keys[k].length_key && strcmp(keys[k].name, "block_size") != 0)
-            fprintf(out, "  --%s=VALUE%*s%s\n", keys[k].name, (int)(22 - strlen(keys[k].name)), "", keys[k].help);
+        if (keys[k].length_key && strcmp(keys[k].name, "block_size") != 0) {
+            char head[96];
+            snprintf(head, sizeof head, "  --%s=VALUE", keys[k].name);
+            cli_print_entry(out, head, keys[k].help, 32);
+        }
 }

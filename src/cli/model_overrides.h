@@ -1,5 +1,5 @@
 // model_overrides.h: the length keys of a trained model given on the command
-// line of ./eval and ./sample (--rope_scaling=yarn --rope_scaling_factor=4
+// line of ./eval, ./sample and ./export (--rope_scaling=yarn --rope_scaling_factor=4
 // ...): the model's table says which keys those are (ModelKey.length_key),
 // so a new one needs no change here.
 #ifndef ROPELAB_TRAIN_MODEL_OVERRIDES_H

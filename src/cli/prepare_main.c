@@ -17,17 +17,16 @@
 //    point (--split docs). The two splits never overlap.
 // 5. Write OUT/tokenizer.bin, OUT/train.bin, OUT/val.bin (atomically) and
 //    print a summary.
-#include <errno.h>
 #include <limits.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/meter.h"
 #include "common/clock.h"
 #include "common/fs.h"
 #include "data/bpe.h"
@@ -36,11 +35,13 @@
 typedef struct {
     int vocab_size;
     double val_fraction;
+    const char *split;         // --split: "tail" or "docs"
     int split_docs;            // 0: tail of the stream, 1: whole documents
-    char *doc_sep;             // NULL: one document per file
+    const char *doc_sep_arg;   // --doc-sep as given (escapes), or NULL
+    char *doc_sep;             // the separator itself; NULL: one document per file
     const char *out_dir;       // --out-dir, or out_dir_default
     char out_dir_default[300];
-    const char *tokenizer;     // existing tokenizer to use instead of training
+    const char *tokenizer;     // existing tokenizer to use instead of training one
     int block_size;            // > 0: both splits must hold one window of block_size + 1
     int overwrite;             // --overwrite: replace the files of an existing OUT
     const char **inputs;
@@ -48,27 +49,6 @@ typedef struct {
 } Options;
 
 typedef struct { const uint8_t *bytes; size_t len; } Doc;
-
-static void usage(FILE *f) {
-    fprintf(f,
-        "usage: ./prepare [options] FILE [FILE...]\n"
-        "Trains a byte-level BPE tokenizer on UTF-8 text file(s), encodes them and writes\n"
-        "OUT/tokenizer.bin, OUT/train.bin and OUT/val.bin (llm.c token files).\n"
-        "\n"
-        "  --vocab-size N     vocabulary size including eot, %d..%d (default 4096)\n"
-        "  --val-fraction F   held-out fraction of the tokens, 0 < F <= 0.5 (default 0.05)\n"
-        "  --split tail|docs  validation = the last tokens (tail, default) or the last\n"
-        "                     whole documents (docs)\n"
-        "  --doc-sep STR      a new document starts at every STR (escapes \\n \\t \\\\);\n"
-        "                     default: each file is one document\n"
-        "  --out-dir DIR      output directory (default data/NAME, NAME = first file\n"
-        "                     without its extension)\n"
-        "  --tokenizer FILE   use this tokenizer instead of training one\n"
-        "  --block-size T     fail unless both splits hold one window of T+1 tokens\n"
-        "  --overwrite        replace the three files if OUT already holds them\n"
-        "  --help             this text\n",
-        BPE_MIN_VOCAB, BPE_MAX_VOCAB);
-}
 
 // ------------------------------------------------------------ options
 
@@ -85,81 +65,57 @@ static char *unescape(const char *s) {
     return out;
 }
 
-static int parse_int(const char *flag, const char *v, long lo, long hi, int *out) {
-    char *end;
-    errno = 0;
-    long x = strtol(v, &end, 10);
-    if (errno || *end || end == v || x < lo || x > hi) {
-        fprintf(stderr, "prepare: %s %s: expected an integer in %ld..%ld\n", flag, v, lo, hi);
-        return -1;
-    }
-    *out = (int)x;
-    return 0;
-}
-
 static void free_options(Options *o) {
     free(o->inputs);
     free(o->doc_sep);
     memset(o, 0, sizeof *o);
 }
 
-// 0, 1 for --help (usage printed), -1 with a message.
+// The command line into o (--help: the help, exit 0; a bad option: one
+// line, exit 2). 0, or -1 with a message.
 static int parse_options(int argc, char **argv, Options *o) {
     memset(o, 0, sizeof *o);
-    o->vocab_size = 4096;
-    o->val_fraction = 0.05;
     o->inputs = calloc((size_t)argc, sizeof *o->inputs);
     if (!o->inputs) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
-    static const struct option opts[] = {
-        {"vocab-size", 1, 0, 'v'}, {"val-fraction", 1, 0, 'f'}, {"split", 1, 0, 's'}, {"doc-sep", 1, 0, 'd'},
-        {"out-dir", 1, 0, 'o'}, {"tokenizer", 1, 0, 't'}, {"block-size", 1, 0, 'b'}, {"overwrite", 0, 0, 'O'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
-    int c, idx = 0;
-    while ((c = cli_getopt("prepare", argc, argv, opts, &idx)) != -1) {
-        const char *v = optarg;
-        if (c == 'h') { usage(stdout); return 1; }
-        if (c == 'O') {
-            o->overwrite = 1;
-        } else if (c == 'v') {
-            char *end;
-            long x = strtol(v, &end, 10);
-            if (*end || end == v || x < BPE_MIN_VOCAB || x > BPE_MAX_VOCAB) {
-                fprintf(stderr, "prepare: --vocab-size %s: out of range (%d..%d: the 256 bytes and eot at least, "
-                        "uint16 token ids at most)\n", v, BPE_MIN_VOCAB, BPE_MAX_VOCAB);
-                return -1;
-            }
-            o->vocab_size = (int)x;
-        } else if (c == 'f') {
-            char *end;
-            double f = strtod(v, &end);
-            if (*end || end == v || !(f > 0 && f <= 0.5)) {
-                fprintf(stderr, "prepare: --val-fraction %s: expected a number with 0 < F <= 0.5\n", v);
-                return -1;
-            }
-            o->val_fraction = f;
-        } else if (c == 's') {
-            if (!strcmp(v, "tail")) o->split_docs = 0;
-            else if (!strcmp(v, "docs")) o->split_docs = 1;
-            else { fprintf(stderr, "prepare: --split %s: expected tail or docs\n", v); return -1; }
-        } else if (c == 'd') {
-            free(o->doc_sep);
-            if (!(o->doc_sep = unescape(v))) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
-            if (!*o->doc_sep) { fprintf(stderr, "prepare: --doc-sep: the separator is empty\n"); return -1; }
-        } else if (c == 'o') {
-            // Room for "/tokenizer.bin" and the writer's ".tmp.XXXXXX" within PATH_MAX.
-            if (!*v || strlen(v) + 32 >= PATH_MAX) {
-                fprintf(stderr, "prepare: --out-dir: the path is empty or longer than %d characters\n", PATH_MAX - 32);
-                return -1;
-            }
-            o->out_dir = v;
-        } else if (c == 't') {
-            o->tokenizer = v;
-        } else if (c == 'b') {
-            if (parse_int("--block-size", v, 1, 1 << 20, &o->block_size)) return -1;
-        }
+#define F(field) offsetof(Options, field)
+    static const OptSpec flags[] = {
+        {.name = "vocab-size", .type = OPT_INT, .def = "4096", .offset = F(vocab_size), .arg = "N",
+         .min = BPE_MIN_VOCAB, .max = BPE_MAX_VOCAB,
+         .help = "vocabulary size including eot (the 256 bytes and eot at least, uint16 token ids at most)"},
+        {.name = "val-fraction", .type = OPT_DOUBLE, .def = "0.05", .offset = F(val_fraction), .arg = "F",
+         .min = 0, .min_open = 1, .max = 0.5, .help = "held-out fraction of the tokens"},
+        {.name = "split", .type = OPT_ARG, .def = "tail", .offset = F(split), .arg = "HOW", .choices = "tail|docs",
+         .help = "validation = the last tokens (tail) or the last whole documents (docs)"},
+        {.name = "doc-sep", .type = OPT_ARG, .offset = F(doc_sep_arg), .arg = "STR", .min = 1,
+         .help = "a new document starts at every STR (escapes \\n \\t \\\\); default: each file is one document"},
+        // Room for "/tokenizer.bin" and the writer's ".tmp.XXXXXX" within PATH_MAX.
+        {.name = "out-dir", .type = OPT_ARG, .offset = F(out_dir), .arg = "DIR", .min = 1, .max = PATH_MAX - 33,
+         .help = "output directory (default data/NAME, NAME = first file without its extension)"},
+        {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "FILE", .min = 1,
+         .help = "use this tokenizer instead of training one"},
+        {.name = "block-size", .type = OPT_INT, .offset = F(block_size), .arg = "T", .min = 1, .max = 1 << 20,
+         .help = "fail unless both splits hold one window of T+1 tokens"},
+        {.name = "overwrite", .type = OPT_FLAG, .offset = F(overwrite),
+         .help = "replace the three files if OUT already holds them"},
+    };
+#undef F
+    static const CliSpec spec = {
+        .prog = "prepare",
+        .usage = "usage: ./prepare [options] FILE [FILE...]\n"
+                 "Trains a byte-level BPE tokenizer on UTF-8 text file(s), encodes them and writes\n"
+                 "OUT/tokenizer.bin, OUT/train.bin and OUT/val.bin (llm.c token files).\n"
+                 "\n",
+        .opts = flags,
+        .n_opts = (int)(sizeof flags / sizeof flags[0]),
+        .positional = 1,
+    };
+    cli_parse_or_exit(&spec, argc, argv, o, o->inputs, &o->n_inputs);
+    o->split_docs = strcmp(o->split, "docs") == 0;
+    if (o->doc_sep_arg) {
+        if (!(o->doc_sep = unescape(o->doc_sep_arg))) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
+        if (!*o->doc_sep) { fprintf(stderr, "prepare: --doc-sep: the separator is empty\n"); return -1; }
     }
-    while (optind < argc) o->inputs[o->n_inputs++] = argv[optind++];
-    if (o->n_inputs == 0) { fprintf(stderr, "prepare: no input file (see --help)\n"); return -1; }
+    if (o->n_inputs == 0) { fprintf(stderr, "prepare: no input file (see ./prepare --help)\n"); return -1; }
     if (!o->out_dir) {   // data/NAME from the first input (NAME at most 255 bytes, a file name)
         const char *base = strrchr(o->inputs[0], '/');
         base = base ? base + 1 : o->inputs[0];
@@ -199,7 +155,7 @@ static size_t utf8_check(const uint8_t *s, size_t n) {
 
 static uint8_t *read_text(const char *path, size_t *len) {
     long long size;
-    char err[600];
+    char err[ERR_MAX];
     FILE *f = fopen_regular_file(path, &size, err, sizeof err);
     if (!f) { fprintf(stderr, "%s\n", err); return NULL; }
     if (size == 0) { fprintf(stderr, "%s: the file is empty\n", path); fclose(f); return NULL; }
@@ -244,29 +200,17 @@ static int split_docs(const uint8_t *text, size_t n, const char *sep, Doc **docs
 
 // ------------------------------------------------------------ progress
 
-typedef struct { const char *what; int tty; int last_step; } PhaseMeter;
-
-// On a terminal, one line rewritten in place; otherwise a line every 25%.
-static void progress_show(PhaseMeter *p, double done, double total) {
-    double pct = total > 0 ? 100.0 * done / total : 100.0;
-    if (p->tty) {
-        fprintf(stderr, "\r%s %5.1f%%", p->what, pct);
-        if (done >= total) fprintf(stderr, "\n");
-    } else {
-        int step = (int)(pct / 25);
-        if (step > p->last_step) { fprintf(stderr, "%s %d%%\n", p->what, step * 25); p->last_step = step; }
-    }
-    fflush(stderr);
+// bpe_train's progress callback: merges done of the vocabulary's, on the meter (cli/meter.h).
+static void on_merge(int done, int total, void *meter) {
+    meter_update(meter, "training the tokenizer:", done, total, "merges");
 }
-
-static void on_merge(int done, int total, void *user) { progress_show(user, done, total); }
 
 // Step 0: OUT and the three output files can be written, before any work.
 // 0, or the exit status: 1 for a directory that cannot be written (or out of
 // memory), 2 for an output file refused (the command line's: exists without
 // --overwrite, not a regular file, one of the inputs).
 static int check_outputs(const Options *o, char *const paths[3]) {
-    char err[1400];
+    char err[ERR_MAX];
     if (fs_check_writable_dir(o->out_dir, err, sizeof err) != 0) { fprintf(stderr, "prepare: %s\n", err); return 1; }
     const char **inputs = malloc(((size_t)o->n_inputs + 1) * sizeof *inputs);
     if (!inputs) { fprintf(stderr, "prepare: out of memory\n"); return 1; }
@@ -287,10 +231,9 @@ static int check_outputs(const Options *o, char *const paths[3]) {
 int main(int argc, char **argv) {
     cli_start();
     Options o;
-    int parsed = parse_options(argc, argv, &o);
-    if (parsed != 0) { free_options(&o); return parsed > 0 ? 0 : 2; }
+    if (parse_options(argc, argv, &o) != 0) { free_options(&o); return 2; }
     double t_start = clock_seconds();
-    int tty = isatty(fileno(stderr)), rc = 1, tok_loaded = 0;
+    int rc = 1, tok_loaded = 0;
     Doc *docs = NULL;
     int n_docs = 0, cap_docs = 0;
     size_t total_bytes = 0;
@@ -298,8 +241,10 @@ int main(int argc, char **argv) {
     uint32_t *ids = NULL;
     const uint8_t **ptrs = NULL;
     size_t *lens = NULL;
-    char *path_tok = NULL, *path_train = NULL, *path_val = NULL, err[1400];
+    char *path_tok = NULL, *path_train = NULL, *path_val = NULL, err[ERR_MAX];
     Tokenizer tok;
+    Meter meter;   // progress of the merges and the encoding on stderr (cli/meter.h), as the other programs'
+    meter_start(&meter, "prepare");
     size_t dir_len = strlen(o.out_dir) + 32;
     path_tok = malloc(dir_len);
     path_train = malloc(dir_len);
@@ -337,8 +282,10 @@ int main(int argc, char **argv) {
         lens = malloc((size_t)n_docs * sizeof *lens);
         if (!ptrs || !lens) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
         for (int d = 0; d < n_docs; d++) { ptrs[d] = docs[d].bytes; lens[d] = docs[d].len; }
-        PhaseMeter pr = {"training merges", tty, 0};
-        if (bpe_train_multi(&tok, ptrs, lens, n_docs, o.vocab_size, on_merge, &pr, err, sizeof err)) {
+        meter_phase(&meter, 1, 0);
+        int trained = bpe_train_multi(&tok, ptrs, lens, n_docs, o.vocab_size, on_merge, &meter, err, sizeof err);
+        meter_clear(&meter);
+        if (trained != 0) {
             fprintf(stderr, "%s: %s\n", o.inputs[0], err);
             goto done;
         }
@@ -355,7 +302,7 @@ int main(int argc, char **argv) {
     if (!ids) { fprintf(stderr, "%s: out of memory for %zu tokens\n", o.inputs[0], total_bytes + n_docs); goto done; }
     size_t n_ids = 0, n_eot = 0, done_bytes = 0;
     const size_t chunk = 1 << 20;
-    PhaseMeter pe = {"encoding", tty, 0};
+    meter_phase(&meter, 1, 0);
     for (int d = 0; d < n_docs; d++) {
         ids[n_ids++] = tok.eot_id;
         n_eot++;
@@ -367,9 +314,10 @@ int main(int argc, char **argv) {
             n_ids += bpe_encode(&tok, s + start, end - start, ids + n_ids);
             done_bytes += end - start;
             start = end;
-            progress_show(&pe, done_bytes, total_bytes);
+            meter_update(&meter, "encoding:", (long long)done_bytes, (long long)total_bytes, "bytes");
         }
     }
+    meter_clear(&meter);
     double t_encode = clock_seconds() - t0;
 
     // 4. Split.

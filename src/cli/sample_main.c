@@ -26,6 +26,7 @@
 // prompt's \r line is erased before the text starts).
 #include <math.h>
 #include <omp.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -48,83 +49,50 @@ typedef struct {
     int n_tokens, top_k, threads;
     float temperature;
     uint64_t seed;
-    GPTMatmul matmul;           // the engine of the linear products (--matmul, --precision)
+    char matmul_name[OPT_STR_MAX], precision_name[OPT_STR_MAX];   // ./train's keys matmul, precision
+    GPTMatmul matmul;           // the engine of the linear products they name (options_engine)
     GPTPrecision precision;
 } SampleArgs;
 
-static void usage(FILE *out) {
-    fprintf(out,
-        "usage: ./sample --weights FILE --tokenizer FILE [options]\n"
-        "  --weights FILE       safetensors weights (RUN_DIR/model.safetensors)\n"
-        "  --tokenizer FILE     tokenizer file written by ./prepare\n"
-        "  --prompt TEXT        text to continue (default: start of a document)\n"
-        "  --tokens N           tokens to generate (default 200)\n"
-        "  --temperature X      0 = greedy; default 0.8\n"
-        "  --top-k K            sample among the K most likely tokens, 0 = all (default 40)\n"
-        "  --seed N             sampling seed (default 1)\n"
-        "  --threads N          threads, 0 = all cores (default 0)\n"
-        "  --matmul M           the linear products' engine: auto (default: openblas for fp32, onednn\n"
-        "                       for bf16), openblas, onednn, or reference (plain loops, slow)\n"
-        "  --precision P        fp32 (default) or bf16 (the products' inputs, on oneDNN)\n");
-    model_overrides_usage(out);
-}
-
-// Parses a whole-string integer in [lo, hi]; returns 0 on success.
-static int parse_long(const char *s, long lo, long hi, long *out) {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (*s == '\0' || *end != '\0' || v < lo || v > hi) return -1;
-    *out = v;
-    return 0;
-}
-
-static int parse_args(int argc, char **argv, SampleArgs *a) {
-    *a = (SampleArgs){ .prompt = "", .n_tokens = 200, .top_k = 40, .temperature = 0.8f, .seed = 1 };
+static void parse_args(int argc, char **argv, SampleArgs *a) {
+    *a = (SampleArgs){0};
     model_overrides_take_or_exit("sample", &argc, argv, &a->overrides);
-    static const struct option opts[] = {
-        {"weights", 1, 0, 'w'}, {"tokenizer", 1, 0, 'k'}, {"prompt", 1, 0, 'p'},
-        {"tokens", 1, 0, 'n'}, {"temperature", 1, 0, 't'}, {"top-k", 1, 0, 'K'},
-        {"seed", 1, 0, 's'}, {"threads", 1, 0, 'j'}, {"matmul", 1, 0, 'm'}, {"precision", 1, 0, 'P'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
-    int c, idx = 0;
-    long v;
-    char matmul[OPT_STR_MAX] = "auto", precision[OPT_STR_MAX] = "fp32", msg[256];
-    while ((c = cli_getopt("sample", argc, argv, opts, &idx)) != -1) {
-        switch (c) {
-        case 'w': a->weights = optarg; break;
-        case 'k': a->tokenizer = optarg; break;
-        case 'p': a->prompt = optarg; break;
-        case 'n': if (parse_long(optarg, 0, 1000000, &v)) goto bad; a->n_tokens = (int)v; break;
-        case 'K': if (parse_long(optarg, 0, 1 << 30, &v)) goto bad; a->top_k = (int)v; break;
-        case 'j': case 's': case 'm': case 'P': {   // ./train's keys, by its table's rules
-            void *out = c == 'j' ? (void *)&a->threads : c == 's' ? (void *)&a->seed
-                      : c == 'm' ? (void *)matmul : (void *)precision;
-            if (options_parse_key_value(opts[idx].name, optarg, out, msg, sizeof msg) != 0) {
-                fprintf(stderr, "sample: --%s: %s\n", opts[idx].name, msg);
-                exit(2);
-            }
-            break;
-        }
-        case 't': {
-            char *end;
-            a->temperature = strtof(optarg, &end);
-            if (*optarg == '\0' || *end != '\0' || !(a->temperature >= 0) || !isfinite(a->temperature)) goto bad;
-            break;
-        }
-        case 'h': usage(stdout); exit(0);
-        }
-        continue;
-    bad:
-        fprintf(stderr, "sample: --%s: bad value '%s'\n", opts[idx].name, optarg);
+#define F(field) offsetof(SampleArgs, field)
+    // The flags (cli/opt.h). Not static: the entries of ./train's keys are
+    // copies of its table's (options_flag), made here.
+    const OptSpec flags[] = {
+        {.name = "weights", .type = OPT_ARG, .offset = F(weights), .arg = "FILE", .min = 1, .required = 1,
+         .help = "safetensors weights (RUN_DIR/model.safetensors)"},
+        {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "FILE", .min = 1, .required = 1,
+         .help = "tokenizer file written by ./prepare"},
+        {.name = "prompt", .type = OPT_ARG, .def = "", .offset = F(prompt), .arg = "TEXT",
+         .help = "text to continue (default: start of a document)"},
+        {.name = "tokens", .type = OPT_INT, .def = "200", .offset = F(n_tokens), .arg = "N", .min = 0, .max = 1000000,
+         .help = "tokens to generate"},
+        {.name = "temperature", .type = OPT_FLOAT, .def = "0.8", .offset = F(temperature), .arg = "X", .min = 0,
+         .max = 1e30, .help = "0 = greedy"},
+        {.name = "top-k", .type = OPT_INT, .def = "40", .offset = F(top_k), .arg = "K", .min = 0, .max = 1 << 30,
+         .help = "sample among the K most likely tokens, 0 = all"},
+        options_flag("seed", F(seed), "N", "sampling seed"),
+        options_flag("threads", F(threads), "N", NULL),
+        options_flag("matmul", F(matmul_name), "M", "the linear products' engine: auto (openblas for fp32, onednn "
+                     "for bf16), openblas, onednn, or reference (plain loops, slow)"),
+        options_flag("precision", F(precision_name), "P", "fp32 or bf16 (the products' inputs, on oneDNN)"),
+    };
+#undef F
+    const CliSpec spec = {
+        .prog = "sample",
+        .usage = "usage: ./sample --weights FILE --tokenizer FILE [options]\n",
+        .opts = flags,
+        .n_opts = (int)(sizeof flags / sizeof flags[0]),
+        .help_more = model_overrides_usage,
+    };
+    cli_parse_or_exit(&spec, argc, argv, a, NULL, NULL);
+    char err[ERR_MAX];
+    if (options_engine(a->matmul_name, a->precision_name, &a->matmul, &a->precision, err, sizeof err) != 0) {
+        fprintf(stderr, "sample: %s\n", err);
         exit(2);
     }
-    if (optind < argc) { fprintf(stderr, "sample: unexpected argument '%s'\n", argv[optind]); exit(2); }
-    if (options_engine(matmul, precision, &a->matmul, &a->precision, msg, sizeof msg) != 0) {
-        fprintf(stderr, "sample: %s\n", msg);
-        exit(2);
-    }
-    if (!a->weights || !a->tokenizer) { fprintf(stderr, "sample: --weights and --tokenizer are required (see --help)\n"); exit(2); }
-    return 0;
 }
 
 // Picks the next token from logits (V): greedy at temperature 0, otherwise
@@ -176,7 +144,7 @@ int main(int argc, char **argv) {
     SampleArgs a;
     parse_args(argc, argv, &a);
     threads_set(a.threads);
-    char err[512];
+    char err[ERR_MAX];
     Tokenizer tok;
     GPT *model = NULL;
     KVCache *cache = NULL;

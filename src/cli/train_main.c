@@ -15,7 +15,7 @@
 // and only rank 0's machine needs the run directory. Without MPI this is
 // options_parse_args. Returns 0 or an exit status (agreed by every rank).
 static int parse_args_on_rank0(int argc, char **argv, TrainOptions *opt, TrainArgs *args) {
-    char err[1024];
+    char err[ERR_MAX];
     int rc = TRAIN_OK;
     if (dist_rank() == 0 && options_parse_args(argc, argv, opt, args, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
@@ -46,7 +46,7 @@ static int parse_args_on_rank0(int argc, char **argv, TrainOptions *opt, TrainAr
 static void reproducible_kernels(int argc, char **argv) {
     TrainOptions opt;
     TrainArgs args;
-    char err[1024];
+    char err[ERR_MAX];
     if (options_parse_args(argc, argv, &opt, &args, err, sizeof err) == 0 && opt.reproducible)
         blas_use_reproducible_kernels(argv);
 }
@@ -57,7 +57,7 @@ int main(int argc, char **argv) {
     blas_use_native_kernels(argv);
     TrainOptions opt;
     TrainArgs args;
-    char err[1024];
+    char err[ERR_MAX];
     if (dist_init(&argc, &argv, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;

@@ -13,69 +13,60 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "cli/cli.h"
 #include "common/atomic_file.h"
-#include "common/numtext.h"
 
-typedef enum { T_INT, T_U64, T_FLOAT, T_STR } OptType;
-
-// A key of training itself ([data], [optim], [run]); the model keys are the
-// model's table (gpt_model_keys).
-typedef struct {
-    const char *name, *section;
-    OptType type;
-    const char *def;     // default, as text: parsed like any value from a file
-    size_t offset;       // field of TrainOptions
-    double min, max;     // inclusive range (strings: min 1 = must not be empty)
-    int fixed;           // defines the data: cannot change on --resume
-    const char *help;
-    const char *choices; // strings: the allowed values, "a|b|c" (NULL: any)
-} OptSpec;
-
-#define F(field) offsetof(TrainOptions, field)
+// The keys of training itself ([data], [optim], [run]), in the programs' one
+// option-table form (cli/opt.h: name, section, type, default as text, field
+// of TrainOptions, range, fixed on --resume, help, choices); the model keys
+// are the model's table (gpt_model_keys).
+#define KEY(name_, section_, type_, def_, field, min_, max_, fixed_, help_, choices_)                          \
+    {.name = name_, .section = section_, .type = type_, .def = def_, .offset = offsetof(TrainOptions, field), \
+     .min = min_, .max = max_, .fixed = fixed_, .help = help_, .choices = choices_}
 static const OptSpec OPTION_TABLE[] = {
-    {"tokenizer", "data", T_STR, "data/kjv/tokenizer.bin", F(tokenizer), 1, 0, 1,
-     "BPE tokenizer written by ./prepare; gives vocab_size and the model's tokenizer_checksum", NULL},
-    {"train_file", "data", T_STR, "data/kjv/train.bin", F(train_file), 1, 0, 1, "training tokens (llm.c token file)", NULL},
-    {"val_file", "data", T_STR, "data/kjv/val.bin", F(val_file), 1, 0, 1, "validation tokens (llm.c token file)", NULL},
+    KEY("tokenizer", "data", OPT_STR, "data/kjv/tokenizer.bin", tokenizer, 1, 0, 1,
+        "BPE tokenizer written by ./prepare; gives vocab_size and the model's tokenizer_checksum", NULL),
+    KEY("train_file", "data", OPT_STR, "data/kjv/train.bin", train_file, 1, 0, 1, "training tokens (llm.c token file)", NULL),
+    KEY("val_file", "data", OPT_STR, "data/kjv/val.bin", val_file, 1, 0, 1, "validation tokens (llm.c token file)", NULL),
 
-    {"lr", "optim", T_FLOAT, "0.002", F(lr), 0, 1e30, 0, "peak learning rate, reached at the end of warmup", NULL},
-    {"min_lr", "optim", T_FLOAT, "0.0002", F(min_lr), 0, 1e30, 0,
-     "learning rate at the end of the cosine decay; <= lr", NULL},
-    {"warmup_steps", "optim", T_INT, "50", F(warmup_steps), 0, 1e9, 0,
-     "steps of linear warmup from lr/warmup_steps to lr", NULL},
-    {"beta1", "optim", T_FLOAT, "0.9", F(beta1), 0, 0.999999, 0, "AdamW first-moment decay", NULL},
-    {"beta2", "optim", T_FLOAT, "0.95", F(beta2), 0, 0.999999, 0, "AdamW second-moment decay", NULL},
-    {"eps", "optim", T_FLOAT, "1e-08", F(eps), 1e-30, 1, 0, "AdamW epsilon, added to sqrt(v_hat)", NULL},
-    {"weight_decay", "optim", T_FLOAT, "0.1", F(weight_decay), 0, 10, 0,
-     "decoupled weight decay, on wte and the linear weight matrices only (not biases, norm weights, wpe, rel_bias)", NULL},
-    {"grad_clip", "optim", T_FLOAT, "1", F(grad_clip), 0, 1e30, 0,
-     "clip the global gradient norm to this value; 0 = no clipping", NULL},
-    {"batch_size", "optim", T_INT, "16", F(batch_size), 1, 65536, 0, "sequences per micro-batch (B)", NULL},
-    {"grad_accum", "optim", T_INT, "1", F(grad_accum), 1, 65536, 0,
-     "micro-batches per step; tokens per step = batch_size * block_size * grad_accum", NULL},
+    KEY("lr", "optim", OPT_FLOAT, "0.002", lr, 0, 1e30, 0, "peak learning rate, reached at the end of warmup", NULL),
+    KEY("min_lr", "optim", OPT_FLOAT, "0.0002", min_lr, 0, 1e30, 0,
+        "learning rate at the end of the cosine decay; <= lr", NULL),
+    KEY("warmup_steps", "optim", OPT_INT, "50", warmup_steps, 0, 1e9, 0,
+        "steps of linear warmup from lr/warmup_steps to lr", NULL),
+    KEY("beta1", "optim", OPT_FLOAT, "0.9", beta1, 0, 0.999999, 0, "AdamW first-moment decay", NULL),
+    KEY("beta2", "optim", OPT_FLOAT, "0.95", beta2, 0, 0.999999, 0, "AdamW second-moment decay", NULL),
+    KEY("eps", "optim", OPT_FLOAT, "1e-08", eps, 1e-30, 1, 0, "AdamW epsilon, added to sqrt(v_hat)", NULL),
+    KEY("weight_decay", "optim", OPT_FLOAT, "0.1", weight_decay, 0, 10, 0,
+        "decoupled weight decay, on wte and the linear weight matrices only (not biases, norm weights, wpe, rel_bias)", NULL),
+    KEY("grad_clip", "optim", OPT_FLOAT, "1", grad_clip, 0, 1e30, 0,
+        "clip the global gradient norm to this value; 0 = no clipping", NULL),
+    KEY("batch_size", "optim", OPT_INT, "16", batch_size, 1, 65536, 0, "sequences per micro-batch (B)", NULL),
+    KEY("grad_accum", "optim", OPT_INT, "1", grad_accum, 1, 65536, 0,
+        "micro-batches per step; tokens per step = batch_size * block_size * grad_accum", NULL),
 
-    {"steps", "run", T_INT, "600", F(steps), 1, 1e9, 0, "optimizer steps (updates) in the run", NULL},
-    {"eval_every", "run", T_INT, "50", F(eval_every), 0, 1e9, 0,
-     "validation loss every this many steps (and at step 0 and the last step); 0 = only those", NULL},
-    {"eval_batches", "run", T_INT, "8", F(eval_batches), 1, 1e6, 0,
-     "validation batches per evaluation (fixed windows from the start of val_file)", NULL},
-    {"save_every", "run", T_INT, "100", F(save_every), 0, 1e9, 0,
-     "checkpoint every this many steps (and at the end); 0 = only at the end", NULL},
-    {"seed", "run", T_U64, "1", F(seed), 0, 0, 1, "seeds the initial weights and the order of training batches", NULL},
-    {"threads", "run", T_INT, "0", F(threads), 0, 4096, 0, "OpenMP and OpenBLAS threads; 0 = all cores", NULL},
-    {"precision", "run", T_STR, "fp32", F(precision), 1, 0, 0,
-     "fp32, or bf16: the linear layers' and attention's products take bf16 inputs (fp32 accumulation, "
-     "fp32 weights and everything else); may change on --resume", "fp32|bf16"},
-    {"matmul", "run", T_STR, "auto", F(matmul), 1, 0, 0,
-     "engine of the linear layers' and attention's products: openblas (fp32), onednn (fp32 or bf16), "
-     "reference (fp32, plain loops: slow); auto = openblas for fp32, onednn for bf16", "auto|openblas|onednn|reference"},
-    {"reproducible", "run", T_INT, "0", F(reproducible), 0, 1, 0,
-     "1: the run's bits are the same on any x86-64 CPU with AVX2 and FMA, whatever the thread count and "
-     "OPENBLAS_CORETYPE: OpenBLAS fp32 on its Haswell kernels (./train sets OPENBLAS_CORETYPE=Haswell and "
-     "starts again if OpenBLAS runs others); the study scripts use it (docs/TRAINING.md)", NULL},
-    {"out_dir", "run", T_STR, "", F(out_dir), 0, 0, 0, "run directory; empty = runs/<pos>-<config name>-s<seed>", NULL},
+    KEY("steps", "run", OPT_INT, "600", steps, 1, 1e9, 0, "optimizer steps (updates) in the run", NULL),
+    KEY("eval_every", "run", OPT_INT, "50", eval_every, 0, 1e9, 0,
+        "validation loss every this many steps (and at step 0 and the last step); 0 = only those", NULL),
+    KEY("eval_batches", "run", OPT_INT, "8", eval_batches, 1, 1e6, 0,
+        "validation batches per evaluation (fixed windows from the start of val_file)", NULL),
+    KEY("save_every", "run", OPT_INT, "100", save_every, 0, 1e9, 0,
+        "checkpoint every this many steps (and at the end); 0 = only at the end", NULL),
+    KEY("seed", "run", OPT_U64, "1", seed, 0, 0, 1, "seeds the initial weights and the order of training batches", NULL),
+    KEY("threads", "run", OPT_INT, "0", threads, 0, 4096, 0, "OpenMP and OpenBLAS threads; 0 = all cores", NULL),
+    KEY("precision", "run", OPT_STR, "fp32", precision, 1, 0, 0,
+        "fp32, or bf16: the linear layers' and attention's products take bf16 inputs (fp32 accumulation, "
+        "fp32 weights and everything else); may change on --resume", "fp32|bf16"),
+    KEY("matmul", "run", OPT_STR, "auto", matmul, 1, 0, 0,
+        "engine of the linear layers' and attention's products: openblas (fp32), onednn (fp32 or bf16), "
+        "reference (fp32, plain loops: slow); auto = openblas for fp32, onednn for bf16", "auto|openblas|onednn|reference"),
+    KEY("reproducible", "run", OPT_INT, "0", reproducible, 0, 1, 0,
+        "1: the run's bits are the same on any x86-64 CPU with AVX2 and FMA, whatever the thread count and "
+        "OPENBLAS_CORETYPE: OpenBLAS fp32 on its Haswell kernels (./train sets OPENBLAS_CORETYPE=Haswell and "
+        "starts again if OpenBLAS runs others); the study scripts use it (docs/TRAINING.md)", NULL),
+    KEY("out_dir", "run", OPT_STR, "", out_dir, 0, 0, 0, "run directory; empty = runs/<pos>-<config name>-s<seed>", NULL),
 };
-#undef F
+#undef KEY
 enum { N_OPTS = (int)(sizeof OPTION_TABLE / sizeof OPTION_TABLE[0]) };
 
 // Keys are numbered model keys first (0 .. n_model - 1, in the model's table
@@ -120,17 +111,18 @@ static void format_value(const TrainOptions *opt, int k, char *buf, size_t n) {
     if (is_model_key(k)) { gpt_config_get(&opt->model, k, buf, n); return; }
     const void *p = cfield(opt, k);
     switch (opt_spec(k)->type) {
-    case T_INT: snprintf(buf, n, "%d", *(const int *)p); break;
-    case T_U64: snprintf(buf, n, "%llu", (unsigned long long)*(const uint64_t *)p); break;
-    case T_FLOAT: format_float(buf, n, *(const float *)p); break;
-    case T_STR: snprintf(buf, n, "%s", (const char *)p); break;
+    case OPT_INT: snprintf(buf, n, "%d", *(const int *)p); break;
+    case OPT_U64: snprintf(buf, n, "%llu", (unsigned long long)*(const uint64_t *)p); break;
+    case OPT_FLOAT: format_float(buf, n, *(const float *)p); break;
+    case OPT_STR: snprintf(buf, n, "%s", (const char *)p); break;
+    case OPT_DOUBLE: case OPT_ARG: case OPT_FLAG: buf[0] = 0; break;   // no training key's type
     }
 }
 
 // "where: " prefix for a message about key k set at line (0 default, >0 file, <0 cli).
 static void vreport(const TrainOptions *opt, int k, int line, char *err, size_t errlen,
                     const char *fmt, va_list ap) {
-    char msg[768];
+    char msg[ERR_MAX];
     vsnprintf(msg, sizeof msg, fmt, ap);
     if (line < 0) snprintf(err, errlen, "--%s: %s", key_name(k), msg);
     else if (line > 0) snprintf(err, errlen, "%s:%d: %s", opt->src_file, line, msg);
@@ -145,74 +137,11 @@ static int report(const TrainOptions *opt, int k, int line, char *err, size_t er
     return -1;
 }
 
-// "[min, max]" of a numeric key, each bound exact.
-static void range_text(const OptSpec *s, char *buf, size_t n) {
-    char lo[32], hi[32];
-    format_double(lo, sizeof lo, s->min);
-    format_double(hi, sizeof hi, s->max);
-    snprintf(buf, n, "[%s, %s]", lo, hi);
-}
-
-// Parses value by the key's type and range into dst (the key's type: int,
-// uint64_t, float or char[OPT_STR_MAX]); dst is untouched on failure.
-// 0, or -1 with the bare problem in msg.
-static int parse_spec_value(const OptSpec *s, const char *value, void *dst, char *msg, size_t n) {
-#define BAD(...) do { snprintf(msg, n, __VA_ARGS__); return -1; } while (0)
-    char range[80], text[32];
-    switch (s->type) {
-    case T_INT: {   // numtext.h's rule, as every number read as text
-        long long v;
-        int rc = parse_integer(value, (long long)s->min, (long long)s->max, &v);
-        range_text(s, range, sizeof range);
-        if (rc == NUMTEXT_BAD) BAD("'%s' is not an integer", value);
-        if (rc != 0) BAD("%s is out of range %s", value, range);
-        *(int *)dst = (int)v;
-        return 0;
-    }
-    case T_U64: {
-        uint64_t v;
-        if (parse_uint64(value, &v) != 0) BAD("'%s' is not a non-negative integer", value);
-        *(uint64_t *)dst = v;
-        return 0;
-    }
-    case T_FLOAT: {
-        double v;
-        if (parse_number(value, &v) != 0) BAD("'%s' is not a number", value);
-        range_text(s, range, sizeof range);
-        format_double(text, sizeof text, v);
-        if (v < s->min || v > s->max) BAD("%s is out of range %s", text, range);
-        *(float *)dst = (float)v;
-        return 0;
-    }
-    case T_STR: {
-        size_t len = strlen(value);
-        if (len >= OPT_STR_MAX) BAD("value is longer than %d characters", OPT_STR_MAX - 1);
-        if (s->min >= 1 && len == 0) BAD("must not be empty");
-        if (strchr(value, '\n')) BAD("value contains a newline");
-        if (s->choices) {   // one of "a|b|c", whole
-            const char *c = s->choices;
-            int found = 0;
-            while (*c && !found) {
-                size_t m = strcspn(c, "|");
-                found = m == len && strncmp(c, value, m) == 0;
-                c += m + (c[m] == '|');
-            }
-            if (!found) BAD("'%s' is not one of %s", value, s->choices);
-        }
-        memcpy(dst, value, len + 1);
-        return 0;
-    }
-    }
-#undef BAD
-    snprintf(msg, n, "unknown key type");
-    return -1;
-}
-
 static int set_value(TrainOptions *opt, int k, const char *value, int line, char *err, size_t errlen) {
-    char msg[640];
-    // The model's table parses and range-checks its keys, OPTION_TABLE the rest.
+    char msg[ERR_MAX];
+    // The model's table parses and range-checks its keys, OPTION_TABLE the rest (opt_parse).
     if (is_model_key(k) ? gpt_config_set(&opt->model, k, value, msg, sizeof msg)
-                        : parse_spec_value(opt_spec(k), value, field(opt, k), msg, sizeof msg)) {
+                        : opt_parse(opt_spec(k), value, field(opt, k), msg, sizeof msg)) {
         // In a file the message also names the key; on the command line "--key:" does.
         return line > 0 ? report(opt, k, line, err, errlen, "%s: %s", key_name(k), msg)
                         : report(opt, k, line, err, errlen, "%s", msg);
@@ -221,13 +150,19 @@ static int set_value(TrainOptions *opt, int k, const char *value, int line, char
     return 0;
 }
 
-int options_parse_key_value(const char *key, const char *text, void *out, char *err, size_t errlen) {
+OptSpec options_flag(const char *key, size_t offset, const char *arg, const char *help) {
     int k = find_key(key);
     if (k < 0 || is_model_key(k)) {
-        snprintf(err, errlen, "'%s' is not a training key", key);
-        return -1;
+        fprintf(stderr, "internal error: '%s' is not a training key\n", key);
+        abort();
     }
-    return parse_spec_value(opt_spec(k), text, out, err, errlen);
+    OptSpec s = *opt_spec(k);
+    s.section = NULL;
+    s.fixed = 0;
+    s.offset = offset;
+    s.arg = arg;
+    if (help) s.help = help;
+    return s;
 }
 
 void options_defaults(TrainOptions *opt) {
@@ -236,7 +171,7 @@ void options_defaults(TrainOptions *opt) {
         fprintf(stderr, "internal error: %d keys, OPT_MAX_KEYS is %d\n", n_keys(), OPT_MAX_KEYS);
         abort();
     }
-    char err[256];
+    char err[ERR_MAX];
     for (int k = 0; k < n_keys(); k++)
         if (key_in_config(k) &&
             set_value(opt, k, is_model_key(k) ? model_key(k)->def : opt_spec(k)->def, 0, err, sizeof err) != 0) {
@@ -262,7 +197,7 @@ typedef struct {
     TrainOptions *opt;
     const char *text, *end;  // the whole file, read before parsing
     int line;                // lines handed to libinih so far
-    char err[1024];
+    char err[ERR_MAX];
     int seen[OPT_MAX_KEYS];
 } IniState;
 
@@ -416,7 +351,7 @@ int options_model_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg
     *cfg = opt->model;
     cfg->vocab_size = vocab_size;
     const char *keys[2];
-    char msg[512];
+    char msg[ERR_MAX];
     if (gpt_config_validate_keys(cfg, msg, sizeof msg, keys) == 0) {
         gpt_config_resolve(cfg);
         return 0;
@@ -429,7 +364,7 @@ int options_model_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg
 }
 
 int options_check_batch(const TrainOptions *opt, const GPTConfig *cfg, char *err, size_t errlen) {
-    char msg[512];
+    char msg[ERR_MAX];
     if (gpt_check_batch(cfg, opt->batch_size, cfg->block_size, msg, sizeof msg) == 0) return 0;
     return blame(opt, "batch_size", "block_size", err, errlen, "%s", msg);
 }
@@ -450,7 +385,7 @@ int options_engine(const char *matmul, const char *precision, GPTMatmul *m, GPTP
 }
 
 int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, char *err, size_t errlen) {
-    char msg[256];
+    char msg[ERR_MAX];
     if (options_engine(opt->matmul, opt->precision, matmul, precision, msg, sizeof msg) != 0)
         return blame(opt, "precision", "matmul", err, errlen, "%s", msg);
     if (opt->reproducible && (*matmul != GPT_MATMUL_OPENBLAS || *precision != GPT_FP32))
@@ -488,59 +423,67 @@ int options_check(TrainOptions *opt, char *err, size_t errlen) {
 
 // ---- command line ----------------------------------------------------------
 
-// "--name=value" or "--name value" for a flag that takes a value.
-static int flag_value(int argc, char **argv, int *i, const char *flag, const char **out, char *err, size_t errlen) {
-    const char *a = argv[*i];
-    size_t n = strlen(flag);
-    if (a[n] == '=') { *out = a + n + 1; return 0; }
-    if (*i + 1 >= argc) {
-        snprintf(err, errlen, "%s: missing value", flag);
-        return -1;
-    }
-    *out = argv[++*i];
-    return 0;
-}
+// ./train's flags, read by the programs' one command-line reader (cli/cli.h);
+// the config file and the keys (--KEY=VALUE) are what it leaves.
+#define A(field) offsetof(TrainArgs, field)
+static const OptSpec TRAIN_FLAGS[] = {
+    {.name = "resume", .type = OPT_ARG, .offset = A(resume_dir), .arg = "RUN_DIR", .min = 1,
+     .max = OPT_STR_MAX - 1,   // RUN_DIR becomes out_dir: refused whole, never read or named cut short
+     .help = "continue RUN_DIR from its checkpoint (reads RUN_DIR/config.ini; only [optim] and [run] keys may be "
+             "overridden)"},
+    {.name = "debug-state", .type = OPT_ARG, .offset = A(debug_state), .arg = "FILE", .min = 1,
+     .help = "one forward/backward on the first batch; write parameters, inputs, targets, loss and grad.NAME to "
+             "FILE and exit"},
+    {.name = "init-from", .type = OPT_ARG, .offset = A(init_from), .arg = "FILE", .min = 1,
+     .help = "start a new run from the weights of FILE (a model.safetensors or checkpoint); the model keys must be "
+             "FILE's but for block_size and the rope scaling keys (fine-tuning at a longer context); not RUN_DIR's "
+             "own model or checkpoint, which the run replaces"},
+    {.name = "overwrite", .type = OPT_FLAG, .offset = A(overwrite),
+     .help = "start a new run even if RUN_DIR already holds one; with --debug-state, replace FILE if it exists "
+             "(never an input)"},
+    {.name = "quiet", .type = OPT_FLAG, .offset = A(quiet), .help = "no progress output (errors still go to stderr)"},
+};
+#undef A
 
-static int is_flag(const char *a, const char *flag) {
-    size_t n = strlen(flag);
-    return strncmp(a, flag, n) == 0 && (a[n] == 0 || a[n] == '=');
-}
+static const CliSpec TRAIN_CLI = {
+    .prog = "train",
+    .usage = "usage: ./train [CONFIG.ini] [--key=value ...] [--overwrite] [--quiet] [--init-from FILE]\n"
+             "       ./train --resume RUN_DIR [--key=value ...]\n"
+             "       ./train [CONFIG.ini] [--key=value ...] --debug-state FILE [--overwrite]\n"
+             "\n"
+             "Trains a decoder-only transformer (a GPT-2 or LLaMA-style block: the block key) on\n"
+             "llm.c token files with AdamW, linear warmup and cosine decay. Writes\n"
+             "RUN_DIR/config.ini, log.csv, checkpoint.safetensors and model.safetensors\n"
+             "(see docs/TRAINING.md).\n"
+             "\n"
+             "flags:\n",
+    .opts = TRAIN_FLAGS,
+    .n_opts = (int)(sizeof TRAIN_FLAGS / sizeof TRAIN_FLAGS[0]),
+    .positional = 1,
+    .keys = 1,
+    .about = "\n"
+             "keys: in CONFIG.ini under their [section], or as --key=value (the command line\n"
+             "wins). Paths are relative to the current directory. Defaults in parentheses.\n",
+};
 
-int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args, char *err, size_t errlen) {
-    memset(args, 0, sizeof *args);
-    options_defaults(opt);
-    int key_args[256], n_key_args = 0;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) args->help = 1;
-        else if (strcmp(a, "--quiet") == 0) args->quiet = 1;
-        else if (strcmp(a, "--overwrite") == 0) args->overwrite = 1;
-        else if (is_flag(a, "--resume")) {
-            if (flag_value(argc, argv, &i, "--resume", &args->resume_dir, err, errlen)) return -1;
-        } else if (is_flag(a, "--debug-state")) {
-            if (flag_value(argc, argv, &i, "--debug-state", &args->debug_state, err, errlen)) return -1;
-        } else if (is_flag(a, "--init-from")) {
-            if (flag_value(argc, argv, &i, "--init-from", &args->init_from, err, errlen)) return -1;
-        } else if (strncmp(a, "--", 2) == 0) {
-            if (!strchr(a, '=')) {
-                snprintf(err, errlen, "%s: expected %s=VALUE (see ./train --help)", a, a);
-                return -1;
-            }
-            if (n_key_args == (int)(sizeof key_args / sizeof key_args[0])) {
-                snprintf(err, errlen, "%s: too many --key=value arguments", a);
-                return -1;
-            }
-            key_args[n_key_args++] = i;
-        } else if (a[0] == '-' && a[1]) {
-            snprintf(err, errlen, "%s: unknown flag (see ./train --help)", a);
+// What the flags left, in order: the config file (one at most) and the keys,
+// --KEY=VALUE ('-' may stand for '_'), read over the config file (or
+// RUN_DIR/config.ini with --resume), then options_check.
+static int read_config_and_keys(TrainOptions *opt, TrainArgs *args, const char **rest, int n_rest, char *err,
+                                size_t errlen) {
+    for (int i = 0; i < n_rest; i++) {
+        const char *a = rest[i];
+        if (strncmp(a, "--", 2) == 0 && !strchr(a, '=')) {
+            snprintf(err, errlen, "%s: expected %s=VALUE (see ./train --help)", a, a);
             return -1;
-        } else if (args->config_path) {
+        }
+        if (strncmp(a, "--", 2) == 0) continue;
+        if (args->config_path) {
             snprintf(err, errlen, "%s: only one config file can be given (already have %s)", a, args->config_path);
             return -1;
-        } else args->config_path = a;
+        }
+        args->config_path = a;
     }
-    if (args->help) return 0;
-
     char resume_ini[OPT_STR_MAX + 32];
     if (args->resume_dir && args->init_from) {
         snprintf(err, errlen, "--init-from: cannot be combined with --resume (a resumed run continues from its checkpoint)");
@@ -556,12 +499,6 @@ int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args
                      "(a resumed run reads RUN_DIR/config.ini)");
             return -1;
         }
-        // RUN_DIR becomes out_dir: refused whole here, never read or named cut short.
-        if (strlen(args->resume_dir) >= OPT_STR_MAX) {
-            snprintf(err, errlen, "--resume: the run directory's path is %zu characters long; at most %d are allowed",
-                     strlen(args->resume_dir), OPT_STR_MAX - 1);
-            return -1;
-        }
         snprintf(resume_ini, sizeof resume_ini, "%s/config.ini", args->resume_dir);
         if (options_load_file(opt, resume_ini, err, errlen)) return -1;
         // A run written before a model key existed meant that key's if_absent value, not today's default.
@@ -573,8 +510,9 @@ int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args
         if (options_load_file(opt, args->config_path, err, errlen)) return -1;
     }
 
-    for (int j = 0; j < n_key_args; j++) {
-        const char *a = argv[key_args[j]] + 2;
+    for (int i = 0; i < n_rest; i++) {
+        if (strncmp(rest[i], "--", 2) != 0) continue;   // the config file
+        const char *a = rest[i] + 2;
         const char *eq = strchr(a, '=');
         char name[128];
         size_t n = (size_t)(eq - a);
@@ -595,6 +533,21 @@ int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args
     return options_check(opt, err, errlen);
 }
 
+int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args, char *err, size_t errlen) {
+    memset(args, 0, sizeof *args);
+    options_defaults(opt);
+    const char **rest = malloc((size_t)argc * sizeof *rest);
+    if (!rest) {
+        snprintf(err, errlen, "out of memory for the command line");
+        return -1;
+    }
+    int n_rest, rc = cli_parse(&TRAIN_CLI, argc, argv, args, rest, &n_rest, err, errlen);
+    if (rc == CLI_HELP) args->help = 1;
+    else if (rc == 0) rc = read_config_and_keys(opt, args, rest, n_rest, err, errlen);
+    free(rest);
+    return rc == CLI_HELP ? 0 : rc;
+}
+
 // ---- output ----------------------------------------------------------------
 
 static const char *type_name(int k) {
@@ -608,9 +561,9 @@ static const char *type_name(int k) {
         }
     }
     switch (opt_spec(k)->type) {
-    case T_INT: return "int";
-    case T_U64: return "uint64";
-    case T_FLOAT: return "float";
+    case OPT_INT: return "int";
+    case OPT_U64: return "uint64";
+    case OPT_FLOAT: return "float";
     default: return opt_spec(k)->choices ? "choice" : "path";
     }
 }
@@ -630,39 +583,12 @@ static void key_doc(int k, const char **def, char *range, size_t n, char *help, 
     }
     const OptSpec *o = opt_spec(k);
     *def = o->def;
-    if (o->type == T_INT) snprintf(range, n, " [%.0f..%.0f]", o->min, o->max);
-    if (o->type == T_FLOAT) snprintf(range, n, " [%g..%g]", o->min, o->max);
-    if (o->choices) snprintf(range, n, " {%s}", o->choices);
+    opt_doc_range(o, range, n);
     snprintf(help, hn, "%s", o->help);
 }
 
 void options_print_help(FILE *f) {
-    fprintf(f,
-        "usage: ./train [CONFIG.ini] [--key=value ...] [--overwrite] [--quiet] [--init-from FILE]\n"
-        "       ./train --resume RUN_DIR [--key=value ...]\n"
-        "       ./train [CONFIG.ini] [--key=value ...] --debug-state FILE [--overwrite]\n"
-        "\n"
-        "Trains a decoder-only transformer (a GPT-2 or LLaMA-style block: the block key) on\n"
-        "llm.c token files with AdamW, linear warmup and cosine decay. Writes\n"
-        "RUN_DIR/config.ini, log.csv, checkpoint.safetensors and model.safetensors\n"
-        "(see docs/TRAINING.md).\n"
-        "\n"
-        "flags:\n"
-        "  --resume RUN_DIR    continue RUN_DIR from its checkpoint (reads RUN_DIR/config.ini;\n"
-        "                      only [optim] and [run] keys may be overridden)\n"
-        "  --debug-state FILE  one forward/backward on the first batch; write parameters,\n"
-        "                      inputs, targets, loss and grad.NAME to FILE and exit\n"
-        "  --init-from FILE    start a new run from the weights of FILE (a model.safetensors or\n"
-        "                      checkpoint); the model keys must be FILE's but for block_size and\n"
-        "                      the rope scaling keys (fine-tuning at a longer context); not\n"
-        "                      RUN_DIR's own model or checkpoint, which the run replaces\n"
-        "  --overwrite         start a new run even if RUN_DIR already holds one; with\n"
-        "                      --debug-state, replace FILE if it exists (never an input)\n"
-        "  --quiet             no progress output (errors still go to stderr)\n"
-        "  --help              this text\n"
-        "\n"
-        "keys: in CONFIG.ini under their [section], or as --key=value (the command line\n"
-        "wins). Paths are relative to the current directory. Defaults in parentheses.\n");
+    cli_print_help(&TRAIN_CLI, f);
     for (int s = 0; s < N_SECTIONS; s++) {
         fprintf(f, "\n[%s]\n", SECTIONS[s]);
         for (int k = 0; k < n_keys(); k++) {

@@ -11,8 +11,10 @@
 // Errors name where the bad value came from: "configs/x.ini:7: message" for
 // a file line, "--key: message" for the command line.
 //
-// ./eval and ./sample use the table's rules for the keys they share with
-// ./train (options_parse_key_value).
+// The table of training keys is in the programs' one option-table form
+// (cli/opt.h), read by opt_parse; ./eval and ./sample take the keys they
+// share with ./train as flags of that key's type, range and default
+// (options_flag).
 #ifndef ROPELAB_TRAIN_OPTIONS_H
 #define ROPELAB_TRAIN_OPTIONS_H
 
@@ -20,9 +22,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cli/opt.h"
 #include "model/gpt.h"
 
-#define OPT_STR_MAX 512
 #define OPT_MAX_KEYS 64
 
 typedef struct {
@@ -86,10 +88,12 @@ int options_check_batch(const TrainOptions *opt, const GPTConfig *cfg, char *err
 // message naming where the keys involved came from. Fills *cfg.
 int options_model_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg, char *err, size_t errlen);
 
-// The whole command line: flags, the optional config file (or RUN_DIR/config.ini
-// with --resume), then every --key=value over it, then options_check.
-// On --resume, keys that define the model or the data cannot be overridden.
-// Returns 0, or -1 with a message (the caller exits with status 2).
+// The whole command line: the flags (./train's table, read by cli_parse:
+// cli/cli.h), the optional config file (or RUN_DIR/config.ini with
+// --resume), then every --key=value over it, then options_check. On
+// --resume, keys that define the model or the data cannot be overridden.
+// argv is not changed. Returns 0 (args->help set for --help), or -1 with a
+// message (the caller exits with status 2).
 int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args,
                        char *err, size_t errlen);
 
@@ -110,14 +114,13 @@ int options_engine(const char *matmul, const char *precision, GPTMatmul *m, GPTP
 // options_engine of these options, naming where the keys came from.
 int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, char *err, size_t errlen);
 
-// Parses text as a value of the training key `key` (an OPTION_TABLE key,
-// e.g. "seed", "threads") by that key's own type and range, for the programs
-// that share a key with ./train (./sample --seed, --threads). out points at
-// the key's type: int for an int key, uint64_t for seed, float for a float
-// key, char[OPT_STR_MAX] for a path. 0, or -1 with the bare problem in err
-// ("'-1' is not a non-negative integer", "5000 is out of range [0, 4096]");
-// the caller names the option.
-int options_parse_key_value(const char *key, const char *text, void *out, char *err, size_t errlen);
+// The training key `key` (an OPTION_TABLE key: "seed", "threads", "matmul",
+// "precision") as a command-line flag of another program (./sample --seed,
+// ./eval --threads): the key's type, range, choices and default, its value
+// at offset in that program's struct (of the key's type: int, uint64_t,
+// float, char[OPT_STR_MAX]), arg its value's name in --help, help its help
+// text there (NULL: the key's own). Not a training key: an internal error.
+OptSpec options_flag(const char *key, size_t offset, const char *arg, const char *help);
 
 // Hash of the keys that fix the model and the data (sections model, positions,
 // data, and seed): a checkpoint records it and --resume checks it. A model

@@ -175,39 +175,23 @@ void runlog_close(RunLog *log) {
 }
 
 void progress_init(Progress *p, int quiet, int steps) {
-    p->quiet = quiet;
-    p->is_tty = isatty(STDERR_FILENO);
+    meter_start(&p->meter, NULL);
+    meter_phase(&p->meter, !quiet, 0);
     p->steps = steps;
-    p->line_open = 0;
-}
-
-static void format_duration(char *buf, size_t n, double s) {
-    if (!(s >= 0) || s > 1e8) snprintf(buf, n, "?");
-    else if (s >= 3600) snprintf(buf, n, "%dh%02dm", (int)(s / 3600), (int)fmod(s / 60, 60));
-    else if (s >= 60) snprintf(buf, n, "%dm%02ds", (int)(s / 60), (int)fmod(s, 60));
-    else snprintf(buf, n, "%.0fs", s);
 }
 
 void progress_update(Progress *p, int step, float train_loss, float val_loss, int evaluated,
                      double tokens_per_s, double eta_s) {
-    if (p->quiet || (!p->is_tty && !evaluated)) return;
-    char eta[32], val[32] = "-", loss[32] = "-", speed[32] = "-";
-    format_duration(eta, sizeof eta, eta_s);
+    char eta[32], val[32] = "-", loss[32] = "-", speed[32] = "-", line[192];
+    meter_format_eta(eta, sizeof eta, eta_s);
     if (!isnan(val_loss)) snprintf(val, sizeof val, "%.4f", val_loss);
     if (!isnan(train_loss)) snprintf(loss, sizeof loss, "%.4f", train_loss);
     if (tokens_per_s > 0) snprintf(speed, sizeof speed, "%.0f", tokens_per_s);
-    if (p->is_tty) {
-        fprintf(stderr, "\rstep %d/%d | loss %s | val %s | %s tok/s | ETA %s\033[K",
-                step, p->steps, loss, val, speed, eta);
-        p->line_open = 1;
-    } else {
-        fprintf(stderr, "step %d/%d | loss %s | val %s | %s tok/s | ETA %s\n",
-                step, p->steps, loss, val, speed, eta);
-    }
-    fflush(stderr);
+    snprintf(line, sizeof line, "step %d/%d | loss %s | val %s | %s tok/s | ETA %s", step, p->steps, loss, val, speed,
+             eta);
+    meter_text(&p->meter, evaluated, line);
 }
 
 void progress_break(Progress *p) {
-    if (p->line_open) fputc('\n', stderr);
-    p->line_open = 0;
+    meter_keep(&p->meter);
 }

@@ -14,6 +14,8 @@
 #include <stdio.h>
 #include <sys/types.h>
 
+#include "cli/meter.h"
+
 //
 // Writing: a row goes to an in-memory queue, and every call writes the whole
 // queue at the end of the last row known to be whole on disk (truncating
@@ -46,18 +48,21 @@ int runlog_pending(const RunLog *log);   // rows only in memory
 // Closes the file; rows still queued are lost (the caller reports them).
 void runlog_close(RunLog *log);
 
-// Progress: on a terminal one line rewritten with \r every step; otherwise a
-// plain line at every evaluation; nothing when quiet.
+// Progress: "step 120/600 | loss 3.4521 | val 3.5012 | 3100 tok/s | ETA 1m32s"
+// (val: the latest validation loss) on the programs' progress meter
+// (cli/meter.h): on a terminal one line rewritten in place (at most 4 times
+// a second, and at every evaluation); otherwise a plain line at every
+// evaluation; nothing when quiet.
 typedef struct {
-    int quiet, is_tty, steps;
-    int line_open;   // a \r line is on screen and needs a newline before other output
+    Meter meter;
+    int steps;
 } Progress;
 
 void progress_init(Progress *p, int quiet, int steps);
 // val_loss: the latest validation loss (NAN if none yet); evaluated: measured at this step.
 void progress_update(Progress *p, int step, float train_loss, float val_loss, int evaluated,
                      double tokens_per_s, double eta_s);
-// Ends the \r line (if any) so a message can follow on its own line.
+// Ends the \r line (if any), left on screen, so a message can follow on its own line.
 void progress_break(Progress *p);
 
 #endif
