@@ -25,12 +25,25 @@ ALL_CFLAGS = -fno-math-errno -ffp-contract=off -std=c11 -D_GNU_SOURCE -fopenmp -
              -Isrc -MMD -MP $(CFLAGS)
 LDLIBS  := -lopenblas -ldnnl -lcjson -linih -lm
 TEST_LDLIBS := -lcmocka
-# OpenMPI, for data-parallel ./train (src/train/dist.c, the one file that
-# includes mpi.h): its flags come from the mpicc wrapper (Debian: openmpi-bin,
-# libopenmpi-dev). Only dist.o is compiled with them and only ./train links libmpi.
-MPI_CFLAGS = $(shell mpicc --showme:compile 2>/dev/null)
-MPI_LIBS   = $(shell mpicc --showme:link 2>/dev/null)
-MPI_MISSING = OpenMPI is missing (mpicc not found): ./train needs it; run\n  sudo apt-get update && sudo apt-get install -y openmpi-bin libopenmpi-dev\n(or: sudo bash scripts/run/install_deps.sh)
+# Open MPI, for data-parallel ./train (`mpirun -np N ./train`): MPI=1 compiles
+# src/train/dist.c, the one file that includes mpi.h, with -DROPELAB_MPI and
+# the flags of the mpicc wrapper (Debian: openmpi-bin, libopenmpi-dev), and
+# links ./train with libmpi; MPI=0 builds a ./train for one process, which
+# refuses to start under mpirun. The default is 1 where mpicc is found
+# (`make MPI=0` builds without it anyway: make test-no-mpi). dist.o is compiled
+# again when MPI changes (build/mpi.setting remembers it).
+ifndef MPI
+MPI := $(if $(shell command -v mpicc 2>/dev/null),1,0)
+endif
+MPI_CFLAGS = $(if $(filter 1,$(MPI)),-DROPELAB_MPI $(shell mpicc --showme:compile 2>/dev/null))
+MPI_LIBS   = $(if $(filter 1,$(MPI)),$(shell mpicc --showme:link 2>/dev/null))
+MPI_INSTALL = sudo apt-get update && sudo apt-get install -y openmpi-bin libopenmpi-dev
+MPI_MISSING = MPI=1 but Open MPI is missing (mpicc not found); run\n  $(MPI_INSTALL)\n(or: sudo bash scripts/run/install_deps.sh)
+# What dist.o's compilation says it built.
+MPI_BUILT = $(if $(filter 1,$(MPI)),./train: with Open MPI (mpirun -np N ./train trains data-parallel),$(if \
+  $(filter file,$(origin MPI)),./train: without MPI (mpicc not found): one process; it refuses to start under \
+  mpirun. For mpirun -np N ./train: $(MPI_INSTALL); then make,./train: without MPI (MPI=$(MPI)): one process; it \
+  refuses to start under mpirun))
 
 LIB_SRC   := $(filter-out %_main.c,$(wildcard src/*/*.c))
 MAIN_SRC  := $(wildcard src/*/*_main.c)
@@ -62,7 +75,7 @@ fault_train_objs = $(patsubst %.c,$(2)/%.o,$(FAULT_SRC)) $(patsubst %.c,$(1)/%.o
 FAULT_TRAIN_OBJ := $(call fault_train_objs,build,$(FAULT_DIR)/obj)
 FAULT_TESTS     := $(patsubst tests/%.c,%,$(shell grep -l TRAIN_WITH_FAULTS $(TEST_SRC)))
 
-.PHONY: all test test-llamacpp bench bench-data bench-mpi run compare reproduce clean
+.PHONY: all test test-llamacpp test-no-mpi bench bench-data bench-mpi run compare reproduce clean
 all: $(PROGRAMS)
 
 build/%.o: %.c
@@ -76,15 +89,23 @@ $(FAULT_DIR)/obj/%.o: %.c
 # The flags a run records in RUN_DIR/machine.txt (src/common/machine.c).
 build/src/common/machine.o: ALL_CFLAGS += -DROPELAB_BUILD_FLAGS='"$(strip $(CFLAGS))"'
 
-build/src/train/dist.o: src/train/dist.c
-	@command -v mpicc >/dev/null || { printf '%b\n' "$(MPI_MISSING)" >&2; exit 1; }
+# build/mpi.setting holds the MPI of the last build; it is rewritten (and
+# the dist.o files that depend on it are compiled again) only when MPI changes.
+build/mpi.setting: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(MPI)' | cmp -s - $@ || echo '$(MPI)' >$@
+.PHONY: FORCE
+build/src/train/dist.o: src/train/dist.c build/mpi.setting
+	@[ '$(MPI)' = 0 ] || command -v mpicc >/dev/null || { printf '%b\n' "$(MPI_MISSING)" >&2; exit 1; }
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(MPI_CFLAGS) -c $< -o $@
+	@echo '$(MPI_BUILT)'
 train $(FAULT_DIR)/train: LDLIBS += $(MPI_LIBS)
 # The fuzz and sanitizer builds compile every library file again
 # (tests/fuzz/fuzz.mk, tests/sanitize.mk).
 build/fuzz/obj/src/train/dist.o: FUZZ_CFLAGS += $(MPI_CFLAGS)
 build-san/obj/src/train/dist.o: ALL_CFLAGS += $(MPI_CFLAGS)
+build-san/obj/src/train/dist.o build-tsan/obj/src/train/dist.o: build/mpi.setting
 build-san/train: LDLIBS += $(MPI_LIBS)
 
 $(LIB): $(LIB_OBJ)
@@ -115,6 +136,12 @@ test:
 	@bash scripts/run/install_deps.sh
 	@$(MAKE) -s --no-print-directory $(PROGRAMS) $(FAULT_DIR)/train $(TESTS)
 	@bash scripts/run/run_tests.sh $(TESTS)
+
+# ./train as a machine without Open MPI builds it (make MPI=0, in a tree of its
+# own, build/no-mpi/), trained beside the ./train of this build: the same log
+# and model, bit for bit; under mpirun it must refuse (tests/no_mpi_check.sh).
+test-no-mpi: train prepare
+	@bash tests/no_mpi_check.sh
 
 # The exported models run in llama.cpp (tests/llamacpp_check.c); it runs make run first
 # and installs node-llama-cpp from tests/llamacpp/package-lock.json (tests/llamacpp/run.sh).
@@ -164,5 +191,5 @@ clean: clean-sanitize
 -include tests/fuzz/fuzz.mk
 -include tests/sanitize.mk
 
--include $(shell find build -name '*.d' 2>/dev/null)
+-include $(shell find build -path build/no-mpi -prune -o -name '*.d' -print 2>/dev/null)
 .SECONDARY:

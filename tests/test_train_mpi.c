@@ -15,10 +15,11 @@
 //   - the weights stay identical on every rank (the check at every
 //     evaluation passes in every run here), and one flipped bit on one rank
 //     stops the run with exit status 4.
-// Needs mpirun (Debian: openmpi-bin); without it the test fails with the
-// apt line (`make test` installs it first as root). Run from the repository
-// root with ./train, its test build (TRAIN_WITH_FAULTS, for the interruption,
-// the crash and the perturbed weight) and ./prepare built.
+// Needs mpirun (Debian: openmpi-bin) and ./train built with Open MPI; without
+// them the test fails with the apt line or says ./train has no MPI (`make
+// test` installs Open MPI first as root, then builds with it). Run from the
+// repository root with ./train, its test build (TRAIN_WITH_FAULTS, for the
+// interruption, the crash and the perturbed weight) and ./prepare built.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -52,6 +53,12 @@ static int setup(void **state) {
         fprintf(stderr, "mpirun not found: the MPI tests need OpenMPI; run\n"
                 "  sudo apt-get update && sudo apt-get install -y openmpi-bin libopenmpi-dev\n"
                 "(make test does it first when run as root)\n");
+        return -1;
+    }
+    // ./train built without MPI (make MPI=0, or no mpicc when it was built) refuses mpirun.
+    if (system("./train --help | grep -q 'MPI: not built'") == 0) {
+        fprintf(stderr, "./train was built without MPI (its --help says \"MPI: not built\"): build it with Open MPI "
+                "(make, with mpicc installed)\n");
         return -1;
     }
     return make_data_dir("mpi");

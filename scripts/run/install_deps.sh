@@ -2,8 +2,10 @@
 # Installs the Debian packages ropelab needs, if any is missing.
 #   build: gcc make libopenblas-openmp-dev (OpenBLAS built on OpenMP, so BLAS and
 #          our loops share one pool of threads), libcjson-dev (safetensors
-#          headers), libinih-dev (config files), libcmocka-dev (tests),
-#          openmpi-bin libopenmpi-dev (mpicc and mpirun: data-parallel ./train)
+#          headers), libinih-dev (config files), libcmocka-dev (tests)
+#   MPI:   openmpi-bin libopenmpi-dev (mpicc and mpirun: make builds ./train with
+#          Open MPI where mpicc is found, for mpirun -np N ./train; the tests
+#          need them; without them ./train is built for one process)
 #   data:  bible-kjv (the default corpus)
 #   tools: python3-torch (cross-check and baseline), python3-matplotlib (plots),
 #          python3-scipy (the t quantiles of the reports' paired statistics)
@@ -15,7 +17,7 @@
 set -euo pipefail
 pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv dict-gcide
       python3-numpy python3-scipy python3-torch python3-matplotlib)
-[ "${ROPELAB_MINIMAL_DEPS:-0}" = 1 ] && pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv)
+[ "${ROPELAB_MINIMAL_DEPS:-0}" = 1 ] && pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev bible-kjv)
 [ "${ROPELAB_CLANG_DEPS:-0}" = 1 ] && pkgs+=(clang libclang-rt-14-dev libomp-14-dev)
 [ $# -gt 0 ] && pkgs=("$@")
 missing=()

@@ -64,7 +64,10 @@ int main(int argc, char **argv) {
     }
     int rc = parse_args_on_rank0(argc, argv, &opt, &args);
     if (rc == TRAIN_OK && args.help) {
-        if (dist_rank() == 0) options_print_help(stdout);
+        if (dist_rank() == 0) {
+            options_print_help(stdout);
+            dist_print_help(stdout);   // this build under mpirun: with Open MPI, or "MPI: not built"
+        }
     } else if (rc == TRAIN_OK) {
         rc = train_run(&opt, &args);
     }

@@ -47,8 +47,6 @@ int runlog_flush(RunLog *log, char *err, size_t errlen) {
     return 0;
 }
 
-int runlog_pending(const RunLog *log) { return log->n_queued; }
-
 // Appends text to the queue (the queue only grows while writes fail).
 static int enqueue(RunLog *log, const char *text, size_t n, int step) {
     if (log->queue_len + n > log->queue_cap) {

@@ -21,7 +21,7 @@
 // queue at the end of the last row known to be whole on disk (truncating
 // any half-written row first). A failed write (disk full, I/O error) keeps
 // the rows queued and is retried at the next row, so a passing failure
-// leaves no gap and no spliced line; runlog_pending says how many rows are
+// leaves no gap and no spliced line; runlog_flush says whether rows are
 // still only in memory, and the trainer saves no checkpoint newer than the log.
 
 typedef struct {
@@ -44,7 +44,6 @@ int runlog_row(RunLog *log, int step, float train_loss, float val_loss, float lr
                double tokens_per_s, double elapsed_s, char *err, size_t errlen);
 // Tries to write the queue again (0: nothing left queued).
 int runlog_flush(RunLog *log, char *err, size_t errlen);
-int runlog_pending(const RunLog *log);   // rows only in memory
 // Closes the file; rows still queued are lost (the caller reports them).
 void runlog_close(RunLog *log);
 

@@ -3,7 +3,9 @@
 // resumed), then the loop: per step, grad_accum forward/backward passes,
 // global-norm clipping, AdamW at the scheduled learning rate, a log row,
 // validation and checkpoints on schedule. Under mpirun, N processes train
-// one model data-parallel (dist.h; docs/TRAINING.md "Several processes").
+// one model data-parallel: the dist_* calls (dist.h) say where they meet
+// (sums across processes, agreement on errors and on stopping, the main
+// process that owns the files); alone each is what one process does.
 #include "train/trainer.h"
 
 #include "common/threads.h"
@@ -53,10 +55,7 @@ typedef struct {
     char path_ckpt[OPT_STR_MAX + 64], path_model[OPT_STR_MAX + 64];
     char path_log[OPT_STR_MAX + 64], path_config[OPT_STR_MAX + 64];
     char path_lock[OPT_STR_MAX + 64];
-    int rank, world;                 // this process and how many train together (0 and 1 without MPI)
     float *val_losses;               // eval_batches: the loss of each validation batch
-    double comm_s, step_s;           // several processes: all-reduce and step time of the timed steps
-    int timed_steps;
 } Trainer;
 
 static volatile sig_atomic_t stop_signal = 0;
@@ -93,15 +92,6 @@ static void trainer_free(Trainer *t) {
     if (t->log_open) runlog_close(&t->log);
     if (t->lock_fd >= 0) close(t->lock_fd);   // releases the flock
     free(t->val_losses);
-}
-
-// An error only this rank sees, in the middle of work the other ranks wait
-// on (a collective call): they cannot be told, so with several processes the
-// whole job ends at once (MPI_Abort with status 1; mpirun kills every rank).
-// Alone: returns ret.
-static int local_failure(Trainer *t, int ret) {
-    if (t->world > 1) dist_abort(TRAIN_EIO);
-    return ret;
 }
 
 // Everything that does not write: tokenizer, the model's rules with the real
@@ -143,7 +133,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
-    loader_set_shard(&t->train, t->world, t->rank);   // this rank's B of every N*B windows
+    loader_set_shard(&t->train, dist_size(), dist_rank());   // this process's B of every N*B windows
     if (need_val) {
         if (loader_open(&t->val, opt->val_file, B, T, opt->seed, t->vocab_size, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
@@ -165,9 +155,9 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     // is refused here, not after allocating it). setup_run_dir reads it.
     char ckpt[OPT_STR_MAX + 64];
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", opt->out_dir);
-    int resuming = t->args->resume_dir && t->rank == 0 && file_exists(ckpt);
+    int resuming = t->args->resume_dir && dist_is_main_process() && file_exists(ckpt);
     if (resuming) {
-        TrainState probe = {.config_hash = options_model_hash(opt), .world_size = t->world};
+        TrainState probe = {.config_hash = options_model_hash(opt), .world_size = dist_size()};
         if (checkpoint_check(ckpt, &probe, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             return TRAIN_EIO;
@@ -184,7 +174,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     Footprint need;
     if (footprint_train(&need, &cfg, B, T, matmul, precision, omp_get_max_threads(), need_val, err,
                         sizeof err) != 0 ||
-        footprint_check(&need, dist_local_size(), err, sizeof err) != 0) {
+        footprint_check(&need, dist_processes_on_this_machine(), err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
@@ -209,11 +199,12 @@ static int setup_model_and_data(Trainer *t, int need_val) {
 }
 
 // --init-from FILE: the trained weights replace the seed's (the model keys
-// must be FILE's but for the length keys), read by rank 0 and given to every
-// rank; AdamW starts from zero. Before anything is written: a bad FILE
-// leaves the run directory as it was. Returns an exit status on rank 0, 0 elsewhere.
+// must be FILE's but for the length keys), read by the main process and
+// given to every process (share_init_weights); AdamW starts from zero. Before
+// anything is written: a bad FILE leaves the run directory as it was. Returns
+// an exit status on the main process, 0 elsewhere.
 static int read_init_weights(Trainer *t) {
-    if (!t->args->init_from || t->rank != 0) return TRAIN_OK;
+    if (!t->args->init_from || !dist_is_main_process()) return TRAIN_OK;
     char err[1024];
     StFile *f;
     if (st_open_header(&f, t->args->init_from, err, sizeof err) != 0) {
@@ -234,16 +225,16 @@ static int read_init_weights(Trainer *t) {
 // that need the trained length L (yarn, yarn_paper, dynamic) take FILE's, that is
 // its rope_original_length, or its block_size when that is 0, not this run's longer
 // block_size. Set in *opt before anything is built or written (config.ini holds it);
-// rank 0 reads FILE and every rank gets the value. A FILE that cannot be read is
-// left to read_init_weights, which reports it.
-static void init_from_original_length(TrainOptions *opt, const TrainArgs *args, int rank) {
+// the main process reads FILE and every process gets the value. A FILE that cannot
+// be read is left to read_init_weights, which reports it.
+static void init_from_original_length(TrainOptions *opt, const TrainArgs *args) {
     int k = gpt_model_key_find("rope_original_length");
     if (!args->init_from || opt->model.pos != POS_ROPE || opt->src_line[k] != 0) return;
     int length = 0;
     char err[1024];
     StFile *f;
     GPTConfig src;
-    if (rank == 0 && st_open_header(&f, args->init_from, err, sizeof err) == 0) {
+    if (dist_is_main_process() && st_open_header(&f, args->init_from, err, sizeof err) == 0) {
         if (gpt_config_from_file(f, &src, err, sizeof err) == 0 && src.pos == POS_ROPE)
             length = src.rope_original_length > 0 ? src.rope_original_length : src.block_size;
         st_close(f);
@@ -253,12 +244,11 @@ static void init_from_original_length(TrainOptions *opt, const TrainArgs *args, 
 }
 
 static void share_init_weights(Trainer *t) {
-    if (!t->args->init_from || t->world == 1) return;
-    dist_bcast(gpt_params(t->model), gpt_num_params(t->model) * sizeof(float));
+    if (t->args->init_from) dist_bcast(gpt_params(t->model), gpt_num_params(t->model) * sizeof(float));
 }
 
 // The files the run would write that the command line names or reaches,
-// checked on rank 0 before anything is built (exit status 2): --debug-state
+// checked by the main process before anything is built (exit status 2): --debug-state
 // FILE (not an input of the run, replaced only with --overwrite: cli/cli.h),
 // and --init-from FILE, which must not be the run directory's model or
 // checkpoint, since the run's first save replaces them.
@@ -266,7 +256,7 @@ static int check_outputs(const Trainer *t) {
     const TrainOptions *opt = t->opt;
     const TrainArgs *args = t->args;
     char err[1024];
-    if (t->rank != 0) return TRAIN_OK;
+    if (!dist_is_main_process()) return TRAIN_OK;
     if (args->debug_state) {
         const char *inputs[] = {args->config_path, opt->tokenizer, opt->train_file, opt->val_file, args->init_from};
         if (cli_check_output(args->debug_state, args->overwrite, inputs, 5, err, sizeof err) == 0) return TRAIN_OK;
@@ -287,42 +277,32 @@ static int check_outputs(const Trainer *t) {
 
 // --debug-state: one forward and backward on the first training batch (grad_accum 1).
 // N processes: each runs its B of the first N*B windows with loss scale 1/N;
-// the gradients and losses are summed and the inputs gathered, so rank 0
-// writes the file one process with batch N*B would write (up to the order
-// of float sums).
+// the gradients and losses are summed and the inputs gathered, so the main
+// process writes the file one process with batch N*B would write (up to the
+// order of float sums).
 static int run_debug_state(Trainer *t) {
     const TrainOptions *opt = t->opt;
     char err[1024];
-    int B = opt->batch_size, T = opt->model.block_size, N = t->world;
+    int B = opt->batch_size, T = opt->model.block_size;
     float loss;
     loader_next_batch(&t->train);
     gpt_zero_grad(t->model);
     if (gpt_forward(t->model, t->train.inputs, t->train.targets, B, T, &loss, err, sizeof err) != 0 ||
-        gpt_backward(t->model, 1.0f / N, err, sizeof err) != 0) {
+        gpt_backward(t->model, dist_grad_scale(1), err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
-        return local_failure(t, TRAIN_EIO);
+        dist_local_failure();
+        return TRAIN_EIO;
     }
     dist_sum_floats(gpt_grads(t->model), gpt_num_params(t->model));
-    loss = (float)(dist_sum_double(loss) / N);
-    const int *inputs = t->train.inputs, *targets = t->train.targets;
-    int *all = NULL;
-    if (N > 1) {
-        size_t n = (size_t)B * T;
-        if (t->rank == 0 && !(all = malloc(2 * (size_t)N * n * sizeof *all))) {
-            fprintf(stderr, "out of memory for the %d x %d gathered windows\n", N * B, T);
-            dist_abort(TRAIN_EIO);
-        }
-        dist_gather_ints(t->train.inputs, all, n);
-        dist_gather_ints(t->train.targets, all + (size_t)N * n, n);
-        inputs = all;
-        targets = all + (size_t)N * n;
-    }
+    loss = (float)dist_mean(loss, 1);
+    int *inputs = dist_gather_on_main(t->train.inputs, (size_t)B * T);
+    int *targets = dist_gather_on_main(t->train.targets, (size_t)B * T);
     int rc = TRAIN_OK;
-    if (t->rank == 0) {
+    if (dist_is_main_process()) {
         GPTMatmul matmul;
         GPTPrecision precision;
         options_matmul(t->opt, &matmul, &precision, err, sizeof err);   // checked at setup
-        if (debug_state_save(t->args->debug_state, t->model, inputs, targets, N * B, T, loss,
+        if (debug_state_save(t->args->debug_state, t->model, inputs, targets, dist_size() * B, T, loss,
                              precision == GPT_BF16 ? "bf16" : "fp32",
                              matmul == GPT_MATMUL_ONEDNN      ? "onednn"
                              : matmul == GPT_MATMUL_REFERENCE ? "reference"
@@ -334,7 +314,8 @@ static int run_debug_state(Trainer *t) {
             fprintf(stderr, "debug state written to %s (loss %.6f)\n", t->args->debug_state, loss);
         }
     }
-    free(all);
+    free(inputs);
+    free(targets);
     return dist_agree(rc);
 }
 
@@ -437,13 +418,13 @@ static int sync_model_with_checkpoint(Trainer *t) {
 // The run directory: new (config.ini, fresh log) or resumed (checkpoint, cut
 // log). A directory whose run stopped before its first checkpoint holds
 // nothing to continue from: it starts again from step 0, with or without --resume.
-// Several processes: rank 0 alone does this (the other ranks only allocate
-// the moments; share_run_state gives them rank 0's state).
+// Several processes: the main process alone does this (the others only
+// allocate the moments; share_run_state gives them its state).
 static int setup_run_dir(Trainer *t) {
     const TrainOptions *opt = t->opt;
     char err[1024];
     AdamWConfig acfg = {opt->beta1, opt->beta2, opt->eps, opt->weight_decay};
-    if (t->rank != 0) {
+    if (!dist_is_main_process()) {
         if (adamw_init(&t->adamw, &acfg, gpt_num_params(t->model), err, sizeof err) == 0) return TRAIN_OK;
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
@@ -490,7 +471,7 @@ static int setup_run_dir(Trainer *t) {
         return TRAIN_EIO;
     }
     t->state.config_hash = options_model_hash(opt);
-    t->state.world_size = t->world;   // checkpoint_load refuses a checkpoint of another world size
+    t->state.world_size = dist_size();   // checkpoint_load refuses a checkpoint of another number of processes
     if (resume) {
         if (checkpoint_load(t->path_ckpt, t->model, &t->adamw, &t->state, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
@@ -518,23 +499,23 @@ static int setup_run_dir(Trainer *t) {
     return TRAIN_OK;
 }
 
-// Several processes: rank 0 read the checkpoint (if any); every rank goes on
-// from its step, data stream, weights and AdamW moments.
+// The main process read the checkpoint (if any); every process goes on from
+// its step, data stream, weights and AdamW moments (alone: they are its own).
 static void share_run_state(Trainer *t) {
-    if (t->world == 1) return;
+    if (dist_size() == 1) return;
     size_t n = gpt_num_params(t->model);
     dist_bcast(&t->state, sizeof t->state);
-    if (t->state.step == 0) return;   // a new run: every rank has the same initial weights (init_weights)
+    if (t->state.step == 0) return;   // a new run: every process has the same initial weights (init_weights)
     dist_bcast(gpt_params(t->model), n * sizeof(float));
     dist_bcast(t->adamw.m, n * sizeof(float));
     dist_bcast(t->adamw.v, n * sizeof(float));
-    if (t->state.step > 0) loader_set_rng(&t->train, t->state.data_rng);   // a new run's stream is the seed's
+    loader_set_rng(&t->train, t->state.data_rng);   // a new run's stream is the seed's
 }
 
 // Mean loss over the fixed validation batches; 0, or -1 with a message.
-// N processes share the batches: rank r evaluates batches r, r+N, ... and
-// leaves 0 in the others' slots; the slots are summed across ranks (x + 0 is
-// exact) and added in batch order, so the mean is, bit for bit, that of one
+// N processes share the batches: process r evaluates batches r, r+N, ... and
+// leaves 0 in the others' slots; the slots are summed across processes (x + 0
+// is exact) and added in batch order, so the mean is, bit for bit, that of one
 // process with the same batch_size.
 static int evaluate(Trainer *t, float *val) {
     const TrainOptions *opt = t->opt;
@@ -542,13 +523,14 @@ static int evaluate(Trainer *t, float *val) {
     float *losses = t->val_losses;
     for (int k = 0; k < opt->eval_batches; k++) {
         losses[k] = 0.0f;
-        if (k % t->world != t->rank) continue;
+        if (!dist_is_mine(k)) continue;
         loader_eval_batch(&t->val, (size_t)k);
         if (gpt_forward(t->model, t->val.inputs, t->val.targets, opt->batch_size, opt->model.block_size,
                         &losses[k], err, sizeof err) != 0) {
             progress_break(&t->progress);
             fprintf(stderr, "%s: validation: %s\n", opt->val_file, err);
-            return local_failure(t, -1);
+            dist_local_failure();
+            return -1;
         }
     }
     dist_sum_floats(losses, (size_t)opt->eval_batches);
@@ -558,18 +540,16 @@ static int evaluate(Trainer *t, float *val) {
     return 0;
 }
 
-// Every rank must hold the same weights (same start, same summed gradients,
-// same update). Checked at every evaluation by a hash of the parameters'
-// bits, compared across ranks (a few ms). 0, or DIST_EDRIFT with a message.
+// Every process must hold the same weights (same start, same summed
+// gradients, same update). Checked at every evaluation by a hash of the
+// parameters' bits, compared across processes (a few ms; nothing alone).
+// 0, or DIST_EDRIFT with a message.
 static int check_same_weights(Trainer *t, int step) {
-    if (t->world == 1) return 0;
-    uint64_t lo, hi;
-    if (dist_same_hash(dist_hash_floats(gpt_params(t->model), gpt_num_params(t->model)), &lo, &hi) == 0) return 0;
-    if (t->rank == 0) {
+    char err[256];
+    if (dist_same_weights(gpt_params(t->model), gpt_num_params(t->model), err, sizeof err) == 0) return 0;
+    if (dist_is_main_process()) {
         progress_break(&t->progress);
-        fprintf(stderr, "step %d: the weights of the %d processes differ (parameter hashes %016llx .. %016llx); "
-                "stopping (see docs/TRAINING.md, \"Several processes\")\n", step, t->world,
-                (unsigned long long)lo, (unsigned long long)hi);
+        fprintf(stderr, "step %d: %s; stopping (see docs/TRAINING.md, \"Several processes\")\n", step, err);
     }
     return DIST_EDRIFT;
 }
@@ -598,10 +578,10 @@ static int save(Trainer *t) {
     return 0;
 }
 
-// Every rank sees the same summed loss and gradients, so every rank stops
-// here at the same step; rank 0 says so.
+// Every process sees the same summed loss and gradients, so every process
+// stops here at the same step; the main process says so.
 static int diverged(Trainer *t, int step, const char *what, double value) {
-    if (t->rank != 0) return TRAIN_EDIVERGED;
+    if (!dist_is_main_process()) return TRAIN_EDIVERGED;
     progress_break(&t->progress);
     if (file_exists(t->path_ckpt))
         fprintf(stderr, "step %d: %s is %g; stopping (the last checkpoint in %s is from before the divergence; "
@@ -619,11 +599,11 @@ static const char *signal_name(int sig) {
 // Gradients of one step: grad_accum micro-batches, each backward scaled by
 // 1/grad_accum so the sum is the gradient of the mean loss; *loss gets that mean.
 // N processes: each backward is scaled by 1/(grad_accum N) and the gradients
-// and losses are summed across ranks (dist_grads_sum: after the last
-// backward), so every rank holds the gradient of the mean loss
-// over all N x grad_accum micro-batches.
+// and losses are summed across processes (dist_grads_sum: after the last
+// backward), so every process holds the gradient of the mean loss over all
+// N x grad_accum micro-batches.
 static int accumulate_gradients(Trainer *t, float *loss) {
-    const int B = t->opt->batch_size, T = t->opt->model.block_size, accum = t->opt->grad_accum, N = t->world;
+    const int B = t->opt->batch_size, T = t->opt->model.block_size, accum = t->opt->grad_accum;
     char err[512];
     gpt_zero_grad(t->model);
     double loss_sum = 0.0;
@@ -631,15 +611,16 @@ static int accumulate_gradients(Trainer *t, float *loss) {
         float micro;
         loader_next_batch(&t->train);
         if (gpt_forward(t->model, t->train.inputs, t->train.targets, B, T, &micro, err, sizeof err) != 0 ||
-            gpt_backward(t->model, 1.0f / (accum * N), err, sizeof err) != 0) {
+            gpt_backward(t->model, dist_grad_scale(accum), err, sizeof err) != 0) {
             progress_break(&t->progress);
             fprintf(stderr, "%s: training batch: %s\n", t->opt->train_file, err);
-            return local_failure(t, -1);
+            dist_local_failure();
+            return -1;
         }
         loss_sum += micro;
     }
     dist_grads_sum(gpt_grads(t->model), gpt_num_params(t->model));
-    *loss = (float)(dist_sum_double(loss_sum) / ((double)accum * N));
+    *loss = (float)dist_mean(loss_sum, accum);
     return 0;
 }
 
@@ -679,7 +660,8 @@ static void log_row(Trainer *t, int step, float loss, float val, float lr, float
 static int train_loop(Trainer *t) {
     const TrainOptions *opt = t->opt;
     LrSchedule sched = {opt->lr, opt->min_lr, opt->warmup_steps, opt->steps};
-    const double tokens_per_step = (double)opt->batch_size * opt->model.block_size * opt->grad_accum * t->world;
+    // every process's tokens (the global batch: processes x batch_size x grad_accum sequences)
+    const double tokens_per_step = (double)opt->batch_size * opt->model.block_size * opt->grad_accum * dist_size();
     const int hook_step = fault_sigint_step(), perturb_step = fault_perturb_step();   // test build only; else -1
     double t_begin = clock_seconds(), elapsed0 = t->state.elapsed_s;
     int first_step = t->state.step, log_failing = 0;
@@ -691,15 +673,12 @@ static int train_loop(Trainer *t) {
                 first_step ? "resuming" : "training", opt->out_dir, gpt_num_params(t->model), t->vocab_size,
                 tokens_per_step, omp_get_max_threads(), first_step, opt->steps, gpt_matmul_describe(t->model),
                 opt->reproducible ? "; reproducible (OpenBLAS " BLAS_REPRODUCIBLE_KERNELS " kernels)" : "");
-    if (!t->args->quiet && t->world > 1)
-        fprintf(stderr, "mpi: %d processes x %d threads; global batch %d x %d x %d sequences "
-                "(processes x batch_size x grad_accum); gradients summed by one all-reduce per step\n", t->world,
-                omp_get_max_threads(), t->world, opt->batch_size, opt->grad_accum);
+    if (!t->args->quiet) dist_print_setup(stderr, opt->batch_size, opt->grad_accum);
     if (first_step == 0) {                   // row 0: the initial weights
         if (evaluate(t, &last_val) != 0) return TRAIN_EIO;
         if (check_same_weights(t, 0) != 0) return DIST_EDRIFT;
         if (!isfinite(last_val)) return diverged(t, 0, "the validation loss", last_val);
-        if (t->rank == 0)
+        if (dist_is_main_process())
             log_row(t, 0, NAN, last_val, NAN, NAN, NAN, elapsed0 + clock_seconds() - t_begin, &log_failing);
         progress_update(&t->progress, 0, NAN, last_val, 1, 0, NAN);
     }
@@ -711,12 +690,8 @@ static int train_loop(Trainer *t) {
         if (rc) return rc;
         t->state.step = ++s;                 // from here on, s counts updates done
         double step_s = clock_seconds() - t0, tok_s = tokens_per_step / step_s;
-        if (s - first_step > 2) {            // several processes: the all-reduce's share, after 2 warm-up steps
-            t->comm_s += dist_grads_seconds();
-            t->step_s += step_s;
-            t->timed_steps++;
-        }
-        if (s == perturb_step && t->world > 1 && t->rank == t->world - 1) {
+        dist_step_done(step_s);              // several processes: the all-reduce's share of the step (summary)
+        if (s == perturb_step && dist_size() > 1 && dist_is_last_process()) {   // test build only
             gpt_params(t->model)[0] += 1.0f;
         }
 
@@ -728,21 +703,19 @@ static int train_loop(Trainer *t) {
         if (evaluated) last_val = val;
         double now = clock_seconds();
         t->state.elapsed_s = elapsed0 + now - t_begin;
-        if (t->rank == 0) log_row(t, s, loss, val, lr, (float)norm, tok_s, t->state.elapsed_s, &log_failing);
+        if (dist_is_main_process()) log_row(t, s, loss, val, lr, (float)norm, tok_s, t->state.elapsed_s, &log_failing);
         double eta = (now - t_begin) / (s - first_step) * (opt->steps - s);
         progress_update(&t->progress, s, loss, last_val, evaluated, tok_s, eta);
 
-        if (s == hook_step && t->rank == t->world - 1) raise(SIGINT);
-        int sig = dist_max_int(stop_signal);   // a signal seen by any rank stops every rank after this step
+        if (s == hook_step && dist_is_last_process()) raise(SIGINT);
+        int sig = dist_agree(stop_signal);   // a signal caught by any process stops every process after this step
         if (s == opt->steps || (opt->save_every > 0 && s % opt->save_every == 0) || sig)
-            if (dist_agree(t->rank == 0 ? save(t) : 0) != 0) return TRAIN_EIO;
+            if (dist_agree(dist_is_main_process() ? save(t) : 0) != 0) return TRAIN_EIO;
         if (sig) {
-            if (t->rank == 0) {
+            if (dist_is_main_process()) {
                 progress_break(&t->progress);
-                char launcher[32] = "";
-                if (t->world > 1) snprintf(launcher, sizeof launcher, "mpirun -np %d ", t->world);
                 fprintf(stderr, "stopped by %s after step %d; checkpoint saved; continue with %s./train --resume %s\n",
-                        signal_name(sig), s, launcher, opt->out_dir);
+                        signal_name(sig), s, dist_launcher(), opt->out_dir);
             }
             return 128 + sig;
         }
@@ -751,11 +724,7 @@ static int train_loop(Trainer *t) {
     if (!t->args->quiet)
         fprintf(stderr, "done: step %d, val loss %.4f, %.1f s; weights in %s\n", t->state.step, last_val,
                 t->state.elapsed_s, t->path_model);
-    if (!t->args->quiet && t->world > 1 && t->timed_steps > 0)
-        fprintf(stderr, "mpi: %d processes, gradient all-reduce %.2f ms per step = %.1f%% of the step "
-                "(%.1f ms; mean of the %d steps after the first 2)\n", t->world,
-                1e3 * t->comm_s / t->timed_steps, 100.0 * t->comm_s / t->step_s, 1e3 * t->step_s / t->timed_steps,
-                t->timed_steps);
+    if (!t->args->quiet) dist_print_summary(stderr);
     return TRAIN_OK;
 }
 
@@ -765,20 +734,18 @@ int train_run(const TrainOptions *opt_in, const TrainArgs *args) {
     t.lock_fd = -1;
     TrainOptions run_opt = *opt_in;   // --init-from may fill in rope_original_length
     const TrainOptions *opt = &run_opt;
-    init_from_original_length(&run_opt, args, dist_rank());
+    init_from_original_length(&run_opt, args);
     t.opt = opt;
-    t.rank = dist_rank();
-    t.world = dist_size();
-    TrainArgs rank_args = *args;   // ranks other than 0 print only their own errors
-    if (t.rank != 0) rank_args.quiet = 1;
-    t.args = &rank_args;
-    // threads = 0: all cores; under mpirun, the cores this rank may use, shared
-    // with the other ranks on its machine (dist_default_threads; 0 without MPI).
+    TrainArgs process_args = *args;   // processes other than the main one print only their own errors
+    if (!dist_is_main_process()) process_args.quiet = 1;
+    t.args = &process_args;
+    // threads = 0: all cores; under mpirun, the cores this process may use,
+    // shared with the other processes on its machine (dist_default_threads; 0 alone).
     int threads = threads_set(opt->threads > 0 ? opt->threads : dist_default_threads());
     const char *warning = dist_binding_warning(threads);
-    if (warning && t.rank == 0) fprintf(stderr, "%s\n", warning);
-    // Errors one rank sees (a missing file on its machine, a run directory in
-    // use) are agreed before the next collective call: every rank stops.
+    if (warning && dist_is_main_process()) fprintf(stderr, "%s\n", warning);
+    // Errors one process sees (a missing file on its machine, a run directory
+    // in use) are agreed before the next collective call: every process stops.
     int rc = dist_agree(check_outputs(&t));
     if (rc == TRAIN_OK) rc = dist_agree(setup_model_and_data(&t, args->debug_state == NULL));
     if (rc == TRAIN_OK) rc = dist_agree(read_init_weights(&t));
@@ -788,7 +755,7 @@ int train_run(const TrainOptions *opt_in, const TrainArgs *args) {
         rc = dist_agree(setup_run_dir(&t));
         if (rc == TRAIN_OK) share_run_state(&t);
         if (rc == TRAIN_OK && t.state.step >= opt->steps) {
-            if (t.rank == 0)
+            if (dist_is_main_process())
                 fprintf(stderr, "%s: the run is finished (step %d of %d); nothing to do (--steps=N trains it on to step N)\n",
                         opt->out_dir, t.state.step, opt->steps);
         } else if (rc == TRAIN_OK) {
