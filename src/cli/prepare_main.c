@@ -41,6 +41,8 @@ typedef struct {
     const char *out_dir;       // --out-dir, or out_dir_default
     char out_dir_default[300];
     const char *tokenizer;     // existing tokenizer to use instead of training
+    BpePretok pretok;          // the pre-split rule of a tokenizer trained here
+    int pretok_given;
     int block_size;            // > 0: both splits must hold one window of block_size + 1
     int overwrite;             // --overwrite: replace the files of an existing OUT
     const char **inputs;
@@ -63,7 +65,10 @@ static void usage(FILE *f) {
         "                     default: each file is one document\n"
         "  --out-dir DIR      output directory (default data/NAME, NAME = first file\n"
         "                     without its extension)\n"
-        "  --tokenizer FILE   use this tokenizer instead of training one\n"
+        "  --tokenizer FILE   use this tokenizer (and its pre-tokenizer) instead of training one\n"
+        "  --pretokenizer R   the pre-split rule of the tokenizer trained: gpt2 (GPT-2's\n"
+        "                     regex, as llama.cpp; default) or byte-classes (the rule of\n"
+        "                     the tokenizer files of version 1; docs/DATA.md)\n"
         "  --block-size T     fail unless both splits hold one window of T+1 tokens\n"
         "  --overwrite        replace the three files if OUT already holds them\n"
         "  --help             this text\n",
@@ -108,12 +113,13 @@ static int parse_options(int argc, char **argv, Options *o) {
     memset(o, 0, sizeof *o);
     o->vocab_size = 4096;
     o->val_fraction = 0.05;
+    o->pretok = BPE_PRETOK_DEFAULT;
     o->inputs = calloc((size_t)argc, sizeof *o->inputs);
     if (!o->inputs) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
     static const struct option opts[] = {
         {"vocab-size", 1, 0, 'v'}, {"val-fraction", 1, 0, 'f'}, {"split", 1, 0, 's'}, {"doc-sep", 1, 0, 'd'},
         {"out-dir", 1, 0, 'o'}, {"tokenizer", 1, 0, 't'}, {"block-size", 1, 0, 'b'}, {"overwrite", 0, 0, 'O'},
-        {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"pretokenizer", 1, 0, 'p'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
     int c, idx = 0;
     while ((c = cli_getopt("prepare", argc, argv, opts, &idx)) != -1) {
         const char *v = optarg;
@@ -154,12 +160,23 @@ static int parse_options(int argc, char **argv, Options *o) {
             o->out_dir = v;
         } else if (c == 't') {
             o->tokenizer = v;
+        } else if (c == 'p') {
+            if (pretok_from_name(v, &o->pretok)) {
+                fprintf(stderr, "prepare: --pretokenizer %s: expected gpt2 or byte-classes\n", v);
+                return -1;
+            }
+            o->pretok_given = 1;
         } else if (c == 'b') {
             if (parse_int("--block-size", v, 1, 1 << 20, &o->block_size)) return -1;
         }
     }
     while (optind < argc) o->inputs[o->n_inputs++] = argv[optind++];
     if (o->n_inputs == 0) { fprintf(stderr, "prepare: no input file (see --help)\n"); return -1; }
+    if (o->tokenizer && o->pretok_given) {
+        fprintf(stderr, "prepare: --pretokenizer is for a tokenizer trained here; --tokenizer %s has its own\n",
+                o->tokenizer);
+        return -1;
+    }
     if (!o->out_dir) {   // data/NAME from the first input (NAME at most 255 bytes, a file name)
         const char *base = strrchr(o->inputs[0], '/');
         base = base ? base + 1 : o->inputs[0];
@@ -338,7 +355,7 @@ int main(int argc, char **argv) {
         if (!ptrs || !lens) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
         for (int d = 0; d < n_docs; d++) { ptrs[d] = docs[d].bytes; lens[d] = docs[d].len; }
         PhaseMeter pr = {"training merges", tty, 0};
-        if (bpe_train_multi(&tok, ptrs, lens, n_docs, o.vocab_size, on_merge, &pr, err, sizeof err)) {
+        if (bpe_train_multi(&tok, o.pretok, ptrs, lens, n_docs, o.vocab_size, on_merge, &pr, err, sizeof err)) {
             fprintf(stderr, "%s: %s\n", o.inputs[0], err);
             goto done;
         }
@@ -349,7 +366,7 @@ int main(int argc, char **argv) {
     tok_loaded = 1;
     double t_train = clock_seconds() - t0;
 
-    // 3. Encode, eot before every document, in chunks cut at piece boundaries.
+    // 3. Encode, eot before every document, in chunks of about 1 MB cut where the rule allows (pretok_chunk_end).
     t0 = clock_seconds();
     ids = malloc((total_bytes + (size_t)n_docs) * sizeof *ids);
     if (!ids) { fprintf(stderr, "%s: out of memory for %zu tokens\n", o.inputs[0], total_bytes + n_docs); goto done; }
@@ -362,8 +379,7 @@ int main(int argc, char **argv) {
         const uint8_t *s = docs[d].bytes;
         size_t n = docs[d].len;
         for (size_t start = 0; start < n;) {
-            size_t end = start;
-            while (end < n && end - start < chunk) end = bpe_piece_end(s, n, end);
+            size_t end = pretok_chunk_end(tok.pretok, s, n, start, chunk);
             n_ids += bpe_encode(&tok, s + start, end - start, ids + n_ids);
             done_bytes += end - start;
             start = end;
@@ -419,8 +435,8 @@ int main(int argc, char **argv) {
     printf("prepare: %d file%s, %d document%s -> %s/\n", o.n_inputs, o.n_inputs > 1 ? "s" : "",
            n_docs, n_docs > 1 ? "s" : "", o.out_dir);
     printf("  corpus      %zu bytes\n", total_bytes);
-    printf("  tokenizer   %s: vocab %d (%d merges, eot %d), %s in %.2f s\n",
-           o.tokenizer ? o.tokenizer : path_tok, tok.vocab_size, tok.n_merges, tok.eot_id,
+    printf("  tokenizer   %s: vocab %d (%d merges, eot %d), pre-tokenizer %s, %s in %.2f s\n",
+           o.tokenizer ? o.tokenizer : path_tok, tok.vocab_size, tok.n_merges, tok.eot_id, pretok_name(tok.pretok),
            o.tokenizer ? "loaded" : "trained", t_train);
     printf("  tokens      %zu (%zu text + %zu eot), %.3f bytes per token, encoded in %.2f s (%.1f MB/s)\n",
            n_ids, text_tokens, n_eot, text_tokens ? (double)total_bytes / text_tokens : 0.0, t_encode,
