@@ -56,7 +56,8 @@ int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen);
 uint64_t bpe_checksum(const Tokenizer *tok);
 void bpe_free(Tokenizer *tok);
 
-// Encodes n bytes; returns the number of ids written (at most n; never adds eot).
+// Encodes n bytes into out, which must hold n ids (a piece is merged in place
+// there); returns the number of ids written (at most n; never adds eot).
 // Keeps a cache of encoded pieces inside tok, so one Tokenizer must not encode
 // from two threads at once. Encoding a text in parts cut where
 // pretok_chunk_end(tok->pretok, ...) says gives the same ids as encoding it whole.
