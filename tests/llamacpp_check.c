@@ -14,7 +14,11 @@
 //     every token likelier than e^-20 are ours, to the tolerance below.
 // And: llama.cpp's own YaRN at 4T (factor 4) on validation windows against
 // ropelab's rope_scaling=yarn on the same tokens; the whole corpus tokenised
-// by both, every difference counted and explained.
+// by both with the default tokenizer (the byte-class rule, a file of version 1),
+// every difference counted and explained; and three tokenizers of ./prepare's
+// default rule, GPT-2's regex (the KJV, 2 MB of GCIDE, a text of every
+// character of Unicode with vocabulary 600), each corpus tokenised by both
+// as one text and line by line: not one difference.
 //
 // The tolerance. llama.cpp computes in float32 like ropelab, but for one
 // step: ggml's GELU reads a float16 table (GGML_GELU_FP16: y = f16(gelu(f16(x))),
@@ -139,17 +143,19 @@ static cJSON *new_request(const char *gguf, int context, int V) {
     return r;
 }
 
-static int *encode(const char *text, int *n) {
+static int *encode_by(const Tokenizer *t, const char *text, int *n) {
     size_t len = strlen(text);
     uint32_t *ids = malloc((len + 1) * sizeof *ids);
     int *v = malloc((len + 1) * sizeof *v);
     assert_non_null(ids);
     assert_non_null(v);
-    *n = (int)bpe_encode(&tok, (const uint8_t *)text, len, ids);
+    *n = (int)bpe_encode(t, (const uint8_t *)text, len, ids);
     for (int i = 0; i < *n; i++) v[i] = (int)ids[i];
     free(ids);
     return v;
 }
+
+static int *encode(const char *text, int *n) { return encode_by(&tok, text, n); }
 
 // ---------------------------------------------------------------- ropelab's side
 
@@ -546,7 +552,9 @@ static void test_yarn_4T(void **s) {
 }
 
 // Where llama.cpp's pre-tokenizer ("gpt-2": GPT-2's regex) cuts a text other than
-// bpe_piece_end, the two encode it differently. The whole corpus (data/kjv.txt),
+// the byte-class rule of data/kjv/tokenizer.bin (the tokenizer of the `make run`
+// model and of the committed studies: a file of version 1), the two encode it
+// differently. The whole corpus (data/kjv.txt),
 // and each of its lines, encoded by both: every span where the two differ is
 // counted and must be one of the differences docs/FORMAT.md names:
 //   contraction  GPT-2 cuts 's 't 're 've 'm 'll 'd off as a piece; ours cuts "'" from the letters
@@ -564,17 +572,20 @@ static int span_kind(const uint8_t *b, size_t n) {
     return 3;
 }
 
-// Compares two encodings of text: spans between the byte offsets where both have a
-// token boundary, in which the ids differ; counts them by kind and their bytes.
-static void diff_encodings(const uint8_t *text, const int *a, int na, const int *b, int nb, long kinds[4], long *bytes) {
+// Compares two encodings of text by tokenizer t: spans between the byte offsets where
+// both have a token boundary, in which the ids differ; counts them by kind and their
+// bytes, and keeps the first in *first (its offset and length; left alone if none).
+static void diff_encodings(const Tokenizer *t, const uint8_t *text, const int *a, int na, const int *b, int nb,
+                           long kinds[4], long *bytes, size_t first[2]) {
     size_t pa = 0, pb = 0, start = 0;
     int ia = 0, ib = 0, sa = 0, sb = 0;
     while (ia < na || ib < nb) {
         int len;
-        if (pa <= pb && ia < na) { bpe_token(&tok, (uint32_t)a[ia++], &len); pa += (size_t)len; }
-        else { bpe_token(&tok, (uint32_t)b[ib++], &len); pb += (size_t)len; }
+        if (pa <= pb && ia < na) { bpe_token(t, (uint32_t)a[ia++], &len); pa += (size_t)len; }
+        else { bpe_token(t, (uint32_t)b[ib++], &len); pb += (size_t)len; }
         if (pa == pb) {   // a common boundary: the span since the last one
             int same = ia - sa == ib - sb && memcmp(a + sa, b + sb, (size_t)(ia - sa) * sizeof *a) == 0;
+            if (!same && first && first[1] == 0) { first[0] = start; first[1] = pa - start; }
             if (!same) { kinds[span_kind(text + start, pa - start)]++; *bytes += (long)(pa - start); }
             start = pa;
             sa = ia;
@@ -606,7 +617,7 @@ static void test_corpus_tokenisation(void **s) {
     cJSON *resp = llama(req, "corpus"), *ids = cJSON_GetObjectItem(resp, "tokenize");
     long whole_kinds[4] = {0}, whole_bytes = 0, line_kinds[4] = {0}, line_bytes = 0, lines_differ = 0;
     int n_ours, n_theirs, *ours = encode(text, &n_ours), *theirs = ints_of(cJSON_GetArrayItem(ids, 0), &n_theirs);
-    diff_encodings((const uint8_t *)text, ours, n_ours, theirs, n_theirs, whole_kinds, &whole_bytes);
+    diff_encodings(&tok, (const uint8_t *)text, ours, n_ours, theirs, n_theirs, whole_kinds, &whole_bytes, NULL);
     free(ours); free(theirs);
     char *line = text;
     const cJSON *line_ids = cJSON_GetArrayItem(ids, 1);
@@ -617,7 +628,7 @@ static void test_corpus_tokenisation(void **s) {
         ours = encode(line, &n_ours);
         theirs = ints_of(line_ids, &n_theirs);
         long before = line_kinds[0] + line_kinds[1] + line_kinds[2] + line_kinds[3];
-        diff_encodings((const uint8_t *)line, ours, n_ours, theirs, n_theirs, line_kinds, &line_bytes);
+        diff_encodings(&tok, (const uint8_t *)line, ours, n_ours, theirs, n_theirs, line_kinds, &line_bytes, NULL);
         lines_differ += line_kinds[0] + line_kinds[1] + line_kinds[2] + line_kinds[3] > before;
         free(ours); free(theirs);
         line[n] = save;
@@ -635,6 +646,158 @@ static void test_corpus_tokenisation(void **s) {
     free(text);
 }
 
+// ---------------------------------------------------------------- GPT-2's pre-tokenizer
+
+// A tokenizer of ./prepare's default rule, GPT-2's regex, is the one llama.cpp's
+// pre-tokenizer "gpt-2" applies: a text encodes to the same ids on both sides.
+// For a corpus: ./prepare (its own tokenizer), a tiny model trained one step on
+// it (the model only carries the tokenizer into the GGUF), ./export, then the
+// corpus as one text and each of its lines encoded by llama.cpp and by ropelab:
+// not one span may differ.
+static void check_gpt2_tokenizer(const char *label, const char *corpus, int vocab) {
+    char d[600], gguf[700], path[700], err[512];
+    snprintf(d, sizeof d, "%s/%s", dir, label);
+    if (run("./prepare --vocab-size %d --val-fraction 0.05 --out-dir %s %s", vocab, d, corpus) != 0)
+        fail_msg("./prepare failed: %s", out);
+    if (run("./train configs/tiny.ini --tokenizer=%s/tokenizer.bin --train_file=%s/train.bin --val_file=%s/val.bin "
+            "--steps=1 --eval_every=0 --save_every=0 --quiet --threads=1 --out_dir=%s/model", d, d, d, d) != 0)
+        fail_msg("./train failed: %s", out);
+    snprintf(gguf, sizeof gguf, "%s/%s.gguf", dir, label);
+    if (run("./export --weights %s/model/model.safetensors --tokenizer %s/tokenizer.bin --out %s", d, d, gguf) != 0)
+        fail_msg("./export failed: %s", out);
+    if (strstr(out, "warning")) fail_msg("./export warned about a tokenizer of GPT-2's rule:\n%s", out);
+    Tokenizer t;
+    snprintf(path, sizeof path, "%s/tokenizer.bin", d);
+    if (bpe_load(&t, path, err, sizeof err)) fail_msg("%s", err);
+    assert_int_equal(t.pretok, BPE_PRETOK_GPT2);
+    size_t len;
+    char *text = read_file(corpus, &len);
+    assert_int_equal(strlen(text), len);   // text: no NUL byte
+    long non_ascii = 0;
+    for (size_t i = 0; i < len; i++) non_ascii += ((uint8_t)text[i] & 0xC0) == 0xC0;   // lead bytes: code points
+    cJSON *req = new_request(gguf, 64, t.vocab_size), *texts = cJSON_AddArrayToObject(req, "tokenize");
+    cJSON_AddItemToArray(texts, cJSON_CreateString(text));
+    int n_lines = 0;
+    for (char *line = text; *line; n_lines++) {   // each line, without its newline
+        size_t n = strcspn(line, "\n");
+        char save = line[n];
+        line[n] = 0;
+        cJSON_AddItemToArray(texts, cJSON_CreateString(line));
+        line[n] = save;
+        line += n + (save == '\n');
+    }
+    cJSON *resp = llama(req, label), *ids = cJSON_GetObjectItem(resp, "tokenize");
+    long kinds[4] = {0}, bytes = 0, lines_differ = 0;
+    size_t first[2] = {0, 0};
+    int n_ours, n_theirs, *ours = encode_by(&t, text, &n_ours), *theirs = ints_of(cJSON_GetArrayItem(ids, 0), &n_theirs);
+    diff_encodings(&t, (const uint8_t *)text, ours, n_ours, theirs, n_theirs, kinds, &bytes, first);
+    long whole_spans = kinds[0] + kinds[1] + kinds[2] + kinds[3];
+    if (whole_spans)
+        fail_msg("%s: as one text, %ld spans of ropelab's and llama.cpp's encodings differ (%ld bytes); the first at "
+                 "byte %zu: \"%.*s\"", corpus, whole_spans, bytes, first[0], (int)first[1], text + first[0]);
+    int n_whole = n_ours;
+    free(ours); free(theirs);
+    char *line = text;
+    const cJSON *line_ids = cJSON_GetArrayItem(ids, 1);
+    for (int i = 0; i < n_lines; i++, line_ids = line_ids->next) {
+        size_t n = strcspn(line, "\n");
+        char save = line[n];
+        line[n] = 0;
+        ours = encode_by(&t, line, &n_ours);
+        theirs = ints_of(line_ids, &n_theirs);
+        long before = bytes;
+        first[1] = 0;
+        diff_encodings(&t, (const uint8_t *)line, ours, n_ours, theirs, n_theirs, kinds, &bytes, first);
+        if (bytes > before)
+            fail_msg("%s, line %d: ropelab's and llama.cpp's encodings differ at byte %zu: \"%.*s\" (the line: %s)",
+                     corpus, i + 1, first[0], (int)first[1], line + first[0], line);
+        lines_differ += bytes > before;
+        free(ours); free(theirs);
+        line[n] = save;
+        line += n + (save == '\n');
+    }
+    cJSON_Delete(resp);
+    print_message("%s (%zu bytes, %ld non-ASCII code points, %d lines), its own tokenizer of GPT-2's rule (vocabulary "
+                  "%d): %d ids as one text, and each line, the same in llama.cpp (\"gpt-2\") and ropelab: 0 spans "
+                  "differ\n", corpus, len, non_ascii, n_lines, t.vocab_size, n_whole);
+    free(text);
+    bpe_free(&t);
+}
+
+static void test_gpt2_tokenizer_kjv(void **s) { (void)s; check_gpt2_tokenizer("gpt2-kjv", "data/kjv.txt", 2048); }
+
+// The first 2 MB of GCIDE (scripts/run/get_data.sh gcide; make test-llamacpp makes
+// it), cut at a line: Unicode respellings (ȧ-băn′dŭn), æ, ö, √, °, Greek letters.
+static void test_gpt2_tokenizer_gcide(void **s) {
+    (void)s;
+    size_t len;
+    struct stat st;
+    if (stat("data/gcide.txt", &st) != 0) fail_msg("data/gcide.txt is missing: make test-llamacpp makes it");
+    char *text = read_file("data/gcide.txt", &len), sample[600];
+    size_t n = len < (2u << 20) ? len : 2u << 20;
+    while (n > 0 && text[n - 1] != '\n') n--;
+    snprintf(sample, sizeof sample, "%s/gcide-2MB.txt", dir);
+    FILE *f = fopen(sample, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, n, f), n);
+    fclose(f);
+    free(text);
+    check_gpt2_tokenizer("gpt2-gcide", sample, 2048);
+}
+
+// Hand-made lines of what GPT-2's rule treats apart (contractions, curly
+// quotes, x², combining accents, no-break space, emoji, Greek, runs of white
+// space and newlines), then one line for every character of
+// /usr/share/unicode/UnicodeData.txt (Debian's unicode-data, Unicode 15.0:
+// 34,924 code points of every category but the surrogates and NUL), in
+// contexts: after a space, after a letter, doubled, before a digit, between
+// curly quotes, after an apostrophe; a blank line before each 64th.
+static const char UNICODE_LINES[] =
+    "\xe2\x80\x9cIt\xe2\x80\x99s the LORD\xe2\x80\x99s,\xe2\x80\x9d she said; thou cam'st, 'tis we'll, they're, I'm, "
+    "you've, he'd, DON'T.\n\n"
+    "Exodus 1\n\n  1 Now these are the names\n\n\n\t\tindented\t \n   \n"
+    "x\xc2\xb2 + y\xc2\xb3 = z\xc2\xb2, \xc2\xbd cup, \xe2\x85\xab chapters, 10\xc2\xa0" "000 km, 3\xe2\x80\xaf%\n"
+    "cafe\xcc\x81 caf\xc3\xa9 na\xcc\x88ive na\xc3\xafve \xe1\xbc\x98\xce\xbd \xe1\xbc\x80\xcf\x81\xcf\x87\xe1\xbf\x87 "
+    "\xe1\xbc\xa6\xce\xbd \xe1\xbd\x81 \xce\xbb\xcf\x8c\xce\xb3\xce\xbf\xcf\x82.\n"
+    "hi \xf0\x9f\x91\x8b\xf0\x9f\x8f\xbd! \xf0\x9f\x91\xa8\xe2\x80\x8d\xf0\x9f\x91\xa9\xe2\x80\x8d\xf0\x9f\x91\xa7 "
+    "\xf0\x9f\x87\xac\xf0\x9f\x87\xb7 \xe6\x9c\xaf\xe8\xaf\xad\xe3\x80\x82 \xd9\xa1\xd9\xa2\xd9\xa3\xe3\x80\x80x\n";
+
+static size_t put_utf8(uint32_t cp, char *o) {
+    if (cp < 0x80) { o[0] = (char)cp; return 1; }
+    if (cp < 0x800) { o[0] = (char)(0xC0 | cp >> 6); o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
+    if (cp < 0x10000) {
+        o[0] = (char)(0xE0 | cp >> 12); o[1] = (char)(0x80 | (cp >> 6 & 0x3F)); o[2] = (char)(0x80 | (cp & 0x3F));
+        return 3;
+    }
+    o[0] = (char)(0xF0 | cp >> 18); o[1] = (char)(0x80 | (cp >> 12 & 0x3F));
+    o[2] = (char)(0x80 | (cp >> 6 & 0x3F)); o[3] = (char)(0x80 | (cp & 0x3F));
+    return 4;
+}
+
+static void test_gpt2_tokenizer_unicode(void **s) {
+    (void)s;
+    FILE *in = fopen("/usr/share/unicode/UnicodeData.txt", "r");
+    if (!in) fail_msg("/usr/share/unicode/UnicodeData.txt is missing (Debian: unicode-data; make test-llamacpp "
+                      "installs it)");
+    char corpus[600], line[512];
+    snprintf(corpus, sizeof corpus, "%s/unicode.txt", dir);
+    FILE *f = fopen(corpus, "wb");
+    assert_non_null(f);
+    fputs(UNICODE_LINES, f);
+    for (int k = 0; fgets(line, sizeof line, in);) {
+        unsigned cp = (unsigned)strtoul(line, NULL, 16);
+        char *name = strchr(line, ';'), c[5];
+        if (cp == 0 || (cp >= 0xD800 && cp <= 0xDFFF)) continue;   // NUL ./prepare refuses; surrogates are not UTF-8
+        *strchr(name + 1, ';') = 0;
+        c[put_utf8(cp, c)] = 0;
+        if (k++ % 64 == 0) fputs("\n", f);
+        fprintf(f, "U+%04X %s: %s, a%sb %s%s 1%s2 \xe2\x80\x9c%s\xe2\x80\x9d '%s\n", cp, name + 1, c, c, c, c, c, c, c);
+    }
+    fclose(in);
+    fclose(f);
+    check_gpt2_tokenizer("gpt2-unicode", corpus, 600);
+}
+
 // LLAMACPP_CHECK=PATTERN runs only the tests whose names match (cmocka's filter:
 // * and ? wildcards), e.g. LLAMACPP_CHECK='test_yarn*'.
 int main(void) {
@@ -643,6 +806,8 @@ int main(void) {
         cmocka_unit_test(test_make_run_model), cmocka_unit_test(test_rope), cmocka_unit_test(test_learned),
         cmocka_unit_test(test_sinusoidal), cmocka_unit_test(test_none), cmocka_unit_test(test_alibi),
         cmocka_unit_test(test_yarn_4T), cmocka_unit_test(test_corpus_tokenisation),
+        cmocka_unit_test(test_gpt2_tokenizer_kjv), cmocka_unit_test(test_gpt2_tokenizer_gcide),
+        cmocka_unit_test(test_gpt2_tokenizer_unicode),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,6 +1,8 @@
-// test_data_bpe.c: the BPE tokenizer: pre-split rule, hand-worked merges, the
-// fast trainer against a naive full-recount reference, encode against a naive
-// merge-by-merge reference, round trips, determinism and bad tokenizer files.
+// test_data_bpe.c: the BPE tokenizer: hand-worked merges, the fast trainer
+// against a naive full-recount reference, encode against a naive
+// merge-by-merge reference (long pieces too), round trips, determinism, the
+// file of each pre-tokenizer and bad tokenizer files; with both pre-split
+// rules (their pieces: test_data_pretokenize.c).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -17,23 +19,13 @@ static char err[1024];
 
 // ---------------------------------------------------------------- helpers
 
-// Splits s with the library's rule and checks the pieces against the
-// NULL-terminated list of expected pieces.
-static void check_split(const char *s, const char *const *want) {
-    size_t n = strlen(s), i = 0;
-    int k = 0;
-    while (i < n) {
-        size_t j = bpe_piece_end((const uint8_t *)s, n, i);
-        assert_non_null(want[k]);
-        assert_true(j > i);
-        if (j - i != strlen(want[k]) || memcmp(s + i, want[k], j - i) != 0) {
-            print_error("piece %d of \"%s\": got \"%.*s\", want \"%s\"\n", k, s, (int)(j - i), s + i, want[k]);
-            fail();
-        }
-        k++;
-        i = j;
-    }
-    assert_null(want[k]);
+static const BpePretok RULES[2] = {BPE_PRETOK_BYTE_CLASSES, BPE_PRETOK_GPT2};
+
+static void train_rule(Tokenizer *tok, BpePretok rule, const uint8_t *text, size_t n, int vocab) {
+    int rc = bpe_train_multi(tok, rule, &text, &n, 1, vocab, NULL, NULL, err, sizeof err);
+    if (rc) print_error("%s\n", err);
+    assert_int_equal(rc, 0);
+    assert_int_equal(tok->pretok, rule);
 }
 
 static void train_text(Tokenizer *tok, const char *text, int vocab) {
@@ -67,30 +59,6 @@ static void write_all(const char *path, const void *p, size_t n) {
     assert_non_null(f);
     assert_int_equal(fwrite(p, 1, n, f), n);
     fclose(f);
-}
-
-// ---------------------------------------------------------------- pre-split
-
-static void test_presplit_rule(void **state) {
-    check_split("\n  1 In the beginning", (const char *const[]){"\n ", " 1", " In", " the", " beginning", NULL});
-    check_split("Hello, world!!", (const char *const[]){"Hello", ",", " world", "!!", NULL});
-    check_split("a  b", (const char *const[]){"a", " ", " b", NULL});
-    check_split("x\t\ty", (const char *const[]){"x", "\t\t", "y", NULL});
-    check_split("caf\xc3\xa9 12ab (x)", (const char *const[]){"caf\xc3\xa9", " 12", "ab", " (", "x", ")", NULL});
-    check_split("end.\n\n", (const char *const[]){"end", ".", "\n\n", NULL});
-    check_split("a  ", (const char *const[]){"a", "  ", NULL});
-    check_split(" ", (const char *const[]){" ", NULL});
-    check_split("LORD's", (const char *const[]){"LORD", "'", "s", NULL});
-    // A run longer than BPE_MAX_PIECE is cut every BPE_MAX_PIECE bytes.
-    char longrun[600];
-    memset(longrun, 'a', 599);
-    longrun[599] = 0;
-    size_t i = 0, n = 599, pieces[4], k = 0;
-    while (i < n) { size_t j = bpe_piece_end((const uint8_t *)longrun, n, i); pieces[k++] = j - i; i = j; }
-    assert_int_equal(k, 3);
-    assert_int_equal(pieces[0], BPE_MAX_PIECE);
-    assert_int_equal(pieces[1], BPE_MAX_PIECE);
-    assert_int_equal(pieces[2], 599 - 2 * BPE_MAX_PIECE);
 }
 
 // ---------------------------------------------------------------- hand-worked merges
@@ -159,12 +127,14 @@ static void test_counts_weight_merges(void **state) {
 
 typedef struct { uint32_t *s; size_t len; } RefWord;
 
-// Every piece of the text as its own word (no dedup, no incremental counts).
-static RefWord *ref_words(const uint8_t *text, size_t n, size_t *n_words) {
+// Every piece of the text as its own word (no dedup, no incremental counts);
+// a piece longer than max_len as parts of max_len bytes, as training counts it.
+static RefWord *ref_words(BpePretok rule, const uint8_t *text, size_t n, size_t max_len, size_t *n_words) {
     RefWord *w = malloc((n + 1) * sizeof *w);
     size_t k = 0;
-    for (size_t i = 0; i < n;) {
-        size_t j = bpe_piece_end(text, n, i);
+    for (size_t i = 0, end = 0; i < n;) {
+        if (i == end) end = pretok_piece_end(rule, text, n, i);
+        size_t j = end - i > max_len ? i + max_len : end;
         w[k].s = malloc((j - i) * sizeof(uint32_t));
         w[k].len = j - i;
         for (size_t q = i; q < j; q++) w[k].s[q - i] = text[q];
@@ -186,9 +156,9 @@ static void ref_merge(RefWord *w, uint32_t l, uint32_t r, uint32_t id) {
 
 // Textbook BPE: recount every pair of every word before each merge, take the
 // highest count, ties to the lowest (left, right). A dense count table: small vocab only.
-static int ref_train(const uint8_t *text, size_t n, int vocab, uint32_t (*merges)[2]) {
+static int ref_train(BpePretok rule, const uint8_t *text, size_t n, int vocab, uint32_t (*merges)[2]) {
     size_t n_words;
-    RefWord *w = ref_words(text, n, &n_words);
+    RefWord *w = ref_words(rule, text, n, BPE_MAX_PIECE, &n_words);
     const int V = vocab;   // ids stay below vocab
     int64_t *count = malloc((size_t)V * V * sizeof *count);
     int n_merges = 0;
@@ -213,10 +183,10 @@ static int ref_train(const uint8_t *text, size_t n, int vocab, uint32_t (*merges
     return n_merges;
 }
 
-// Reference encoder: apply every merge in rank order to every piece.
+// Reference encoder: apply every merge in rank order to every piece, whole.
 static size_t ref_encode(const Tokenizer *tok, const uint8_t *text, size_t n, uint32_t *out) {
     size_t n_words, n_out = 0;
-    RefWord *w = ref_words(text, n, &n_words);
+    RefWord *w = ref_words(tok->pretok, text, n, SIZE_MAX, &n_words);
     for (size_t k = 0; k < n_words; k++) {
         for (int m = 0; m < tok->n_merges; m++) ref_merge(&w[k], tok->merges[m][0], tok->merges[m][1], 256 + m);
         memcpy(out + n_out, w[k].s, w[k].len * sizeof *out);
@@ -227,18 +197,24 @@ static size_t ref_encode(const Tokenizer *tok, const uint8_t *text, size_t n, ui
     return n_out;
 }
 
+// Random texts over small alphabets, so many pairs repeat; the last ones hold
+// contractions' letters and the bytes of UTF-8 (in random order: valid and
+// invalid sequences both), which the two rules cut differently.
+static const char *const ALPHABETS[] = {"ab ", "abc \n", "aab  b.", "xyzzy, \n0", "s't \n\n", "a\xc3\xa9\xe2\x80\x99s \n"};
+#define N_ALPHABETS 6
+
 static void test_train_matches_reference(void **state) {
-    const char *alphabets[] = {"ab ", "abc \n", "aab  b.", "xyzzy, \n0"};
     Rng r;
     rng_seed(&r, 7);
     uint32_t (*want)[2] = malloc(1024 * sizeof *want);
-    for (int trial = 0; trial < 8; trial++) {
+    for (int trial = 0; trial < 12; trial++) {
+        BpePretok rule = RULES[trial % 2];
         size_t n = 500 + rng_below(&r, 3000);
-        uint8_t *text = random_text(&r, n, alphabets[trial % 4]);
+        uint8_t *text = random_text(&r, n, ALPHABETS[trial % N_ALPHABETS]);
         int vocab = 300 + (int)rng_below(&r, 400);
-        int n_want = ref_train(text, n, vocab, want);
+        int n_want = ref_train(rule, text, n, vocab, want);
         Tokenizer tok;
-        assert_int_equal(bpe_train(&tok, text, n, vocab, NULL, NULL, err, sizeof err), 0);
+        train_rule(&tok, rule, text, n, vocab);
         assert_int_equal(tok.n_merges, n_want);
         for (int i = 0; i < n_want; i++) {
             if (tok.merges[i][0] != want[i][0] || tok.merges[i][1] != want[i][1]) {
@@ -249,7 +225,7 @@ static void test_train_matches_reference(void **state) {
         }
         // Encoding: lowest-rank-first with the cache == every merge in order.
         uint32_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
-        uint8_t *other = random_text(&r, n, alphabets[(trial + 1) % 4]);
+        uint8_t *other = random_text(&r, n, ALPHABETS[(trial + 1) % N_ALPHABETS]);
         for (int pass = 0; pass < 2; pass++) {   // pass 1 reads from the cache
             const uint8_t *t = pass ? other : text;
             size_t na = bpe_encode(&tok, t, n, a), nb = ref_encode(&tok, t, n, b);
@@ -265,6 +241,46 @@ static void test_train_matches_reference(void **state) {
     free(want);
 }
 
+// GPT-2's rule does not cut its pieces: one longer than BPE_MAX_PIECE is
+// encoded by the heap (bpe.c, merge_heap), which must give the ids of the
+// reference, every merge in rank order over the whole piece. Texts of a few
+// long pieces: letter runs without spaces, white space, punctuation.
+static void test_long_pieces_match_reference(void **state) {
+    const char *alphabets[] = {"ab", "aab", "abcab", " \t", " \n\n", ".,-", "abcdefgh"};
+    Rng r;
+    rng_seed(&r, 17);
+    for (int trial = 0; trial < 14; trial++) {
+        const char *alphabet = alphabets[trial % 7];
+        size_t n = 2000 + rng_below(&r, 6000);
+        uint8_t *text = random_text(&r, n, alphabet);
+        Tokenizer tok;
+        train_rule(&tok, BPE_PRETOK_GPT2, text, n, 300 + (int)rng_below(&r, 300));
+        uint8_t *other = random_text(&r, n, alphabet);
+        uint32_t *a = malloc(n * sizeof *a), *b = malloc(n * sizeof *b);
+        size_t longest = 0;
+        for (size_t i = 0; i < n;) {
+            size_t j = pretok_piece_end(tok.pretok, other, n, i);
+            longest = j - i > longest ? j - i : longest;
+            i = j;
+        }
+        assert_true(longest > BPE_MAX_PIECE);
+        for (int pass = 0; pass < 2; pass++) {
+            const uint8_t *t = pass ? other : text;
+            size_t na = bpe_encode(&tok, t, n, a), nb = ref_encode(&tok, t, n, b);
+            assert_int_equal(na, nb);
+            assert_memory_equal(a, b, na * sizeof *a);
+            uint8_t *back = malloc(n);
+            assert_int_equal(bpe_decode(&tok, a, na, back, n), n);
+            assert_memory_equal(back, t, n);
+            free(back);
+        }
+        // no merge is longer than BPE_MAX_PIECE: training counts long pieces in parts
+        for (int id = 0; id < tok.vocab_size; id++) assert_true(tok.token_len[id] <= BPE_MAX_PIECE);
+        free(a); free(b); free(other); free(text);
+        bpe_free(&tok);
+    }
+}
+
 // ---------------------------------------------------------------- round trips
 
 static const char *ENGLISH =
@@ -273,8 +289,9 @@ static const char *ENGLISH =
     "the face of the waters.\n  3 And God said, Let there be light: and there was light.\n";
 
 static void test_roundtrip_random_bytes(void **state) {
+    for (int k = 0; k < 2; k++) {
     Tokenizer tok;
-    train_text(&tok, ENGLISH, 400);
+    train_rule(&tok, RULES[k], (const uint8_t *)ENGLISH, strlen(ENGLISH), 400);
     Rng r;
     rng_seed(&r, 11);
     uint8_t buf[4096], back[4096];
@@ -299,6 +316,7 @@ static void test_roundtrip_random_bytes(void **state) {
     assert_memory_equal(back, ENGLISH, 10);
     assert_int_equal(back[10], 0);
     bpe_free(&tok);
+    }
 }
 
 static void test_eot_and_token_lookup(void **state) {
@@ -327,27 +345,35 @@ static void test_eot_and_token_lookup(void **state) {
     bpe_free(&tok);
 }
 
+// The text the cuts are tried on: ENGLISH and what GPT-2's rule looks ahead
+// for (white space before a word or at the end, contractions, non-ASCII).
+static const char CUT_TEXT[] =
+    "In the beginning God created the heaven and the earth. And the earth was without form, "
+    "and void.\n\nExodus 1\n\n  1 Now these are the names   of the children of Israel; LORD's 'tis "
+    "we'll \t\tcaf\xc3\xa9 x\xc2\xb2 it\xe2\x80\x99s \xc2\xa0 \xf0\x9f\x91\x8b!  \n \n\n";
+
 static void test_chunked_encoding_matches_whole(void **state) {
-    Tokenizer tok;
-    train_text(&tok, ENGLISH, 350);
-    Rng r;
-    rng_seed(&r, 5);
-    const uint8_t *t = (const uint8_t *)ENGLISH;
-    size_t n = strlen(ENGLISH);
-    uint32_t whole[1024], parts[1024];
-    size_t n_whole = bpe_encode(&tok, t, n, whole);
-    for (int trial = 0; trial < 50; trial++) {
-        size_t n_parts = 0;
-        for (size_t start = 0; start < n;) {   // cut after a random number of pieces
-            size_t end = start, k = 1 + rng_below(&r, 6);
-            while (end < n && k--) end = bpe_piece_end(t, n, end);
-            n_parts += bpe_encode(&tok, t + start, end - start, parts + n_parts);
-            start = end;
+    for (int k = 0; k < 2; k++) {
+        Tokenizer tok;
+        train_rule(&tok, RULES[k], (const uint8_t *)CUT_TEXT, strlen(CUT_TEXT), 350);
+        Rng r;
+        rng_seed(&r, 5);
+        const uint8_t *t = (const uint8_t *)CUT_TEXT;
+        size_t n = strlen(CUT_TEXT);
+        uint32_t whole[1024], parts[1024];
+        size_t n_whole = bpe_encode(&tok, t, n, whole);
+        for (int trial = 0; trial < 50; trial++) {
+            size_t n_parts = 0;
+            for (size_t start = 0; start < n;) {   // parts of random lengths
+                size_t end = pretok_chunk_end(tok.pretok, t, n, start, rng_below(&r, 20));
+                n_parts += bpe_encode(&tok, t + start, end - start, parts + n_parts);
+                start = end;
+            }
+            assert_int_equal(n_parts, n_whole);
+            assert_memory_equal(parts, whole, n_whole * sizeof *whole);
         }
-        assert_int_equal(n_parts, n_whole);
-        assert_memory_equal(parts, whole, n_whole * sizeof *whole);
+        bpe_free(&tok);
     }
-    bpe_free(&tok);
 }
 
 // ---------------------------------------------------------------- files
@@ -363,56 +389,76 @@ static uint64_t fnv1a64(const uint8_t *p, size_t n) {
     return h;
 }
 
+// Each rule's file: byte classes as version 1 (a 24-byte header: the files
+// made before the rule was recorded), GPT-2's as version 2 (28 bytes: the
+// rule's number at 24).
 static void test_deterministic_files(void **state) {
     Rng r;
     rng_seed(&r, 3);
     size_t n = 200000;
-    uint8_t *text = random_text(&r, n, "etaoin shrdlu\n,.");
-    Tokenizer a, b;
-    assert_int_equal(bpe_train(&a, text, n, 2000, NULL, NULL, err, sizeof err), 0);
-    assert_int_equal(bpe_train(&b, text, n, 2000, NULL, NULL, err, sizeof err), 0);
-    assert_int_equal(bpe_save(&a, "build/test_bpe_a.bin", ATOMIC_REPLACE, err, sizeof err), 0);
-    assert_int_equal(bpe_save(&b, "build/test_bpe_b.bin", ATOMIC_REPLACE, err, sizeof err), 0);
-    size_t na, nb;
-    uint8_t *fa = read_all("build/test_bpe_a.bin", &na), *fb = read_all("build/test_bpe_b.bin", &nb);
-    assert_int_equal(na, 24 + 8 * (size_t)a.n_merges);
-    assert_int_equal(na, nb);
-    assert_memory_equal(fa, fb, na);
-    // The layout: magic, version, vocab, eot, n_merges, then the merges.
-    assert_memory_equal(fa, "RLBPETOK", 8);
-    uint32_t head[4];
-    memcpy(head, fa + 8, 16);
-    assert_int_equal(head[0], 1);
-    assert_int_equal(head[1], a.vocab_size);
-    assert_int_equal(head[2], a.vocab_size - 1);
-    assert_int_equal(head[3], a.n_merges);
-    uint32_t m0[2];
-    memcpy(m0, fa + 24, 8);
-    assert_int_equal(m0[0], a.merges[0][0]);
-    assert_int_equal(m0[1], a.merges[0][1]);
-
-    // Load gives the same tokenizer, and the same encoding.
-    Tokenizer c;
-    assert_int_equal(bpe_load(&c, "build/test_bpe_a.bin", err, sizeof err), 0);
-    assert_int_equal(c.vocab_size, a.vocab_size);
-    assert_memory_equal(c.merges, a.merges, a.n_merges * sizeof *a.merges);
-    uint32_t *ia = malloc(n * sizeof *ia), *ic = malloc(n * sizeof *ic);
-    size_t ma = bpe_encode(&a, text, n, ia), mc = bpe_encode(&c, text, n, ic);
-    assert_int_equal(ma, mc);
-    assert_memory_equal(ia, ic, ma * sizeof *ia);
-
-    // The checksum is FNV-1a 64 of the file's bytes, the same whether the
-    // tokenizer was trained or loaded; another tokenizer has another one.
+    uint8_t *text = random_text(&r, n, "etaoin shrdlu\n,.'");
     assert_true(fnv1a64((const uint8_t *)"", 0) == 0xcbf29ce484222325ull);   // the published test vectors
     assert_true(fnv1a64((const uint8_t *)"a", 1) == 0xaf63dc4c8601ec8cull);
     assert_true(fnv1a64((const uint8_t *)"foobar", 6) == 0x85944171f73967e8ull);
-    assert_true(bpe_checksum(&a) == fnv1a64(fa, na));
-    assert_true(bpe_checksum(&c) == fnv1a64(fa, na));
-    Tokenizer d;
-    assert_int_equal(bpe_train(&d, text, n, 1999, NULL, NULL, err, sizeof err), 0);
-    assert_true(bpe_checksum(&d) != bpe_checksum(&a));
-    free(ia); free(ic); free(fa); free(fb); free(text);
-    bpe_free(&a); bpe_free(&b); bpe_free(&c); bpe_free(&d);
+    uint64_t checksum[2];
+    for (int k = 0; k < 2; k++) {
+        BpePretok rule = RULES[k];
+        size_t header = rule == BPE_PRETOK_BYTE_CLASSES ? 24 : 28;
+        Tokenizer a, b;
+        train_rule(&a, rule, text, n, 2000);
+        train_rule(&b, rule, text, n, 2000);
+        assert_int_equal(bpe_save(&a, "build/test_bpe_a.bin", ATOMIC_REPLACE, err, sizeof err), 0);
+        assert_int_equal(bpe_save(&b, "build/test_bpe_b.bin", ATOMIC_REPLACE, err, sizeof err), 0);
+        size_t na, nb;
+        uint8_t *fa = read_all("build/test_bpe_a.bin", &na), *fb = read_all("build/test_bpe_b.bin", &nb);
+        assert_int_equal(na, header + 8 * (size_t)a.n_merges);
+        assert_int_equal(na, nb);
+        assert_memory_equal(fa, fb, na);
+        // The layout: magic, version, vocab, eot, n_merges, (version 2: the rule), then the merges.
+        assert_memory_equal(fa, "RLBPETOK", 8);
+        uint32_t head[5];
+        memcpy(head, fa + 8, header - 8);
+        assert_int_equal(head[0], header == 24 ? 1 : 2);
+        assert_int_equal(head[1], a.vocab_size);
+        assert_int_equal(head[2], a.vocab_size - 1);
+        assert_int_equal(head[3], a.n_merges);
+        if (header == 28) assert_int_equal(head[4], 1);
+        uint32_t m0[2];
+        memcpy(m0, fa + header, 8);
+        assert_int_equal(m0[0], a.merges[0][0]);
+        assert_int_equal(m0[1], a.merges[0][1]);
+
+        // Load gives the same tokenizer, rule included, and the same encoding.
+        Tokenizer c;
+        assert_int_equal(bpe_load(&c, "build/test_bpe_a.bin", err, sizeof err), 0);
+        assert_int_equal(c.pretok, rule);
+        assert_int_equal(c.vocab_size, a.vocab_size);
+        assert_memory_equal(c.merges, a.merges, a.n_merges * sizeof *a.merges);
+        uint32_t *ia = malloc(n * sizeof *ia), *ic = malloc(n * sizeof *ic);
+        size_t ma = bpe_encode(&a, text, n, ia), mc = bpe_encode(&c, text, n, ic);
+        assert_int_equal(ma, mc);
+        assert_memory_equal(ia, ic, ma * sizeof *ia);
+
+        // The checksum is FNV-1a 64 of the file's bytes, the same whether the
+        // tokenizer was trained or loaded; another tokenizer has another one.
+        assert_true(bpe_checksum(&a) == fnv1a64(fa, na));
+        assert_true(bpe_checksum(&c) == fnv1a64(fa, na));
+        checksum[k] = bpe_checksum(&a);
+        Tokenizer d;
+        train_rule(&d, rule, text, n, 1999);
+        assert_true(bpe_checksum(&d) != bpe_checksum(&a));
+        free(ia); free(ic); free(fa); free(fb);
+        bpe_free(&a); bpe_free(&b); bpe_free(&c); bpe_free(&d);
+    }
+    assert_true(checksum[0] != checksum[1]);
+    // The same merges under the other rule are another tokenizer: the rule is in the file.
+    Tokenizer e, f;
+    const uint32_t merges[2][2] = {{'a', 'b'}, {256, 'c'}};
+    assert_int_equal(bpe_from_merges(&e, BPE_PRETOK_BYTE_CLASSES, merges, 2, err, sizeof err), 0);
+    assert_int_equal(bpe_from_merges(&f, BPE_PRETOK_GPT2, merges, 2, err, sizeof err), 0);
+    assert_true(bpe_checksum(&e) != bpe_checksum(&f));
+    bpe_free(&e); bpe_free(&f);
+    free(text);
 }
 
 // Writes a tokenizer file with the given header and merges; loads it; expects
@@ -442,6 +488,18 @@ static void test_bad_tokenizer_files(void **state) {
     assert_int_equal(tok.vocab_size, 259);
     int len;
     assert_memory_equal(bpe_token(&tok, 257, &len), "abc", 3);
+    assert_int_equal(tok.pretok, BPE_PRETOK_BYTE_CLASSES);   // version 1: the byte classes
+    bpe_free(&tok);
+    // The same as version 2, GPT-2's rule: the rule's number (1) after the header's five fields.
+    uint8_t f2[28 + 16];
+    uint32_t v2[5] = {2, 259, 258, 2, 1};
+    memcpy(f2, "RLBPETOK", 8);
+    memcpy(f2 + 8, v2, 20);
+    memcpy(f2 + 28, m, 16);
+    write_all(path, f2, sizeof f2);
+    assert_int_equal(bpe_load(&tok, path, err, sizeof err), 0);
+    assert_int_equal(tok.pretok, BPE_PRETOK_GPT2);
+    assert_memory_equal(bpe_token(&tok, 257, &len), "abc", 3);
     bpe_free(&tok);
 
     assert_int_equal(bpe_load(&tok, "build/no_such_tokenizer.bin", err, sizeof err), -1);
@@ -450,8 +508,8 @@ static void test_bad_tokenizer_files(void **state) {
     uint8_t g[sizeof f];
     memcpy(g, f, sizeof f); g[0] = 'X';
     expect_bad_file(path, g, sizeof g, "bad magic");
-    memcpy(g, f, sizeof f); g[8] = 2;
-    expect_bad_file(path, g, sizeof g, "version 2 is not supported");
+    memcpy(g, f, sizeof f); g[8] = 3;
+    expect_bad_file(path, g, sizeof g, "version 3 is not supported (expected 1 or 2)");
     expect_bad_file(path, f, 20, "too short");
     expect_bad_file(path, f, sizeof f - 4, "file is 36 bytes, expected 40 for 2 merges");
     memcpy(g, f, sizeof f); g[13] = 0;   // vocab 259 = 0x103 -> 3: out of range
@@ -462,6 +520,16 @@ static void test_bad_tokenizer_files(void **state) {
     expect_bad_file(path, g, sizeof g, "eot id");
     memcpy(g, f, sizeof f); g[24 + 8] = 1; g[24 + 9] = 1;   // merge 1 left = 257: itself
     expect_bad_file(path, g, sizeof g, "merge 1 refers to id 257");
+    // version 2: a rule it holds (the byte classes are written as version 1), its header whole
+    uint8_t g2[sizeof f2];
+    memcpy(g2, f2, sizeof f2); g2[24] = 0;
+    expect_bad_file(path, g2, sizeof g2, "pre-tokenizer 0 is not one of version 2 (1: gpt2)");
+    memcpy(g2, f2, sizeof f2); g2[24] = 7;
+    expect_bad_file(path, g2, sizeof g2, "pre-tokenizer 7 is not one of version 2");
+    expect_bad_file(path, f2, 26, "file is 26 bytes, shorter than the 28 of a version 2 header");
+    memcpy(g, f, sizeof f); g[8] = 2;   // a version 1 file that says 2: its first merge read as the rule
+    expect_bad_file(path, g, sizeof g, "pre-tokenizer 97 is not one of version 2");
+    expect_bad_file(path, f2, sizeof f2 - 8, "file is 36 bytes, expected 44 for 2 merges");
 }
 
 // A chain of self-doubling merges: (a,a) -> 2 bytes, (256,256) -> 4, ...
@@ -482,9 +550,10 @@ static void write_doubling_chain(const char *path, int n_merges) {
 
 // The audit's reproducer: 31 self-doubling merges overflowed the int token
 // length and wrote past the arena; 30 made the loader allocate 2.1 GB. Every
-// token is bounded by the longest pre-split piece (BPE_MAX_PIECE = 256 bytes:
-// merges never cross pieces), so 8 doublings (256 bytes) load and the 9th is
-// refused, before any allocation sized from the lengths.
+// token is bounded by the longest a tokenizer can learn (BPE_MAX_PIECE = 256
+// bytes: training counts pairs in parts of pieces of at most that), so 8
+// doublings (256 bytes) load and the 9th is refused, before any allocation
+// sized from the lengths.
 static void test_token_length_is_bounded(void **state) {
     const char *path = "build/test_bpe_chain.bin";
     Tokenizer tok;
@@ -525,10 +594,10 @@ static void test_bad_training_arguments(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_presplit_rule),
         cmocka_unit_test(test_hand_worked_merges),
         cmocka_unit_test(test_counts_weight_merges),
         cmocka_unit_test(test_train_matches_reference),
+        cmocka_unit_test(test_long_pieces_match_reference),
         cmocka_unit_test(test_roundtrip_random_bytes),
         cmocka_unit_test(test_eot_and_token_lookup),
         cmocka_unit_test(test_chunked_encoding_matches_whole),

@@ -202,6 +202,74 @@ static void test_prepare_deterministic_and_reuse(void **state) {
     assert_true(same_file(DIR "/d1/tokenizer.bin", DIR "/d3/tokenizer.bin"));
 }
 
+// --pretokenizer: the rule is recorded in tokenizer.bin (GPT-2's, the default,
+// as version 2; byte-classes as version 1) and the token files are the whole
+// text encoded by it. The text is over 1 MB, so ./prepare encodes it in two
+// chunks, and is laid out so that its first 1 MB ends after the second of
+// two newlines before a word: a cut there would make "\n\n" one piece where
+// the whole text has "\n" "\n" (pretok_chunk_end does not cut there).
+static void test_prepare_pretokenizer(void **state) {
+    (void)state;
+    const size_t MB = 1 << 20;
+    static const char tail[] = "\n\nExodus 1\n\nLORD's 'tis we'll caf\xc3\xa9 x\xc2\xb2  \n";
+    size_t n = MB + 40000;
+    char *text = malloc(n + 1);
+    assert_non_null(text);
+    // the filler's "\n\n\n" before a word is "\n\n" "\n": a merge of two newlines is learned
+    for (size_t i = 0; i < n; i++) text[i] = "And the king said unto him.\n\n\n"[i % 30];
+    text[MB - 3] = '.';   // "." then "\n" "\n": the second newline's piece ends at 1 MB
+    memcpy(text + MB - 2, tail, sizeof tail - 1);
+    text[n] = 0;
+    write_file(DIR "/pre.txt", text, n);
+    char *e;
+    for (int k = 0; k < 2; k++) {
+        const char *args = k ? "--vocab-size 400 --val-fraction 0.1 --pretokenizer byte-classes --out-dir " DIR "/pre_b "
+                                DIR "/pre.txt"
+                             : "--vocab-size 400 --val-fraction 0.1 --out-dir " DIR "/pre_g " DIR "/pre.txt";
+        const char *out_dir = k ? DIR "/pre_b" : DIR "/pre_g";
+        int rc = run_prepare(args, &e);
+        if (rc) print_error("%s\n", e);
+        assert_int_equal(rc, 0);
+        free(e);
+        char path[256], *summary = read_file(DIR "/stdout.txt", NULL);
+        assert_non_null(strstr(summary, k ? "pre-tokenizer byte-classes" : "pre-tokenizer gpt2"));
+        free(summary);
+        snprintf(path, sizeof path, "%s/tokenizer.bin", out_dir);
+        size_t len;
+        char *file = read_file(path, &len);
+        assert_int_equal(file[8], k ? 1 : 2);   // the version
+        Tokenizer tok;
+        assert_int_equal(bpe_load(&tok, path, err, sizeof err), 0);
+        assert_int_equal(len, (k ? 24 : 28) + 8 * (size_t)tok.n_merges);
+        assert_int_equal(tok.pretok, k ? BPE_PRETOK_BYTE_CLASSES : BPE_PRETOK_GPT2);
+        free(file);
+        // eot, then the text encoded whole: train.bin then val.bin
+        uint32_t *want = malloc((n + 1) * sizeof *want);
+        assert_non_null(want);
+        want[0] = (uint32_t)tok.eot_id;
+        size_t n_want = 1 + bpe_encode(&tok, (const uint8_t *)text, n, want + 1), at = 0;
+        for (int split = 0; split < 2; split++) {
+            TokenFile tf;
+            snprintf(path, sizeof path, "%s/%s", out_dir, split ? "val.bin" : "train.bin");
+            assert_int_equal(tokens_open(&tf, path, tok.vocab_size, err, sizeof err), 0);
+            for (size_t i = 0; i < tf.n_tokens; i++, at++) {
+                assert_true(at < n_want);
+                if (tokens_get(&tf, i) != want[at])
+                    fail_msg("%s: token %zu is %u, the whole text encoded gives %u", out_dir, at, tokens_get(&tf, i),
+                             want[at]);
+            }
+            tokens_close(&tf);
+        }
+        assert_int_equal(at, n_want);
+        free(want);
+        bpe_free(&tok);
+    }
+    free(text);
+    expect_failure("--pretokenizer gpt-2 " DIR "/corpus.txt", "--pretokenizer: 'gpt-2' is not one of gpt2|byte-classes");
+    expect_failure("--pretokenizer gpt2 --tokenizer " DIR "/pre_b/tokenizer.bin --out-dir " DIR "/pre_t " DIR "/pre.txt",
+                   "--pretokenizer is for a tokenizer trained here; --tokenizer " DIR "/pre_b/tokenizer.bin has its own");
+}
+
 static void test_prepare_split_docs(void **state) {
     char *e;
     int rc = run_prepare("--vocab-size 400 --val-fraction 0.3 --split docs --doc-sep '===\\n' --out-dir "
@@ -388,6 +456,7 @@ int main(void) {
         cmocka_unit_test(test_prepare_strict_numbers),
         cmocka_unit_test(test_prepare_end_to_end),
         cmocka_unit_test(test_prepare_deterministic_and_reuse),
+        cmocka_unit_test(test_prepare_pretokenizer),
         cmocka_unit_test(test_prepare_split_docs),
         cmocka_unit_test(test_prepare_bad_inputs),
         cmocka_unit_test(test_prepare_full_disk_leaves_no_partial_set),

@@ -610,6 +610,35 @@ static void test_export_file_size_limit(void **state) {
     assert_string_equal(out, "0\n");
 }
 
+// The tokenizer's pre-split rule: GPT-2's (./prepare's default) is exported as
+// llama.cpp's "gpt-2" without a word; a byte-class one (version 1, every
+// tokenizer made before the rule was recorded) as "gpt-2" all the same, the
+// nearest llama.cpp has, with a warning that llama.cpp cuts text otherwise.
+static void test_export_pretokenizer(void **state) {
+    (void)state;
+    char w[512], gguf[600], s[64];
+    weights_of("rope", w, sizeof w);
+    snprintf(gguf, sizeof gguf, "%s/pre.gguf", dir);
+    assert_int_equal(run("./export --weights %s --tokenizer %s/data/tokenizer.bin --out %s --overwrite", w, dir,
+                         gguf), 0);
+    assert_null(strstr(out, "warning"));
+    assert_int_equal(run("./prepare --vocab-size 320 --val-fraction 0.1 --pretokenizer byte-classes --out-dir "
+                         "%s/data_bc %s/corpus.txt", dir, dir), 0);
+    assert_int_equal(run("./train configs/tiny.ini --tokenizer=%s/data_bc/tokenizer.bin --train_file=%s/data_bc/train.bin "
+                         "--val_file=%s/data_bc/val.bin --steps=1 --eval_every=0 --quiet --threads=1 --out_dir=%s/bc",
+                         dir, dir, dir, dir), 0);
+    assert_int_equal(run("./export --weights %s/bc/model.safetensors --tokenizer %s/data_bc/tokenizer.bin --out %s "
+                         "--overwrite", dir, dir, gguf), 0);
+    if (!strstr(out, "export: warning: ") || !strstr(out, "by the byte-classes rule") ||
+        !strstr(out, "other ids in llama.cpp"))
+        fail_msg("./export of a byte-class tokenizer: no warning that llama.cpp cuts text otherwise:\n%s", out);
+    Gguf g;
+    gguf_read(&g, gguf);
+    kv_str(&g, "tokenizer.ggml.pre", s, sizeof s);
+    assert_string_equal(s, "gpt-2");
+    free(g.buf);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_layout), cmocka_unit_test(test_gpt2_alphabet),
@@ -618,6 +647,7 @@ int main(void) {
         cmocka_unit_test(test_export_unknown_option_one_line),
         cmocka_unit_test(test_export_strict_numbers), cmocka_unit_test(test_export_output_rules),
         cmocka_unit_test(test_export_refuses_device), cmocka_unit_test(test_export_file_size_limit),
+        cmocka_unit_test(test_export_pretokenizer),
     };
     return cmocka_run_group_tests(tests, group_setup, remove_data_dir);
 }

@@ -190,10 +190,11 @@ if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
 fi
 make --no-print-directory -s all
 
-# The corpus the setup trains on must exist: make it (KJV or GCIDE).
+# The corpus the setup trains on must exist: make it (KJV or GCIDE), with the
+# byte-class pre-tokenizer of the committed studies' tokenizers (docs/DATA.md).
 if [ "$setup" != custom ] && [ ! -f "data/$corpus/val.bin" ]; then
   bash scripts/run/get_data.sh "$corpus"
-  ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir "data/$corpus" "data/$corpus.txt"
+  ./prepare --vocab-size 2048 --val-fraction 0.05 --pretokenizer byte-classes --out-dir "data/$corpus" "data/$corpus.txt"
 fi
 
 # Only OpenBLAS fp32 is reproducible: a replication on another engine or in

@@ -6,7 +6,10 @@
 #   MPI:   openmpi-bin libopenmpi-dev (mpicc and mpirun: make builds ./train with
 #          Open MPI where mpicc is found, for mpirun -np N ./train; the tests
 #          need them; without them ./train is built for one process)
-#   data:  bible-kjv (the default corpus)
+#   data:  bible-kjv (the default corpus), dict-gcide (the second corpus)
+#   tests: unicode-data (the UCD: the Unicode table's check, a text of every
+#          character for make test-llamacpp), python3-regex (GPT-2's regex in
+#          the regex engine its encoder.py uses, against our pre-tokenizer)
 #   tools: python3-torch (cross-check and baseline), python3-matplotlib (plots),
 #          python3-scipy (the t quantiles of the reports' paired statistics)
 #   make fuzz, make tsan (ROPELAB_CLANG_DEPS=1): clang libclang-rt-14-dev libomp-14-dev
@@ -16,7 +19,7 @@
 # As root it runs apt-get; otherwise it prints the one line to run and fails.
 set -euo pipefail
 pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv dict-gcide
-      python3-numpy python3-scipy python3-torch python3-matplotlib)
+      unicode-data python3-regex python3-numpy python3-scipy python3-torch python3-matplotlib)
 [ "${ROPELAB_MINIMAL_DEPS:-0}" = 1 ] && pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev bible-kjv)
 [ "${ROPELAB_CLANG_DEPS:-0}" = 1 ] && pkgs+=(clang libclang-rt-14-dev libomp-14-dev)
 [ $# -gt 0 ] && pkgs=("$@")

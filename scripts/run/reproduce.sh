@@ -46,7 +46,7 @@ make --no-print-directory -s all
 for corpus in kjv gcide; do
   if grep -q "data/$corpus/" "$config" && [ ! -f "data/$corpus/val.bin" ]; then
     bash scripts/run/get_data.sh "$corpus"
-    ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir "data/$corpus" "data/$corpus.txt"
+    ./prepare --vocab-size 2048 --val-fraction 0.05 --pretokenizer byte-classes --out-dir "data/$corpus" "data/$corpus.txt"
   fi
 done
 

@@ -20,8 +20,8 @@ step "2/5 build"
 make -j2 --no-print-directory all
 step "3/5 default corpus"
 bash scripts/run/get_data.sh
-if [ ! -f data/kjv/val.bin ]; then
-  ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir data/kjv data/kjv.txt
+if [ ! -f data/kjv/val.bin ]; then   # the studies' corpus: their byte-class pre-tokenizer (docs/DATA.md)
+  ./prepare --vocab-size 2048 --val-fraction 0.05 --pretokenizer byte-classes --out-dir data/kjv data/kjv.txt
 fi
 step "4/5 train $CONFIG with --pos=$POS"
 run_dir=runs/small-$POS

@@ -46,7 +46,7 @@ common=(--config "$config" --out "$out" --committed "docs/results/$setup/logs" -
 if [ ! -f data/gcide/val.bin ]; then
   bash scripts/run/get_data.sh gcide
   make --no-print-directory -s prepare
-  ./prepare --vocab-size 2048 --val-fraction 0.05 --out-dir data/gcide data/gcide.txt
+  ./prepare --vocab-size 2048 --val-fraction 0.05 --pretokenizer byte-classes --out-dir data/gcide data/gcide.txt
 fi
 
 compare() { bash scripts/run/compare.sh "${common[@]}" "$@"; }

@@ -122,6 +122,13 @@ int main(int argc, char **argv) {
     if (vocab.n_duplicates > 0)
         fprintf(stderr, "export: note: %s has %d tokens whose bytes another token has too; llama.cpp encodes "
                 "such a text as the last of them (generation is unaffected)\n", a.tokenizer, vocab.n_duplicates);
+    // Written all the same (bpe_gpt2.h says why): the model runs the same on the same ids.
+    if (tok.pretok != BPE_PRETOK_GPT2)
+        fprintf(stderr, "export: warning: %s cuts text by the %s rule (a tokenizer file of version 1), llama.cpp "
+                "by GPT-2's (tokenizer.ggml.pre = \"gpt-2\", the nearest it has): a text with a contraction, a blank "
+                "line before a word or non-ASCII characters gets other ids in llama.cpp than in ropelab "
+                "(docs/FORMAT.md); ./prepare's default, --pretokenizer gpt2, is llama.cpp's rule\n",
+                a.tokenizer, pretok_name(tok.pretok));
     GgufKv kv[GGUF_MODEL_MAX_KV + BPE_GGUF_KV];
     memcpy(kv, gm.kv, (size_t)gm.n_kv * sizeof *kv);
     memcpy(kv + gm.n_kv, vocab.kv, sizeof vocab.kv);

@@ -42,6 +42,8 @@ typedef struct {
     const char *out_dir;       // --out-dir, or out_dir_default
     char out_dir_default[300];
     const char *tokenizer;     // existing tokenizer to use instead of training one
+    const char *pretok_arg;    // --pretokenizer as given, or NULL
+    BpePretok pretok;          // the pre-split rule of a tokenizer trained here
     int block_size;            // > 0: both splits must hold one window of block_size + 1
     int overwrite;             // --overwrite: replace the files of an existing OUT
     const char **inputs;
@@ -92,7 +94,11 @@ static int parse_options(int argc, char **argv, Options *o) {
         {.name = "out-dir", .type = OPT_ARG, .offset = F(out_dir), .arg = "DIR", .min = 1, .max = PATH_MAX - 33,
          .help = "output directory (default data/NAME, NAME = first file without its extension)"},
         {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "FILE", .min = 1,
-         .help = "use this tokenizer instead of training one"},
+         .help = "use this tokenizer (and its pre-tokenizer) instead of training one"},
+        {.name = "pretokenizer", .type = OPT_ARG, .offset = F(pretok_arg), .arg = "RULE",
+         .choices = "gpt2|byte-classes",
+         .help = "the pre-split rule of the tokenizer trained: gpt2 (GPT-2's regex, as llama.cpp; the default) "
+                 "or byte-classes (the rule of the tokenizer files of version 1; docs/DATA.md)"},
         {.name = "block-size", .type = OPT_INT, .offset = F(block_size), .arg = "T", .min = 1, .max = 1 << 20,
          .help = "fail unless both splits hold one window of T+1 tokens"},
         {.name = "overwrite", .type = OPT_FLAG, .offset = F(overwrite),
@@ -116,6 +122,16 @@ static int parse_options(int argc, char **argv, Options *o) {
         if (!*o->doc_sep) { fprintf(stderr, "prepare: --doc-sep: the separator is empty\n"); return -1; }
     }
     if (o->n_inputs == 0) { fprintf(stderr, "prepare: no input file (see ./prepare --help)\n"); return -1; }
+    o->pretok = BPE_PRETOK_DEFAULT;
+    if (o->pretok_arg && pretok_from_name(o->pretok_arg, &o->pretok) != 0) {   // the table allows only the names
+        fprintf(stderr, "prepare: --pretokenizer %s: expected gpt2 or byte-classes\n", o->pretok_arg);
+        return -1;
+    }
+    if (o->tokenizer && o->pretok_arg) {
+        fprintf(stderr, "prepare: --pretokenizer is for a tokenizer trained here; --tokenizer %s has its own\n",
+                o->tokenizer);
+        return -1;
+    }
     if (!o->out_dir) {   // data/NAME from the first input (NAME at most 255 bytes, a file name)
         const char *base = strrchr(o->inputs[0], '/');
         base = base ? base + 1 : o->inputs[0];
@@ -283,7 +299,8 @@ int main(int argc, char **argv) {
         if (!ptrs || !lens) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
         for (int d = 0; d < n_docs; d++) { ptrs[d] = docs[d].bytes; lens[d] = docs[d].len; }
         meter_phase(&meter, 1, 0);
-        int trained = bpe_train_multi(&tok, ptrs, lens, n_docs, o.vocab_size, on_merge, &meter, err, sizeof err);
+        int trained = bpe_train_multi(&tok, o.pretok, ptrs, lens, n_docs, o.vocab_size, on_merge, &meter, err,
+                                      sizeof err);
         meter_clear(&meter);
         if (trained != 0) {
             fprintf(stderr, "%s: %s\n", o.inputs[0], err);
@@ -296,7 +313,7 @@ int main(int argc, char **argv) {
     tok_loaded = 1;
     double t_train = clock_seconds() - t0;
 
-    // 3. Encode, eot before every document, in chunks cut at piece boundaries.
+    // 3. Encode, eot before every document, in chunks of about 1 MB cut where the rule allows (pretok_chunk_end).
     t0 = clock_seconds();
     ids = malloc((total_bytes + (size_t)n_docs) * sizeof *ids);
     if (!ids) { fprintf(stderr, "%s: out of memory for %zu tokens\n", o.inputs[0], total_bytes + n_docs); goto done; }
@@ -309,8 +326,7 @@ int main(int argc, char **argv) {
         const uint8_t *s = docs[d].bytes;
         size_t n = docs[d].len;
         for (size_t start = 0; start < n;) {
-            size_t end = start;
-            while (end < n && end - start < chunk) end = bpe_piece_end(s, n, end);
+            size_t end = pretok_chunk_end(tok.pretok, s, n, start, chunk);
             n_ids += bpe_encode(&tok, s + start, end - start, ids + n_ids);
             done_bytes += end - start;
             start = end;
@@ -367,8 +383,8 @@ int main(int argc, char **argv) {
     printf("prepare: %d file%s, %d document%s -> %s/\n", o.n_inputs, o.n_inputs > 1 ? "s" : "",
            n_docs, n_docs > 1 ? "s" : "", o.out_dir);
     printf("  corpus      %zu bytes\n", total_bytes);
-    printf("  tokenizer   %s: vocab %d (%d merges, eot %d), %s in %.2f s\n",
-           o.tokenizer ? o.tokenizer : path_tok, tok.vocab_size, tok.n_merges, tok.eot_id,
+    printf("  tokenizer   %s: vocab %d (%d merges, eot %d), pre-tokenizer %s, %s in %.2f s\n",
+           o.tokenizer ? o.tokenizer : path_tok, tok.vocab_size, tok.n_merges, tok.eot_id, pretok_name(tok.pretok),
            o.tokenizer ? "loaded" : "trained", t_train);
     printf("  tokens      %zu (%zu text + %zu eot), %.3f bytes per token, encoded in %.2f s (%.1f MB/s)\n",
            n_ids, text_tokens, n_eot, text_tokens ? (double)total_bytes / text_tokens : 0.0, t_encode,

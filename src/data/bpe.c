@@ -1,27 +1,21 @@
-// bpe.c: the byte-level BPE tokenizer at run time: the pre-split rule, the
-// tokenizer file, encoding and decoding. Training lives in bpe_train.c.
-//
-// Pre-split rule (in the spirit of GPT-2's regex; merges never cross pieces).
-// Every byte has a class: space (' ', \t, \n, \v, \f, \r), letter (A-Z, a-z and
-// every byte >= 0x80, so a UTF-8 sequence stays inside its word), digit (0-9),
-// or other (punctuation, control bytes, NUL). The text is cut into pieces:
-//   - an optional single ' ' followed by a run of letters,   " Lord"
-//   - an optional single ' ' followed by a run of digits,    " 1189"
-//   - an optional single ' ' followed by a run of others,    " ("  ".\n" is two)
-//   - a run of whitespace; if it is followed by a non-space and ends in ' ',
-//     that last ' ' is left to start the next piece:  "\n  1 In" ->
-//     "\n ", " 1", " In".
-// A run longer than BPE_MAX_PIECE (256) bytes is cut every 256 bytes, which
-// bounds the cost of encoding one piece on pathological input.
+// bpe.c: the byte-level BPE tokenizer at run time: the tokenizer file,
+// encoding and decoding. Training lives in bpe_train.c, the pre-split rules
+// (which cut a text into the pieces BPE works on) in pretokenize.c.
 //
 // Tokenizer file (all integers uint32 little-endian):
 //   bytes 0..7   magic "RLBPETOK"
-//   8            version (1)
+//   8            version (1 or 2)
 //   12           vocab_size  (257..65536)
 //   16           eot_id      (= vocab_size - 1)
 //   20           n_merges    (= vocab_size - 257)
-//   24 + 8 i     merge i: left id, right id  (both < 256 + i)  -> id 256 + i
-// The file size must be exactly 24 + 8 n_merges.
+//   24           version 2 only: the pre-tokenizer (1: GPT-2's regex)
+//   H + 8 i      merge i: left id, right id  (both < 256 + i)  -> id 256 + i
+// H, the header, is 24 bytes in version 1 and 28 in version 2; the file size
+// must be exactly H + 8 n_merges. Version 1 has no pre-tokenizer field: its
+// rule is the byte classes, the only one there was when it was written. A
+// tokenizer of that rule is always written as version 1, so a file made
+// before the rule was recorded keeps its bytes and its checksum; version 2
+// names any other rule.
 #include "common/fs.h"
 #include "data/bpe.h"
 
@@ -37,30 +31,8 @@
 #include "data/hashmap.h"
 
 static const char BPE_MAGIC[8] = {'R', 'L', 'B', 'P', 'E', 'T', 'O', 'K'};
-#define BPE_VERSION 1
-#define BPE_HEADER_BYTES 24
-
-// ---------------------------------------------------------------- pre-split
-
-enum { CLS_SPACE, CLS_LETTER, CLS_DIGIT, CLS_OTHER };
-
-static inline int byte_class(uint8_t c) {
-    if (c == ' ' || (c >= '\t' && c <= '\r')) return CLS_SPACE;
-    if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c >= 0x80) return CLS_LETTER;
-    if (c >= '0' && c <= '9') return CLS_DIGIT;
-    return CLS_OTHER;
-}
-
-size_t bpe_piece_end(const uint8_t *s, size_t n, size_t i) {
-    size_t limit = n - i > BPE_MAX_PIECE ? i + BPE_MAX_PIECE : n;
-    size_t j = i;
-    if (s[j] == ' ' && j + 1 < limit && byte_class(s[j + 1]) != CLS_SPACE) j++;  // leading ' '
-    int c = byte_class(s[j]);
-    while (j < limit && byte_class(s[j]) == c) j++;
-    // A whitespace run gives its last ' ' to the word that follows it.
-    if (c == CLS_SPACE && j < n && j - 1 > i && s[j - 1] == ' ' && byte_class(s[j]) != CLS_SPACE) j--;
-    return j;
-}
+#define BPE_HEADER_V1 24   // magic, version, vocab_size, eot_id, n_merges
+#define BPE_HEADER_V2 28   // and the pre-tokenizer
 
 // ---------------------------------------------------------------- tables
 
@@ -80,12 +52,12 @@ typedef struct {
     size_t cap, n;
     uint8_t *keys;  size_t keys_n, keys_cap;
     uint32_t *ids;  size_t ids_n, ids_cap;
-    uint32_t work[2][BPE_MAX_PIECE];
 } BpeInternal;
 
 static uint64_t pair_key(uint32_t left, uint32_t right) { return ((uint64_t)left << 32) | right; }
 
-int bpe_from_merges(Tokenizer *tok, const uint32_t (*merges)[2], int n_merges, char *err, size_t errlen) {
+int bpe_from_merges(Tokenizer *tok, BpePretok rule, const uint32_t (*merges)[2], int n_merges,
+                    char *err, size_t errlen) {
     memset(tok, 0, sizeof *tok);
     int vocab_size = 256 + n_merges + 1;
     if (n_merges < 0 || vocab_size > BPE_MAX_VOCAB) {
@@ -99,9 +71,9 @@ int bpe_from_merges(Tokenizer *tok, const uint32_t (*merges)[2], int n_merges, c
                          i, merges[i][k], 256 + i);
                 return -1;
             }
-    // Token lengths first, each bounded before anything is sized from it: a
-    // merge joins two tokens of one pre-split piece, so no token a tokenizer
-    // learned can be longer than BPE_MAX_PIECE bytes. (A crafted chain of
+    // Token lengths first, each bounded before anything is sized from it:
+    // training learns merges inside parts of pieces of at most BPE_MAX_PIECE
+    // bytes, so no token a tokenizer learned is longer. (A crafted chain of
     // self-doubling merges would otherwise reach 2^31 bytes in 31 merges.)
     // The arena of all token bytes is then at most vocab_size * BPE_MAX_PIECE.
     int *len = malloc((size_t)vocab_size * sizeof *len);
@@ -111,7 +83,7 @@ int bpe_from_merges(Tokenizer *tok, const uint32_t (*merges)[2], int n_merges, c
     for (int i = 0; i < n_merges; i++) {
         len[256 + i] = len[merges[i][0]] + len[merges[i][1]];   // <= 2 * BPE_MAX_PIECE: no overflow
         if (len[256 + i] > BPE_MAX_PIECE) {
-            snprintf(err, errlen, "merge %d makes a token of %d bytes, longer than the longest piece "
+            snprintf(err, errlen, "merge %d makes a token of %d bytes, longer than the longest token "
                      "a tokenizer can learn (%d bytes)", i, len[256 + i], BPE_MAX_PIECE);
             free(len);
             return -1;
@@ -119,6 +91,7 @@ int bpe_from_merges(Tokenizer *tok, const uint32_t (*merges)[2], int n_merges, c
         total += (size_t)len[256 + i];
     }
     len[vocab_size - 1] = 0;   // eot
+    tok->pretok = rule;
     tok->vocab_size = vocab_size;
     tok->eot_id = vocab_size - 1;
     tok->n_merges = n_merges;
@@ -183,13 +156,15 @@ typedef struct { FILE *f; int ok; uint64_t hash; } ByteSink;
 typedef void (*SinkFn)(ByteSink *sink, const uint8_t *bytes, size_t n);
 
 static void file_bytes(const Tokenizer *tok, SinkFn put, ByteSink *sink) {
-    uint8_t header[BPE_HEADER_BYTES], merge[8];
+    uint8_t header[BPE_HEADER_V2], merge[8];
+    int v1 = tok->pretok == BPE_PRETOK_BYTE_CLASSES;
     memcpy(header, BPE_MAGIC, 8);
-    put_u32(header + 8, BPE_VERSION);
+    put_u32(header + 8, v1 ? 1 : 2);
     put_u32(header + 12, tok->vocab_size);
     put_u32(header + 16, tok->eot_id);
     put_u32(header + 20, tok->n_merges);
-    put(sink, header, sizeof header);
+    put_u32(header + 24, tok->pretok);   // version 2 only
+    put(sink, header, v1 ? BPE_HEADER_V1 : BPE_HEADER_V2);
     for (int i = 0; i < tok->n_merges; i++) {
         put_u32(merge, tok->merges[i][0]);
         put_u32(merge + 4, tok->merges[i][1]);
@@ -226,16 +201,16 @@ uint64_t bpe_checksum(const Tokenizer *tok) {
 
 // The whole file is read and checked before anything is sized from it: the
 // header's counts must agree with each other and with the file size, which
-// is at most 24 + 8 * (BPE_MAX_VOCAB - 257) bytes.
+// is at most 28 + 8 * (BPE_MAX_VOCAB - 257) bytes.
 int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen) {
     memset(tok, 0, sizeof *tok);
-    enum { MAX_BYTES = BPE_HEADER_BYTES + 8 * (BPE_MAX_VOCAB - 257) };
+    enum { MAX_BYTES = BPE_HEADER_V2 + 8 * (BPE_MAX_VOCAB - 257) };
     long long file_size;
     FILE *f = fopen_regular_file(path, &file_size, err, errlen);
     if (!f) return -1;
-    if (file_size < BPE_HEADER_BYTES || file_size > MAX_BYTES) {
+    if (file_size < BPE_HEADER_V1 || file_size > MAX_BYTES) {
         snprintf(err, errlen, "%s: %lld bytes is too %s for a tokenizer file (%d..%d bytes)", path,
-                 file_size, file_size < BPE_HEADER_BYTES ? "short" : "long", BPE_HEADER_BYTES, (int)MAX_BYTES);
+                 file_size, file_size < BPE_HEADER_V1 ? "short" : "long", BPE_HEADER_V1, (int)MAX_BYTES);
         fclose(f); return -1;
     }
     size_t size = (size_t)file_size;
@@ -249,32 +224,40 @@ int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen) {
         free(buf); return -1;
     }
     uint32_t version = get_u32(buf + 8), vocab = get_u32(buf + 12), eot = get_u32(buf + 16), n_merges = get_u32(buf + 20);
+    size_t header = version == 2 ? BPE_HEADER_V2 : BPE_HEADER_V1;
+    uint32_t rule = version == 2 && size >= header ? get_u32(buf + 24) : BPE_PRETOK_BYTE_CLASSES;
     const char *problem = NULL;
     char msg[200];
     if (memcmp(buf, BPE_MAGIC, 8) != 0) problem = "bad magic (not a ropelab tokenizer file)";
-    else if (version != BPE_VERSION) {
-        snprintf(msg, sizeof msg, "tokenizer version %u is not supported (expected %d)", version, BPE_VERSION); problem = msg;
+    else if (version != 1 && version != 2) {
+        snprintf(msg, sizeof msg, "tokenizer version %u is not supported (expected 1 or 2)", version); problem = msg;
+    } else if (size < header) {
+        snprintf(msg, sizeof msg, "file is %zu bytes, shorter than the %zu of a version %u header", size, header,
+                 version); problem = msg;
+    } else if (version == 2 && rule != BPE_PRETOK_GPT2) {   // byte classes are version 1's
+        snprintf(msg, sizeof msg, "pre-tokenizer %u is not one of version 2 (%d: %s)", rule, BPE_PRETOK_GPT2,
+                 pretok_name(BPE_PRETOK_GPT2)); problem = msg;
     } else if (vocab < BPE_MIN_VOCAB || vocab > BPE_MAX_VOCAB) {
         snprintf(msg, sizeof msg, "vocabulary size %u out of range (%d..%d)", vocab, BPE_MIN_VOCAB, BPE_MAX_VOCAB); problem = msg;
     } else if (n_merges != vocab - 257) {
         snprintf(msg, sizeof msg, "vocabulary size %u does not match %u merges (expected %u)", vocab, n_merges, n_merges + 257); problem = msg;
     } else if (eot != vocab - 1) {
         snprintf(msg, sizeof msg, "eot id %u is not vocab_size - 1 = %u", eot, vocab - 1); problem = msg;
-    } else if (size != BPE_HEADER_BYTES + 8 * (size_t)n_merges) {
+    } else if (size != header + 8 * (size_t)n_merges) {
         snprintf(msg, sizeof msg, "file is %zu bytes, expected %zu for %u merges", size,
-                 BPE_HEADER_BYTES + 8 * (size_t)n_merges, n_merges); problem = msg;
+                 header + 8 * (size_t)n_merges, n_merges); problem = msg;
     }
     if (problem) { snprintf(err, errlen, "%s: %s", path, problem); free(buf); return -1; }
 
     uint32_t (*merges)[2] = malloc((n_merges ? n_merges : 1) * sizeof *merges);
     if (!merges) { snprintf(err, errlen, "%s: out of memory", path); free(buf); return -1; }
     for (uint32_t i = 0; i < n_merges; i++) {
-        merges[i][0] = get_u32(buf + BPE_HEADER_BYTES + 8 * i);
-        merges[i][1] = get_u32(buf + BPE_HEADER_BYTES + 8 * i + 4);
+        merges[i][0] = get_u32(buf + header + 8 * i);
+        merges[i][1] = get_u32(buf + header + 8 * i + 4);
     }
     free(buf);
     char why[300];
-    int rc = bpe_from_merges(tok, (const uint32_t (*)[2])merges, (int)n_merges, why, sizeof why);
+    int rc = bpe_from_merges(tok, (BpePretok)rule, (const uint32_t (*)[2])merges, (int)n_merges, why, sizeof why);
     free(merges);
     if (rc) { snprintf(err, errlen, "%s: %s", path, why); return -1; }
     return 0;
@@ -284,29 +267,105 @@ int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen) {
 
 // BPE on one piece: repeatedly merge every occurrence (left to right) of the
 // adjacent pair with the lowest rank, which replays the merges of training in
-// the order they were learned. O(len^2) at worst, len <= BPE_MAX_PIECE.
-static int encode_piece(const Tokenizer *tok, BpeInternal *in, const uint8_t *s, int len, uint32_t *out) {
-    uint32_t *a = in->work[0], *b = in->work[1];
-    for (int i = 0; i < len; i++) a[i] = s[i];
-    int n = len;
+// the order they were learned. In place in ids (len ids: the piece's bytes
+// first); returns the number left. O(len x merges applied) at worst.
+static size_t merge_passes(const Tokenizer *tok, const BpeInternal *in, const uint8_t *s, size_t len, uint32_t *ids) {
+    for (size_t i = 0; i < len; i++) ids[i] = s[i];
+    size_t n = len;
     while (n > 1) {
         uint32_t best = UINT32_MAX;
-        for (int i = 0; i + 1 < n; i++) {
-            const uint32_t *r = u64map_get(&in->rank, pair_key(a[i], a[i + 1]));
+        for (size_t i = 0; i + 1 < n; i++) {
+            const uint32_t *r = u64map_get(&in->rank, pair_key(ids[i], ids[i + 1]));
             if (r && *r < best) best = *r;
         }
         if (best == UINT32_MAX) break;
         uint32_t left = tok->merges[best][0], right = tok->merges[best][1], id = 256 + best;
-        int m = 0;
-        for (int i = 0; i < n;) {
-            if (i + 1 < n && a[i] == left && a[i + 1] == right) { b[m++] = id; i += 2; }
-            else b[m++] = a[i++];
+        size_t m = 0;   // m <= i: the pass writes only where it has read
+        for (size_t i = 0; i < n;) {
+            if (i + 1 < n && ids[i] == left && ids[i + 1] == right) { ids[m++] = id; i += 2; }
+            else ids[m++] = ids[i++];
         }
-        uint32_t *t = a; a = b; b = t;
         n = m;
     }
-    memcpy(out, a, n * sizeof *out);
     return n;
+}
+
+// The same merges in the same order, in O(len log len): for a piece longer than
+// BPE_MAX_PIECE (GPT-2's rule does not cut its pieces: a long word of a script
+// written without spaces, a long run of white space or of punctuation), where
+// merge_passes could take len x merges steps. The symbols are a list (ids[k]
+// at byte position k, next and prev positions), and a min-heap holds every
+// adjacent pair that is a merge, keyed (rank, position of its left symbol).
+// The top is the lowest rank, leftmost first; it is skipped if its left
+// symbol was merged away or the pair there is no longer that rank's. That is
+// merge_passes' order: a merge of rank r makes only pairs that hold the new id
+// 256 + r, whose ranks are above r (a merge refers to earlier ids), so the
+// pairs of rank r are merged left to right before any other. llama.cpp's BPE
+// is this algorithm. Returns the number of ids (compacted to the front of
+// ids), or 0 when out of memory (the caller then runs merge_passes).
+typedef struct { uint32_t rank, pos; } PairEntry;
+
+static int entry_before(PairEntry a, PairEntry b) { return a.rank != b.rank ? a.rank < b.rank : a.pos < b.pos; }
+
+static void entry_push(PairEntry *heap, size_t *n, PairEntry e) {
+    size_t i = (*n)++;
+    for (; i > 0 && entry_before(e, heap[(i - 1) / 2]); i = (i - 1) / 2) heap[i] = heap[(i - 1) / 2];
+    heap[i] = e;
+}
+
+static PairEntry entry_pop(PairEntry *heap, size_t *n) {
+    PairEntry top = heap[0], last = heap[--*n];
+    size_t i = 0;
+    for (size_t c; (c = 2 * i + 1) < *n; i = c) {
+        if (c + 1 < *n && entry_before(heap[c + 1], heap[c])) c++;
+        if (!entry_before(heap[c], last)) break;
+        heap[i] = heap[c];
+    }
+    heap[i] = last;
+    return top;
+}
+
+static size_t merge_heap(const BpeInternal *in, const uint8_t *s, size_t len, uint32_t *ids) {
+    const uint32_t NONE = UINT32_MAX;
+    if (len >= NONE) return 0;   // positions are uint32
+    uint32_t *next = malloc(len * sizeof *next), *prev = malloc(len * sizeof *prev);
+    // at most len - 1 pairs at the start, and each merge pushes at most two
+    PairEntry *heap = malloc(3 * len * sizeof *heap);
+    if (!next || !prev || !heap) { free(next); free(prev); free(heap); return 0; }
+    size_t n_heap = 0;
+    for (size_t k = 0; k < len; k++) {
+        ids[k] = s[k];
+        next[k] = k + 1 < len ? (uint32_t)(k + 1) : NONE;
+        prev[k] = k > 0 ? (uint32_t)(k - 1) : NONE;
+    }
+    for (size_t k = 0; k + 1 < len; k++) {
+        const uint32_t *r = u64map_get(&in->rank, pair_key(ids[k], ids[k + 1]));
+        if (r) entry_push(heap, &n_heap, (PairEntry){*r, (uint32_t)k});
+    }
+    while (n_heap > 0) {
+        PairEntry e = entry_pop(heap, &n_heap);
+        uint32_t l = e.pos, r = next[l];   // a merged-away symbol has next == prev == its own position
+        if (r == NONE || r == l) continue;
+        const uint32_t *rank = u64map_get(&in->rank, pair_key(ids[l], ids[r]));
+        if (!rank || *rank != e.rank) continue;
+        ids[l] = 256 + e.rank;
+        next[l] = next[r];
+        if (next[r] != NONE) prev[next[r]] = l;
+        next[r] = prev[r] = r;
+        if (prev[l] != NONE && (rank = u64map_get(&in->rank, pair_key(ids[prev[l]], ids[l]))))
+            entry_push(heap, &n_heap, (PairEntry){*rank, prev[l]});
+        if (next[l] != NONE && (rank = u64map_get(&in->rank, pair_key(ids[l], ids[next[l]]))))
+            entry_push(heap, &n_heap, (PairEntry){*rank, l});
+    }
+    size_t m = 0;   // the list from position 0 (never merged away: it has no left neighbour)
+    for (uint32_t k = 0; k != NONE; k = next[k]) ids[m++] = ids[k];
+    free(next); free(prev); free(heap);
+    return m;
+}
+
+static size_t encode_piece(const Tokenizer *tok, const BpeInternal *in, const uint8_t *s, size_t len, uint32_t *ids) {
+    size_t m = len > BPE_MAX_PIECE ? merge_heap(in, s, len, ids) : 0;
+    return m > 0 ? m : merge_passes(tok, in, s, len, ids);
 }
 
 static CacheSlot *cache_find(BpeInternal *in, const uint8_t *s, int len, uint64_t h) {
@@ -366,26 +425,25 @@ size_t bpe_encode(const Tokenizer *tok, const uint8_t *text, size_t n, uint32_t 
     int caching = in->cap > 0 || cache_grow(in) == 0;
     size_t n_out = 0;
     for (size_t i = 0; i < n;) {
-        size_t j = bpe_piece_end(text, n, i);
-        int len = (int)(j - i);
-        if (!caching) {
+        size_t j = pretok_piece_end(tok->pretok, text, n, i), len = j - i;
+        if (!caching || len > BPE_MAX_PIECE) {   // a long piece is rare: not cached
             n_out += encode_piece(tok, in, text + i, len, out + n_out);
             i = j;
             continue;
         }
         uint64_t h = hash_bytes(text + i, len);
-        CacheSlot *slot = cache_find(in, text + i, len, h);
+        CacheSlot *slot = cache_find(in, text + i, (int)len, h);
         if (slot->key_len) {
             memcpy(out + n_out, in->ids + slot->ids_off, slot->n_ids * sizeof *out);
             n_out += slot->n_ids;
         } else {
-            int m = encode_piece(tok, in, text + i, len, out + n_out);
+            int m = (int)encode_piece(tok, in, text + i, len, out + n_out);
             if (in->n < CACHE_MAX_ENTRIES) {
                 if (2 * (in->n + 1) > in->cap) {
                     if (cache_grow(in) != 0) caching = 0;
-                    else slot = cache_find(in, text + i, len, h);
+                    else slot = cache_find(in, text + i, (int)len, h);
                 }
-                if (caching && cache_insert(in, slot, text + i, len, h, out + n_out, m) != 0) caching = 0;
+                if (caching && cache_insert(in, slot, text + i, (int)len, h, out + n_out, m) != 0) caching = 0;
             }
             n_out += m;
         }

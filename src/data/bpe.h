@@ -2,7 +2,8 @@
 //
 // Ids 0..255 are the raw bytes; ids 256.. are learned merges, in the order they
 // were learned; the last id is the end-of-text token that separates documents.
-// vocab_size = 256 + n_merges + 1.
+// vocab_size = 256 + n_merges + 1. Text is cut into pieces by the tokenizer's
+// pre-tokenizer (pretokenize.h) before BPE; merges never cross pieces.
 #ifndef ROPELAB_BPE_H
 #define ROPELAB_BPE_H
 
@@ -10,8 +11,10 @@
 #include <stdint.h>
 
 #include "common/atomic_file.h"
+#include "data/pretokenize.h"
 
 typedef struct {
+    BpePretok pretok;        // the pre-split rule it was trained with, and encodes with
     int vocab_size;
     int eot_id;              // vocab_size - 1
     int n_merges;
@@ -27,22 +30,22 @@ typedef void (*BpeProgress)(int merges_done, int merges_total, void *user);
 // least; at most 65,536 so every id fits the uint16 token files.
 #define BPE_MIN_VOCAB 257
 #define BPE_MAX_VOCAB 65536
-// Longest pre-split piece in bytes; longer runs are cut (see bpe.c).
+// The longest token in bytes: training counts pairs in pieces of at most
+// this many bytes (a longer piece is counted in parts), so no merge it learns
+// is longer; the byte-class rule cuts its pieces at this length.
 #define BPE_MAX_PIECE 256
 
-// The pre-split rule (see bpe.c): end of the piece that starts at text[i], i < n.
-size_t bpe_piece_end(const uint8_t *text, size_t n, size_t i);
-
-// Learns vocab_size - 257 merges on text (pre-split into words first; see bpe.c).
+// Learns vocab_size - 257 merges on text, pre-split by BPE_PRETOK_DEFAULT.
 int bpe_train(Tokenizer *tok, const uint8_t *text, size_t n, int vocab_size,
               BpeProgress progress, void *user, char *err, size_t errlen);
-// Same, over several texts (files or documents): no piece crosses a text boundary.
-// If the texts run out of pairs first, fewer merges are learned and
-// tok->vocab_size is smaller than asked (the caller can report it).
-int bpe_train_multi(Tokenizer *tok, const uint8_t *const *texts, const size_t *lens, int n_texts,
+// Same, with the rule given, over several texts (files or documents): no piece
+// crosses a text boundary. If the texts run out of pairs first, fewer merges
+// are learned and tok->vocab_size is smaller than asked (the caller can report it).
+int bpe_train_multi(Tokenizer *tok, BpePretok rule, const uint8_t *const *texts, const size_t *lens, int n_texts,
                     int vocab_size, BpeProgress progress, void *user, char *err, size_t errlen);
-// Builds a tokenizer from a merge list (checked: each merge refers to earlier ids).
-int bpe_from_merges(Tokenizer *tok, const uint32_t (*merges)[2], int n_merges, char *err, size_t errlen);
+// Builds a tokenizer of the rule from a merge list (checked: each merge refers to earlier ids).
+int bpe_from_merges(Tokenizer *tok, BpePretok rule, const uint32_t (*merges)[2], int n_merges,
+                    char *err, size_t errlen);
 // Writes the tokenizer file atomically; mode: whether an existing PATH is replaced (common/atomic_file.h).
 int bpe_save(const Tokenizer *tok, const char *path, AtomicMode mode, char *err, size_t errlen);
 int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen);
@@ -53,10 +56,11 @@ int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen);
 uint64_t bpe_checksum(const Tokenizer *tok);
 void bpe_free(Tokenizer *tok);
 
-// Encodes n bytes; returns the number of ids written (at most n; never adds eot).
+// Encodes n bytes into out, which must hold n ids (a piece is merged in place
+// there); returns the number of ids written (at most n; never adds eot).
 // Keeps a cache of encoded pieces inside tok, so one Tokenizer must not encode
-// from two threads at once. Encoding a text in pieces cut at piece boundaries
-// (bpe_piece_end) gives the same ids as encoding it whole.
+// from two threads at once. Encoding a text in parts cut where
+// pretok_chunk_end(tok->pretok, ...) says gives the same ids as encoding it whole.
 size_t bpe_encode(const Tokenizer *tok, const uint8_t *text, size_t n, uint32_t *out);
 // Bytes of one id (eot has length 0); out of range -> NULL.
 const uint8_t *bpe_token(const Tokenizer *tok, uint32_t id, int *len);

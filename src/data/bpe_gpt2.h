@@ -26,11 +26,18 @@ uint32_t bpe_gpt2_codepoint(uint8_t b);
 size_t bpe_gpt2_text(const uint8_t *bytes, size_t n, char *out);
 
 // The tokenizer as GGUF's keys (tokenizer.ggml.*): model "gpt2" (byte-level
-// BPE), pre-tokenizer "gpt-2" (GPT-2's regex, the one of llama.cpp's nearest
-// to bpe_piece_end; docs/FORMAT.md has where the two split differently),
-// tokens in the alphabet above, the merges in order (rank = merge index),
-// and the end-of-text id as "<|endoftext|>", a control token that is both
-// bos (added in front of a text, as ./sample starts every sample) and eos.
+// BPE), pre-tokenizer "gpt-2": GPT-2's regex, the tokenizer's own rule when
+// it is BPE_PRETOK_GPT2. For a tokenizer of the byte-class rule (every file
+// of version 1) it is the nearest llama.cpp has, and ./export warns:
+// llama.cpp knows no name for that rule and refuses a model with an unknown
+// one, and without the key it falls back to its "default" pre-tokenizer,
+// which cuts punctuation off the space before it and numbers into three
+// digits, so differs from the byte classes far more than GPT-2's regex
+// (docs/FORMAT.md has where those two split differently). The model itself
+// runs the same in llama.cpp on the same ids. Then the tokens in the
+// alphabet above, the merges in order (rank = merge index), and the
+// end-of-text id as "<|endoftext|>", a control token that is both bos (added
+// in front of a text, as ./sample starts every sample) and eos.
 #define BPE_GGUF_KV 9
 typedef struct {
     GgufKv kv[BPE_GGUF_KV];

@@ -1,8 +1,11 @@
 // bpe_train.c: learning the BPE merges from a corpus.
 //
-// 1. Pre-split every text into pieces (bpe_piece_end, rule in bpe.c) and count
-//    the distinct pieces ("words") in a hash table: training works on the
-//    distinct words weighted by their counts, never on the raw text again.
+// 1. Pre-split every text into pieces (pretok_piece_end, the rules in
+//    pretokenize.c) and count the distinct pieces ("words") in a hash table:
+//    training works on the distinct words weighted by their counts, never on
+//    the raw text again. A piece longer than BPE_MAX_PIECE bytes (GPT-2's rule
+//    does not cut its pieces) is counted as parts of BPE_MAX_PIECE bytes and a
+//    last shorter one, so no merge learned is longer than BPE_MAX_PIECE.
 // 2. Count every adjacent pair of symbols in every word, weighted by the
 //    word's count. Overlapping pairs count: "aaa" holds (a,a) twice.
 // 3. Repeat: take the pair with the highest count (ties: the lowest
@@ -70,7 +73,7 @@ static int grow(void *p, size_t bytes) {
 }
 
 // 0, or -1 when out of memory (tr then holds nothing to free).
-static int count_words(Trainer *tr, const uint8_t *const *texts, const size_t *lens, int n_texts) {
+static int count_words(Trainer *tr, BpePretok rule, const uint8_t *const *texts, const size_t *lens, int n_texts) {
     size_t cap = 1 << 16, n_words = 0, cap_words = 1024;
     WordSlot *slots = malloc(cap * sizeof *slots);
     Word *words = malloc(cap_words * sizeof *words);
@@ -80,8 +83,9 @@ static int count_words(Trainer *tr, const uint8_t *const *texts, const size_t *l
     size_t n_syms = 0;
     for (int t = 0; t < n_texts; t++) {
         const uint8_t *s = texts[t];
-        for (size_t i = 0; i < lens[t];) {
-            size_t j = bpe_piece_end(s, lens[t], i);
+        for (size_t i = 0, piece_end = 0; i < lens[t];) {
+            if (i == piece_end) piece_end = pretok_piece_end(rule, s, lens[t], i);
+            size_t j = piece_end - i > BPE_MAX_PIECE ? i + BPE_MAX_PIECE : piece_end;
             uint32_t len = (uint32_t)(j - i);
             uint64_t h = hash_bytes(s + i, len);
             size_t mask = cap - 1, k = h & mask;
@@ -261,7 +265,7 @@ static int word_has_pair(const Trainer *tr, int32_t w, uint32_t left, uint32_t r
 
 // ---------------------------------------------------------------- training
 
-int bpe_train_multi(Tokenizer *tok, const uint8_t *const *texts, const size_t *lens, int n_texts,
+int bpe_train_multi(Tokenizer *tok, BpePretok rule, const uint8_t *const *texts, const size_t *lens, int n_texts,
                     int vocab_size, BpeProgress progress, void *user, char *err, size_t errlen) {
     memset(tok, 0, sizeof *tok);
     if (vocab_size < BPE_MIN_VOCAB || vocab_size > BPE_MAX_VOCAB) {
@@ -277,7 +281,7 @@ int bpe_train_multi(Tokenizer *tok, const uint8_t *const *texts, const size_t *l
     uint32_t *fresh = NULL, (*merges)[2] = NULL;
     size_t n_fresh = 0, cap_fresh = 0;
     int want = vocab_size - 257, n_merges = 0, rc = -1;
-    if (count_words(&tr, texts, lens, n_texts) || u64map_init(&tr.pair_index, 1 << 14)) goto oom;
+    if (count_words(&tr, rule, texts, lens, n_texts) || u64map_init(&tr.pair_index, 1 << 14)) goto oom;
     for (size_t w = 0; w < tr.n_words; w++)   // every initial pair is new: note all
         for (uint32_t i = 0; i + 1 < tr.words[w].len; i++) {
             const uint32_t *s = tr.syms + tr.words[w].start;
@@ -327,7 +331,7 @@ int bpe_train_multi(Tokenizer *tok, const uint8_t *const *texts, const size_t *l
         if (progress && (n_merges % report_every == 0 || n_merges == want)) progress(n_merges, want, user);
     }
     if (progress && n_merges < want) progress(n_merges, want, user);
-    rc = bpe_from_merges(tok, (const uint32_t (*)[2])merges, n_merges, err, errlen);
+    rc = bpe_from_merges(tok, rule, (const uint32_t (*)[2])merges, n_merges, err, errlen);
     goto done;
 oom:
     snprintf(err, errlen, "out of memory while training the tokenizer (%zu distinct words, %zu pairs)",
@@ -341,5 +345,5 @@ done:
 
 int bpe_train(Tokenizer *tok, const uint8_t *text, size_t n, int vocab_size,
               BpeProgress progress, void *user, char *err, size_t errlen) {
-    return bpe_train_multi(tok, &text, &n, 1, vocab_size, progress, user, err, errlen);
+    return bpe_train_multi(tok, BPE_PRETOK_DEFAULT, &text, &n, 1, vocab_size, progress, user, err, errlen);
 }

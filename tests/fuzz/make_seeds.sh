@@ -3,7 +3,8 @@
 # programs, into build/fuzz/seeds/NAME/ (make fuzz-seeds; nothing here is
 # committed). Hand-made edge cases live in tests/fuzz/seeds/NAME/ instead.
 #
-#   tokenizer/    ./prepare's tokenizer.bin at vocabulary sizes 257, 300 and 1024
+#   tokenizer/    ./prepare's tokenizer.bin at vocabulary sizes 257 (the byte-class
+#                 pre-tokenizer: version 1), 300 and 1024 (GPT-2's: version 2)
 #   tokens/       ./prepare's train.bin and val.bin (vocabulary 300)
 #   checkpoint/   checkpoint.safetensors of a 4-step ./train run of the fixed tiny
 #                 configuration of fuzz_checkpoint.c (other keys at their defaults),
@@ -36,8 +37,8 @@ head -n 60 docs/ARCHITECTURE.md >"$W/small.txt"
 cat README.md docs/*.md >"$W/large.txt"
 ./prepare --vocab-size "$VOCAB" --val-fraction 0.2 --out-dir "$W/data" "$W/small.txt" >/dev/null
 ./prepare --vocab-size 1024 --out-dir "$W/data1024" "$W/large.txt" >/dev/null
-./prepare --vocab-size 257 --out-dir "$W/data257" "$W/small.txt" >/dev/null
-want=$((24 + 8 * (VOCAB - 257)))
+./prepare --vocab-size 257 --pretokenizer byte-classes --out-dir "$W/data257" "$W/small.txt" >/dev/null
+want=$((28 + 8 * (VOCAB - 257)))   # a header of version 2
 got=$(stat -c %s "$W/data/tokenizer.bin")
 [ "$got" -eq "$want" ] || { echo "make_seeds: tokenizer has $got bytes, expected $want (vocab $VOCAB)" >&3; exit 1; }
 cp "$W/data/tokenizer.bin" "$S/tokenizer/tokenizer-$VOCAB.bin"

@@ -10,7 +10,9 @@
 #      node 18 and no npm), Debian's nodejs and npm are installed first
 #      (scripts/run/install_deps.sh: as root; otherwise it prints the apt line).
 #   2. the Debian packages and the default corpus and model: `make run`
-#      (scripts/run/run.sh; skips what is done, so a second run costs nothing),
+#      (scripts/run/run.sh; skips what is done, so a second run costs nothing);
+#      the GCIDE corpus (scripts/run/get_data.sh gcide) and Debian's
+#      unicode-data, two of the texts the GPT-2 tokenizers are checked on,
 #   3. llama.cpp: node-llama-cpp's prebuilt CPU binaries, exactly the versions of
 #      package-lock.json (`npm ci --ignore-scripts`: no install script runs, so
 #      nothing is downloaded or compiled beyond the locked packages; check.mjs
@@ -50,6 +52,8 @@ if [ "$(node_major)" -lt 20 ]; then
 fi
 echo "test-llamacpp: node $(node --version) ($(command -v node))"
 bash scripts/run/run.sh
+bash scripts/run/get_data.sh gcide
+bash scripts/run/install_deps.sh unicode-data
 npm_ci tests/llamacpp
 make -s --no-print-directory all build/tests/llamacpp_check
 bash scripts/run/run_tests.sh build/tests/llamacpp_check

@@ -148,11 +148,14 @@ put("tokens", "magic-version-swapped.bin", tokens(20240520, 7, 2, [1, 2], 2))
 
 # ---------------------------------------------------------------- tokenizer
 
-def tokenizer(merges, vocab=None, eot=None, n=None, version=1, magic=b"RLBPETOK"):
+def tokenizer(merges, vocab=None, eot=None, n=None, version=1, magic=b"RLBPETOK", pretok=1):
+    """version 2 has the pre-tokenizer after the five header fields (1: GPT-2's regex)"""
     vocab = 257 + len(merges) if vocab is None else vocab
     eot = vocab - 1 if eot is None else eot
     n = len(merges) if n is None else n
-    return magic + struct.pack("<4I", version, vocab, eot, n) + b"".join(struct.pack("<2I", *m) for m in merges)
+    rule = struct.pack("<I", pretok) if version == 2 else b""
+    return (magic + struct.pack("<4I", version, vocab, eot, n) + rule
+            + b"".join(struct.pack("<2I", *m) for m in merges))
 
 
 # a chain of self-doubling merges up to the longest piece (256 bytes): accepted
@@ -166,6 +169,12 @@ put("tokenizer", "merge-refers-ahead.bin", tokenizer([(97, 98), (258, 97), (256,
 put("tokenizer", "repeated-pair.bin", tokenizer([(97, 98), (97, 98)]))
 put("tokenizer", "eot-wrong.bin", tokenizer([(97, 98)], eot=5))
 put("tokenizer", "size-mismatch.bin", tokenizer([(97, 98), (99, 100)], vocab=260, n=3))
+# version 2, GPT-2's pre-tokenizer: merges of UTF-8, contractions and white space; a rule
+# version 2 does not hold; the doubling chain of spaces (a long white-space piece encodes by the heap)
+put("tokenizer", "gpt2-merges.bin", tokenizer([(0xC3, 0xA9), (ord("'"), ord("s")), (10, 10), (32, 32), (259, 259),
+                                               (0xC2, 0xA0), (ord(" "), ord("t")), (262, ord("h"))], version=2))
+put("tokenizer", "gpt2-rule-0.bin", tokenizer([(97, 98)], version=2, pretok=0))
+put("tokenizer", "gpt2-spaces-256.bin", tokenizer([(32, 32)] + [(256 + i, 256 + i) for i in range(7)], version=2))
 
 # ---------------------------------------------------------------- ini
 
