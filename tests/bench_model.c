@@ -301,11 +301,6 @@ static void timed_weights_changed(Engine *e) {
     Engine *in = ((TimedEngine *)e)->inner;
     if (in->weights_changed) in->weights_changed(in);
 }
-// Not timed: it hands out a buffer (the rounding it stands for runs in the model's layers).
-static uint16_t *timed_input_bf16(Engine *e, const float *x, const float *W, int N, int C) {
-    Engine *in = ((TimedEngine *)e)->inner;
-    return in->input_bf16(in, x, W, N, C);
-}
 static size_t timed_bytes(const Engine *e) {
     const Engine *in = ((const TimedEngine *)e)->inner;
     return in->bytes ? in->bytes(in) : 0;
@@ -319,7 +314,6 @@ static void timed_engine_insert(TimedEngine *te, GPT *model) {
                         .attention_forward = timed_attention_forward,
                         .attention_backward = timed_attention_backward,
                         .weights_changed = in->weights_changed ? timed_weights_changed : NULL,
-                        .input_bf16 = in->input_bf16 ? timed_input_bf16 : NULL,
                         .bytes = timed_bytes, .free = NULL, .keeps_inputs = in->keeps_inputs};
     memcpy(te->base.describe, in->describe, sizeof te->base.describe);
     model->engine = &te->base;
@@ -416,7 +410,7 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
            median(bwd, steps) * 1e3, median(upd, steps) * 1e3, gflops, peak,
            peak > 0 ? gflops / peak : 0.0, rss, acct_state, acct_act, acct_matmul,
            rss / (acct_state + acct_act + acct_matmul), flops, bench_state_bytes(bc) / (1024.0 * 1024.0),
-           bench_activation_bytes(bc, model->acts.inputs_shared) / (1024.0 * 1024.0), steps, loss_first, loss_last, attention,
+           bench_activation_bytes(bc, model->engine->keeps_inputs) / (1024.0 * 1024.0), steps, loss_first, loss_last, attention,
            engine_share, flops / (linear_s + attention_s) / 1e9, linear_s * 1e3,
            bench_linear_flops_per_step(bc) / linear_s / 1e9, attention_s * 1e3,
            bench_attention_flops_per_step(bc) / attention_s / 1e9);
@@ -454,6 +448,7 @@ static double scheme_own_ms(GPT *m, int B, int T, int reps) {
     const PosScheme *ps = m->pos;
     const PosCtx *pc = &m->pos_ctx;
     Activations *a = &m->acts;
+    const LayerActs *la = &a->layer[0];   // layer 0's buffers, for every layer's hooks and attention
     int L = m->cfg.n_layer, C = m->cfg.d_model, H = m->cfg.n_head;
     double best_pos = 1e30, best_att = 1e30, best_att_nobias = 1e30;
     for (int r = 0; r < reps; r++) {
@@ -461,7 +456,7 @@ static double scheme_own_ms(GPT *m, int B, int T, int reps) {
         if (ps->embed_forward) ps->embed_forward(pc, a->encoded, B, T, 0);
         if (ps->embed_backward) ps->embed_backward(pc, a->dres, B, T);
         for (int l = 0; l < L && ps->qk_forward; l++) {
-            ps->qk_forward(pc, a->qkv, B, T, 0);
+            ps->qk_forward(pc, la->qkv, B, T, 0);
             ps->qk_backward(pc, a->dqkv, B, T);
         }
         if (ps->bias_fill) {
@@ -477,8 +472,8 @@ static double scheme_own_ms(GPT *m, int B, int T, int reps) {
         for (int with_bias = 0; with_bias < 2; with_bias++) {
             double s0 = now_s();
             Engine *e = m->engine;
-            e->attention_forward(e, a->atty, a->att_lse, a->qkv, with_bias ? a->pos_bias : NULL, B, T, C, H);
-            e->attention_backward(e, a->dqkv, with_bias ? a->dpos_bias : NULL, a->dact, a->qkv, a->att_lse,
+            e->attention_forward(e, la->atty, la->att_lse, la->qkv, with_bias ? a->pos_bias : NULL, B, T, C, H);
+            e->attention_backward(e, a->dqkv, with_bias ? a->dpos_bias : NULL, a->dact, la->qkv, la->att_lse,
                                   with_bias ? a->pos_bias : NULL, B, T, C, H);
             double dt = now_s() - s0;
             if (with_bias) best_att = fmin(best_att, dt);

@@ -55,11 +55,6 @@ struct Engine {
     // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (NULL: skipped)
     void (*attention_backward)(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
                                const float *lse, const float *bias, int B, int T, int C, int H);
-    // Optional (NULL: the engine rounds nothing ahead; so in fp32). bf16: where the layer that
-    // is about to write x (N,C), the inp of the next linear_forward of W, writes x rounded to
-    // bf16 (bf16_round, bf16.h) in the same pass, every element; that linear_forward then
-    // reads it instead of making it in a pass of its own. NULL: the layer writes x alone.
-    uint16_t *(*input_bf16)(Engine *e, const float *x, const float *W, int N, int C);
     // The parameters were written: weight copies are re-made at their next use. NULL: no copies.
     void (*weights_changed)(Engine *e);
     // Memory the engine holds besides parameters and activations (copies, scratch), in bytes.

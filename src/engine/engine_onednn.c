@@ -111,7 +111,6 @@ typedef struct {
     const float *W;                 // the weight whose input this is
     const float *x;                 // the fp32 activation it was rounded from
     int N, C;                       // its shape when last rounded (0, 0: holds nothing)
-    int produced;                   // 1: rounded by the layer that wrote x (input_bf16), not yet read
     uint16_t *bf16;                 // (N,C)
     size_t bytes;
 } InputCopy;
@@ -486,21 +485,9 @@ static InputCopy *input_copy(OnednnEngine *e, const float *W, const float *x, in
         *c = (InputCopy){.W = W};
     }
     c->x = x;
-    c->produced = 0;
     c->N = c->C = 0;   // holds nothing until it is filled
     if (grow_buffer((void **)&c->bf16, &c->bytes, (size_t)N * C * sizeof(uint16_t)) != 0) return NULL;
     return c;
-}
-
-// Engine.input_bf16: the buffer the layer writing x fills with x rounded.
-static uint16_t *input_bf16(Engine *base, const float *x, const float *W, int N, int C) {
-    OnednnEngine *e = (OnednnEngine *)base;
-    InputCopy *c = input_copy(e, W, x, N, C);
-    if (!c) return NULL;   // the forward rounds x itself
-    c->N = N;
-    c->C = C;
-    c->produced = 1;
-    return c->bf16;
 }
 
 /* ---- the engine ---- */
@@ -574,19 +561,15 @@ static void linear_forward(Engine *base, float *out, const float *inp, const flo
         return;
     }
     const void *src = inp;
-    if (e->dt == dnnl_bf16) {   // inp rounded: by the layer that wrote it, or now; kept for backward
-        InputCopy *c = input_find(e, W);
-        if (!(c && c->produced && c->x == inp && c->N == N && c->C == C)) {
-            c = input_copy(e, W, inp, N, C);
-            if (!c) {
-                engine_fail(base, "out of memory for the bf16 copy of a (%d, %d) input", N, C);
-                return;
-            }
-            to_bf16(c->bf16, inp, (size_t)N * C);
+    if (e->dt == dnnl_bf16) {   // inp rounded, and kept for backward's dW (keeps_inputs)
+        InputCopy *c = input_copy(e, W, inp, N, C);
+        if (!c) {
+            engine_fail(base, "out of memory for the bf16 copy of a (%d, %d) input", N, C);
+            return;
         }
+        to_bf16(c->bf16, inp, (size_t)N * C);
         c->N = N;
         c->C = C;
-        c->produced = 0;
         src = c->bf16;
     }
     if (matmul_run(e, m, src, wei, NULL, out, bias) != 0) engine_fail(base, "%s", e->msg);
@@ -616,7 +599,7 @@ static void linear_backward(Engine *base, float *dinp, float *dweight, float *db
         dout_src = e->dout_bf16;
         if (dweight) {   // forward's rounding of inp (keeps_inputs: inp itself may be overwritten)
             const InputCopy *c = input_find(e, W);
-            if (!(c && c->x == inp && c->N == N && c->C == C && !c->produced)) {
+            if (!(c && c->x == inp && c->N == N && c->C == C)) {
                 engine_fail(base, "linear backward (%d x %d weight, %d rows): no forward of this weight and "
                             "input to take dW from", OC, C, N);
                 return;
@@ -782,7 +765,7 @@ int engine_onednn_create(Engine **out, int bf16, WeightLayout layout, char *err,
     e->base = (Engine){.linear_forward = linear_forward, .linear_backward = linear_backward,
                        .attention_forward = attention_forward, .attention_backward = attention_backward,
                        .weights_changed = weights_changed, .bytes = bytes, .free = engine_free,
-                       .input_bf16 = bf16 ? input_bf16 : NULL, .keeps_inputs = bf16};
+                       .keeps_inputs = bf16};
     e->bf16 = bf16;
     e->dt = bf16 ? dnnl_bf16 : dnnl_f32;
     e->layout = layout != WEIGHTS_DEFAULT ? layout : bf16 ? WEIGHTS_PACKED : WEIGHTS_PLAIN;

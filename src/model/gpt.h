@@ -242,9 +242,9 @@ typedef struct {
 } GPTMemory;
 int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, int B, int T, int backward,
                int n_threads, GPTMemory *mem, char *err, size_t errlen);
-// gpt_alloc_activations(B, T)'s allocation; inputs_shared: laid out for an
-// engine that keeps its own copies of the linear inputs (bf16).
-size_t gpt_activations_bytes_for(const GPTConfig *cfg, int B, int T, int inputs_shared);
+// gpt_alloc_activations(B, T)'s allocation; keeps_inputs: laid out for an
+// engine that keeps its own copies of the linear inputs (bf16; engine.h).
+size_t gpt_activations_bytes_for(const GPTConfig *cfg, int B, int T, int keeps_inputs);
 // kv_cache_create(max_len)'s allocations, the scheme's tables included.
 size_t kv_cache_bytes(const GPTConfig *cfg, int max_len);
 

@@ -26,26 +26,29 @@ typedef struct {
     float *ln_f_w, *ln_f_b;          // (C), (C); ln_f_b NULL for llama
 } ModelTensors;
 
-// Activations, sized once for (B_max, T_max). Per-layer buffers hold L
-// slices of B_max*T_max rows; a smaller batch uses the front of each slice.
-// inputs_shared (the engine keeps its own copy of every linear layer's input
-// for backward, Engine.keeps_inputs): ln1, atty, ln2 and fch_act, read by
-// nothing else in backward, hold one slice that every layer writes in turn.
+// One layer's activations in a forward of (B,T) rows: what its backward reads.
+typedef struct {
+    float *ln1, *ln1_mean, *ln1_rstd;   // (B,T,C), (B,T), (B,T)   LN1 output (c_attn's input);
+                                        //   LN = LayerNorm or RMSNorm (which keeps rstd only)
+    float *qkv;                         // (B,T,3C)   c_attn output, q and k rotated for rope
+    float *atty, *att_lse;              // (B,T,C), (B,H,T)   attention output, softmax lse
+    float *res2;                        // (B,T,C)    residual stream after attention
+    float *ln2, *ln2_mean, *ln2_rstd;   // (B,T,C), (B,T), (B,T)
+    float *fch;                         // (B,T,FC)   c_fc output (GELU's input; llama: gate and up)
+    float *fch_act;                     // (B,T,F)    the activation's output, GELU or SwiGLU
+    float *res3;                        // (B,T,C)    residual stream after the MLP: the layer's output
+} LayerActs;
+
+// Activations, sized once for (B_max, T_max) by gpt_alloc_activations. Each
+// layer has its own slice of B_max*T_max rows of every LayerActs buffer (a
+// smaller batch uses the front of it), except that an engine which keeps
+// its own copy of every linear layer's input for backward (Engine.keeps_inputs)
+// lets the four linear inputs (ln1, atty, ln2, fch_act), read by nothing
+// else in backward, be one slice that every layer writes in turn.
 typedef struct {
     int B_max, T_max;
-    int inputs_shared;
+    LayerActs *layer;  // L entries
     float *encoded;    // (B,T,C)      token (+ position) embedding
-    float *ln1;        // (L|1,B,T,C)    LN1 output (input of c_attn); LN = LayerNorm or RMSNorm
-    float *ln1_mean, *ln1_rstd;      // (L,B,T)      (RMSNorm keeps rstd only)
-    float *qkv;        // (L,B,T,3C)   c_attn output, q and k rotated for rope
-    float *atty;       // (L|1,B,T,C)    attention output (input of attn c_proj)
-    float *att_lse;    // (L,B,H,T)    softmax log-sum-exp per query row
-    float *res2;       // (L,B,T,C)    residual after attention
-    float *ln2;        // (L|1,B,T,C)
-    float *ln2_mean, *ln2_rstd;      // (L,B,T)
-    float *fch;        // (L,B,T,FC)   c_fc output (GELU's input; llama: gate and up)
-    float *fch_act;    // (L|1,B,T,F)    the activation's output, GELU or SwiGLU (input of mlp c_proj)
-    float *res3;       // (L,B,T,C)    residual after MLP (the layer's output)
     float *lnf;        // (B,T,C)
     float *lnf_mean, *lnf_rstd;      // (B,T)
     float *logits;     // (B,T,V)      dlogits after backward

@@ -125,7 +125,7 @@ int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits, char *err, si
     for (int l = 0; l < c->n_layer; l++) {
         const LayerTensors *w = &m->p.h[l];
         float *keys = kv->k + (size_t)l * kv->max_len * C, *values = kv->v + (size_t)l * kv->max_len * C;
-        block_norm_forward(c, kv->ln, NULL, &mean, &rstd, kv->x, w->ln_1_w, w->ln_1_b, 1);
+        block_norm_forward(c, kv->ln, &mean, &rstd, kv->x, w->ln_1_w, w->ln_1_b, 1);
         e->linear_forward(e, kv->qkv, kv->ln, w->c_attn_w, w->c_attn_b, 1, C, 3 * C);
         if (m->pos->qk_forward) m->pos->qk_forward(&kv->pos, kv->qkv, 1, 1, pos);
         memcpy(keys + (size_t)pos * C, kv->qkv + C, (size_t)C * sizeof(float));
@@ -133,13 +133,13 @@ int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits, char *err, si
         attend_one(kv, kv->qkv, keys, values, pos);
         e->linear_forward(e, kv->tmp, kv->atty, w->attn_proj_w, w->attn_proj_b, 1, C, C);
         for (int i = 0; i < C; i++) kv->x[i] += kv->tmp[i];
-        block_norm_forward(c, kv->ln, NULL, &mean, &rstd, kv->x, w->ln_2_w, w->ln_2_b, 1);
+        block_norm_forward(c, kv->ln, &mean, &rstd, kv->x, w->ln_2_w, w->ln_2_b, 1);
         e->linear_forward(e, kv->fch, kv->ln, w->c_fc_w, w->c_fc_b, 1, C, FC);
-        block_act_forward(c, kv->fch_act, NULL, kv->fch, 1);
+        block_act_forward(c, kv->fch_act, kv->fch, 1);
         e->linear_forward(e, kv->tmp, kv->fch_act, w->mlp_proj_w, w->mlp_proj_b, 1, F, C);
         for (int i = 0; i < C; i++) kv->x[i] += kv->tmp[i];
     }
-    block_norm_forward(c, kv->ln, NULL, &mean, &rstd, kv->x, m->p.ln_f_w, m->p.ln_f_b, 1);
+    block_norm_forward(c, kv->ln, &mean, &rstd, kv->x, m->p.ln_f_w, m->p.ln_f_b, 1);
     e->linear_forward(e, logits, kv->ln, m->p.wte, NULL, 1, C, c->vocab_size);
     if (engine_failed(e, err, errlen)) return -1;
     kv->len++;
