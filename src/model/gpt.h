@@ -219,8 +219,9 @@ typedef struct KVCache KVCache;
 int kv_cache_create(KVCache **cache, const GPT *model, int max_len, char *err, size_t errlen);
 void kv_cache_free(KVCache *cache);
 int kv_cache_len(const KVCache *cache);       // positions filled so far
-void kv_cache_reset(KVCache *cache);
-// Feeds one token at position kv_cache_len(cache); writes the V logits of that position.
+// Feeds one token at position kv_cache_len(cache): the model's forward for that one
+// position, attending to the positions before it through the cache (the same layers
+// as gpt_forward's); writes the V logits of that position.
 // -1 with a message if the cache is full, belongs to another model, or the
 // token is outside the vocabulary.
 int gpt_decode_step(GPT *model, KVCache *cache, int token, float *logits, char *err, size_t errlen);

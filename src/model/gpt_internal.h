@@ -86,6 +86,28 @@ struct GPT {
     Engine *engine;                  // the products of the linear layers, the head and attention (gpt_set_matmul)
 };
 
+// A KV cache (kvcache.c): the keys (rotated, for rope) and values of every
+// position decoded so far, per layer, and the buffers of the forward that
+// decodes the next position.
+struct KVCache {
+    const GPT *model;
+    int max_len, len;      // positions it has room for; positions filled
+    PosCtx pos;            // the scheme's tables for max_len positions
+    float *k, *v;          // (L, max_len, C): layer l's k and v at l*max_len*C
+    float *scores;         // (max_len) one query row's probabilities
+    Activations acts;      // one row's forward buffers, the same for every layer (kvcache.c)
+    LayerActs layer[];     // (L) acts.layer
+};
+
+// reference.c: the forward pass, the one composition of the model's layers.
+// tokens (B,T) -> logits (B,T,V) in a->logits, a the activations of kv if
+// set, else the model's. kv NULL: positions 0..T-1, each attending to itself
+// and the positions before it (training, ./eval). kv set (B = 1): positions
+// kv->len..kv->len+T-1, attending to the cache's positions before them too;
+// their keys and values are appended to the cache (the caller advances len).
+// Engine failures are left in the engine (engine_failed).
+void model_forward(GPT *m, const int *tokens, int B, int T, KVCache *kv);
+
 // params.c
 int params_build_table(GPT *m, char *err, size_t errlen);  // the table (entries, offsets) only
 int params_alloc(GPT *m, char *err, size_t errlen);        // buffers and named pointers

@@ -1,7 +1,7 @@
-// layers.h: the layers of reference.c that other files use (the KV cache,
-// the tests), each a forward/backward pair over flat float buffers
+// layers.h: the layers of reference.c, for its tests (and LN_EPS, for the
+// GGUF export), each a forward/backward pair over flat float buffers
 // (row-major, N = B*T rows). The linear layers' and attention's products go
-// through an engine (engine.h). Internal to src/model/ and its tests.
+// through an engine (engine.h).
 //
 // Backward: parameter gradients are always added to (+=); input gradients
 // are "=" or "+=" as each function says.
@@ -27,13 +27,6 @@ void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, c
 void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, const float *mean,
                         const float *rstd, int N, int C);
-
-// The causal attention of one query row: q (D) at position i over keys and
-// values 0..i (rows ld floats apart), bias_h[i-j] added to each score (NULL:
-// none), scale = 1/sqrt(D). p (i+1) gets the probabilities, y (D) the
-// output; returns the row's log-sum-exp.
-float attention_row(float *y, float *p, const float *q, const float *k, const float *v, size_t ld,
-                    const float *bias_h, int i, int D, float scale);
 
 // RMSNorm over the last dim (block=llama): y = x / sqrt(mean(x^2) + RMS_EPS) * w.
 #define RMS_EPS 1e-5f

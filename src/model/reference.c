@@ -24,7 +24,8 @@
 // The order of this file: the layers, each a *_forward / *_backward pair
 // (embedding, LayerNorm, RMSNorm, linear, attention, residual, GELU, SwiGLU,
 // cross-entropy),
-// then the model (gpt_forward, gpt_backward) that chains them.
+// then the model that chains them: model_forward (the forward, for training
+// and for decoding with a KV cache), gpt_forward, gpt_backward.
 //
 // The linear layers' and attention's products run on an engine (engine.h):
 // the model calls e->linear_forward, e->attention_forward, ... The plain
@@ -250,9 +251,8 @@ static void reference_linear_backward(Engine *e, float *dinp, float *dW, float *
 
 // One query row: query q (D) at position i over keys and values 0..i (rows
 // ld floats apart), distance bias bias_h[i-j] (NULL: none). p (i+1) gets the
-// probabilities, y (D) the output; returns the row's lse. The KV cache's
-// decoding step (kvcache.c) is this row for the newest position.
-float attention_row(float *y, float *p, const float *q, const float *k, const float *v, size_t ld,
+// probabilities, y (D) the output; returns the row's lse.
+static float attention_row(float *y, float *p, const float *q, const float *k, const float *v, size_t ld,
                     const float *bias_h, int i, int D, float scale) {
     float mx = -INFINITY, sum = 0.0f;
     for (int j = 0; j <= i; j++) {   // scores, and their max for a stable exp
@@ -307,6 +307,27 @@ static void reference_attention_forward(Engine *e, float *out, float *lse, const
             lse[(size_t)bh * T + i] = attention_row(out + ((size_t)b * T + i) * C + h * D, p,
                                                     q + (size_t)i * 3 * C, k, v, 3 * (size_t)C, bias_h, i, D, scale);
     }
+}
+
+// Decoding's attention (model_forward with a KV cache), one sequence: the T
+// query rows of positions pos0..pos0+T-1 over the cache. Their keys and
+// values are appended to the cache's rows pos0.., then each row attends to
+// the cache's positions 0..its own, one attention_row per row and head.
+// qkv (T,3C), k_cache, v_cache (pos0+T, C), bias (H, pos0+T) or NULL
+// -> out (T,C), lse (H,T); p: pos0+T floats of scratch.
+static void attention_cached_forward(float *out, float *lse, float *p, const float *qkv, float *k_cache,
+                                     float *v_cache, const float *bias, int T, int pos0, int C, int H) {
+    const int D = C / H, n_keys = pos0 + T;
+    const float scale = 1.0f / sqrtf((float)D);
+    for (int t = 0; t < T; t++) {
+        memcpy(k_cache + (size_t)(pos0 + t) * C, qkv + (size_t)t * 3 * C + C, (size_t)C * sizeof(float));
+        memcpy(v_cache + (size_t)(pos0 + t) * C, qkv + (size_t)t * 3 * C + 2 * C, (size_t)C * sizeof(float));
+    }
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            lse[(size_t)h * T + t] = attention_row(out + (size_t)t * C + h * D, p, qkv + (size_t)t * 3 * C + h * D,
+                                                   k_cache + h * D, v_cache + h * D, (size_t)C,
+                                                   bias ? bias + (size_t)h * n_keys : NULL, pos0 + t, D, scale);
 }
 
 // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (NULL: skipped)
@@ -501,27 +522,22 @@ void block_act_backward(const GPTConfig *c, float *dfch, const float *fch, const
 
 /* ---- the model ---- */
 
-// inputs, targets (B,T) (targets NULL: logits only) -> logits (B,T,V), *loss_out the mean loss
-int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, float *loss_out,
-                char *err, size_t errlen) {
+// tokens (B,T) -> a->logits (B,T,V); kv: decoding (gpt_internal.h)
+void model_forward(GPT *m, const int *tokens, int B, int T, KVCache *kv) {
     const GPTConfig *c = &m->cfg;
     const PosScheme *pos = m->pos;
-    Activations *a = &m->acts;
+    const PosCtx *pc = kv ? &kv->pos : &m->pos_ctx;
+    Activations *a = kv ? &kv->acts : &m->acts;
     Engine *e = m->engine;
-    m->have_targets = 0;
-    if (gpt_check_inputs(m, inputs, targets, B, T, err, errlen) != 0) return -1;
+    int pos0 = kv ? kv->len : 0;   // the positions: pos0..pos0+T-1
     int BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
     int F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);   // the MLP's hidden width, c_fc's outputs
-    memcpy(a->tokens, inputs, (size_t)BT * sizeof(int));
-    if (targets) memcpy(a->targets, targets, (size_t)BT * sizeof(int));
-    m->B = B;
-    m->T = T;
 
-    // x = wte[tok] (+ P[t])  (B,T,C); the distance-bias table bias[h][i-j] (H,T)
-    encoder_forward(a->encoded, a->tokens, m->p.wte, BT, C);
-    if (pos->embed_forward) pos->embed_forward(&m->pos_ctx, a->encoded, B, T, 0);
+    // x = wte[tok] (+ P[pos0+t])  (B,T,C); the distance-bias table bias[h][i-j] (H,pos0+T)
+    encoder_forward(a->encoded, tokens, m->p.wte, BT, C);
+    if (pos->embed_forward) pos->embed_forward(pc, a->encoded, B, T, pos0);
     const float *bias = NULL;
-    if (pos->bias_fill) { pos->bias_fill(&m->pos_ctx, a->pos_bias, T); bias = a->pos_bias; }
+    if (pos->bias_fill) { pos->bias_fill(pc, a->pos_bias, pos0 + T); bias = a->pos_bias; }
 
     const float *x = a->encoded;
     for (int l = 0; l < c->n_layer; l++) {
@@ -530,8 +546,14 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
         // attention block: x + c_proj(attn(rot(c_attn(LN1(x)))))
         block_norm_forward(c, la.ln1, la.ln1_mean, la.ln1_rstd, x, w->ln_1_w, w->ln_1_b, BT);
         e->linear_forward(e, la.qkv, la.ln1, w->c_attn_w, w->c_attn_b, BT, C, 3 * C);    // (B,T,3C)
-        if (pos->qk_forward) pos->qk_forward(&m->pos_ctx, la.qkv, B, T, 0);
-        e->attention_forward(e, la.atty, la.att_lse, la.qkv, bias, B, T, C, H);         // (B,T,C)
+        if (pos->qk_forward) pos->qk_forward(pc, la.qkv, B, T, pos0);
+        if (kv) {   // over the cache: positions 0..pos0-1 from it, this call's k and v appended
+            size_t at = (size_t)l * kv->max_len * C;
+            attention_cached_forward(la.atty, la.att_lse, kv->scores, la.qkv, kv->k + at, kv->v + at, bias, T,
+                                     pos0, C, H);
+        } else {
+            e->attention_forward(e, la.atty, la.att_lse, la.qkv, bias, B, T, C, H);     // (B,T,C)
+        }
         e->linear_forward(e, a->proj_out, la.atty, w->attn_proj_w, w->attn_proj_b, BT, C, C);
         residual_forward(la.res2, x, a->proj_out, (size_t)BT * C);
         // MLP block: x + c_proj(act(c_fc(LN2(x)))), act GELU or SwiGLU
@@ -544,9 +566,22 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
     }
     block_norm_forward(c, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w, m->p.ln_f_b, BT);
     e->linear_forward(e, a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                  // (B,T,V)
-    if (engine_failed(e, err, errlen)) return -1;
+}
+
+// inputs, targets (B,T) (targets NULL: logits only) -> logits (B,T,V), *loss_out the mean loss
+int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, float *loss_out,
+                char *err, size_t errlen) {
+    Activations *a = &m->acts;
+    m->have_targets = 0;
+    if (gpt_check_inputs(m, inputs, targets, B, T, err, errlen) != 0) return -1;
+    memcpy(a->tokens, inputs, (size_t)B * T * sizeof(int));
+    if (targets) memcpy(a->targets, targets, (size_t)B * T * sizeof(int));
+    m->B = B;
+    m->T = T;
+    model_forward(m, a->tokens, B, T, NULL);
+    if (engine_failed(m->engine, err, errlen)) return -1;
     if (!targets) return 0;
-    double loss = crossentropy_forward(a->losses, a->ce_lse, a->logits, a->targets, BT, V);
+    double loss = crossentropy_forward(a->losses, a->ce_lse, a->logits, a->targets, B * T, m->cfg.vocab_size);
     if (loss_out) *loss_out = (float)loss;
     m->have_targets = 1;
     return 0;
