@@ -32,7 +32,7 @@ enum { N_ENGINES = sizeof engines / sizeof engines[0] };
 static GPT *make_model(PosKind pos, int block_size, BlockKind block) {
     GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 16, .vocab_size = 32, .block_size = block_size,
                      .block = block};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.pos = pos;
     if (pos == POS_ROPE) cfg.rope_dims = 6;   // partial rotary on the way
     if (pos == POS_T5) { cfg.t5_num_buckets = 8; cfg.t5_max_distance = 10; }  // several log buckets within T
@@ -57,14 +57,14 @@ static void causal_case(PosKind pos, int engine, BlockKind block) {
     for (int i = 0; i < B * T; i++) tok[i] = (i * 11 + 3) % V;
     float *ref = malloc(sizeof(float) * B * T * V);
     gc_forward(m, tok, NULL, B, T);
-    memcpy(ref, gpt_logits(m), sizeof(float) * B * T * V);
+    memcpy(ref, gc_logits(m), sizeof(float) * B * T * V);
     for (int t = 0; t < T - 1; t++) {
         int changed[B * T];
         memcpy(changed, tok, sizeof tok);
         for (int b = 0; b < B; b++)
             for (int u = t + 1; u < T; u++) changed[b * T + u] = (changed[b * T + u] + 5 + u) % V;
         gc_forward(m, changed, NULL, B, T);
-        const float *z = gpt_logits(m);
+        const float *z = gc_logits(m);
         double later = 0;
         for (int b = 0; b < B; b++)
             for (int u = 0; u < T; u++) {
@@ -100,7 +100,7 @@ static void kv_case(PosKind pos, int block_size, int T, GPTMatmul matmul, BlockK
     int *tok = malloc(sizeof(int) * T);
     for (int i = 0; i < T; i++) tok[i] = (i * 7 + 1) % V;
     gc_forward(m, tok, NULL, 1, T);
-    const float *full = gpt_logits(m);
+    const float *full = gc_logits(m);
     KVCache *kv;
     assert_int_equal(kv_cache_create(&kv, m, T, err, sizeof err), 0);
     float logits[V];

@@ -177,7 +177,7 @@ enum { B = 4, T = 16, V = 64 };
 
 static GPT *make_block_model(PosKind pos, BlockKind block) {
     GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 32, .vocab_size = V, .block_size = T, .block = block};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.pos = pos;
     if (pos == POS_T5) { cfg.t5_num_buckets = 8; cfg.t5_max_distance = 12; }
     char err[256];

@@ -267,7 +267,7 @@ static double pos_loss(void *p) {   // mode 0: qk hook on a copy of x0; 1: embed
 }
 static GPTConfig pos_cfg(PosKind k) {
     GPTConfig cfg = {.n_layer = 1, .n_head = PH, .d_model = PC, .vocab_size = 8, .block_size = PT};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.pos = k;
     return cfg;
 }

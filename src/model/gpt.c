@@ -39,7 +39,7 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, 
     }
     switch (matmul) {
     case GPT_MATMUL_OPENBLAS: rc = engine_openblas_create(&e, err, errlen); break;
-    case GPT_MATMUL_ONEDNN: rc = engine_onednn_create(&e, bf16, WEIGHTS_DEFAULT, err, errlen); break;
+    case GPT_MATMUL_ONEDNN: rc = engine_onednn_create(&e, bf16, err, errlen); break;
     case GPT_MATMUL_REFERENCE: rc = engine_reference_create(&e, err, errlen); break;
     default: snprintf(err, errlen, "unknown matmul engine %d", (int)matmul); return -1;
     }
@@ -159,9 +159,7 @@ const ParamEntry *gpt_find_param(const GPT *m, const char *name) {
         if (strcmp(m->entries[i].name, name) == 0) return &m->entries[i];
     return NULL;
 }
-const float *gpt_logits(const GPT *m) { return m->acts.logits; }
 const float *gpt_losses(const GPT *m) { return m->acts.losses; }
-size_t gpt_activation_bytes(const GPT *m) { return m->acts.bytes; }
 int gpt_max_positions(const GPT *m) { return gpt_config_max_positions(&m->cfg); }
 int gpt_config_max_positions(const GPTConfig *c) {
     const PosScheme *s = pos_scheme(c->pos);

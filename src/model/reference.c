@@ -46,6 +46,7 @@
 #include <omp.h>
 
 #include "engine/engine.h"
+#include "engine/engine_shared.h"
 #include "model/fastmath.h"
 #include "model/gpt_internal.h"
 #include "model/lane_sum.h"
