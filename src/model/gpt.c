@@ -1,6 +1,7 @@
 // gpt.c: the model's life around its two passes (which are in reference.c):
 // creation and freeing, the engine (gpt_set_matmul), the activation
-// buffers, a loaded model's length keys, the accessors of gpt.h.
+// buffers, a loaded model's length keys, the accessors of gpt.h, and
+// gpt_forward / gpt_backward, which check their inputs and run the passes.
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,13 +223,15 @@ static void activation_table(const GPTConfig *c, int B, int T, int keeps_inputs,
 }
 
 // Layer l's slices, S rows each, from layer 0's; the linear inputs' slice is li (0 or l).
+// (Its input x is set by the caller.)
 static LayerActs layer_slices(const LayerActs *l0, int l, int li, size_t S, const GPTConfig *c) {
     size_t C = c->d_model, H = c->n_head, F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
     return (LayerActs){
-        l0->ln1 + li * S * C,  l0->ln1_mean + l * S,  l0->ln1_rstd + l * S, l0->qkv + l * S * 3 * C,
-        l0->atty + li * S * C, l0->att_lse + l * S * H, l0->res2 + l * S * C,
-        l0->ln2 + li * S * C,  l0->ln2_mean + l * S,  l0->ln2_rstd + l * S, l0->fch + l * S * FC,
-        l0->fch_act + li * S * F, l0->res3 + l * S * C,
+        .ln1 = l0->ln1 + li * S * C,   .ln1_mean = l0->ln1_mean + l * S, .ln1_rstd = l0->ln1_rstd + l * S,
+        .qkv = l0->qkv + l * S * 3 * C, .atty = l0->atty + li * S * C,   .att_lse = l0->att_lse + l * S * H,
+        .res2 = l0->res2 + l * S * C,  .ln2 = l0->ln2 + li * S * C,     .ln2_mean = l0->ln2_mean + l * S,
+        .ln2_rstd = l0->ln2_rstd + l * S, .fch = l0->fch + l * S * FC,  .fch_act = l0->fch_act + li * S * F,
+        .res3 = l0->res3 + l * S * C,
     };
 }
 
@@ -286,7 +289,10 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     memset(base, 0, total * sizeof(float));
     size_t off = 0;
     for (int i = 0; i < ACT_BUFFERS; i++) { *table[i].ptr = base + off; off += slice_floats(table[i].n); }
-    for (int l = 0; l < c->n_layer; l++) layer[l] = layer_slices(&l0, l, keeps_inputs ? 0 : l, BT, c);
+    for (int l = 0; l < c->n_layer; l++) {
+        layer[l] = layer_slices(&l0, l, keeps_inputs ? 0 : l, BT, c);
+        layer[l].x = l == 0 ? a->encoded : layer[l - 1].res3;
+    }
     a->layer = layer;
     a->tokens = tokens;
     a->targets = tokens + BT;
@@ -296,7 +302,11 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     return 0;
 }
 
-int gpt_check_inputs(const GPT *m, const int *inputs, const int *targets, int B, int T, char *err, size_t errlen) {
+/* ---- the passes (model_forward, model_backward: reference.c), for the programs ---- */
+
+// Whether a forward's batch (B,T) fits the activations and every token
+// (input and target) is in the vocabulary; 0, or -1 with a message.
+static int check_inputs(const GPT *m, const int *inputs, const int *targets, int B, int T, char *err, size_t errlen) {
     const Activations *a = &m->acts;
     if (!a->encoded || B < 1 || T < 1 || B > a->B_max || T > a->T_max) {
         snprintf(err, errlen, "batch %dx%d does not fit the activations (%dx%d)", B, T, a->B_max, a->T_max);
@@ -311,4 +321,31 @@ int gpt_check_inputs(const GPT *m, const int *inputs, const int *targets, int B,
         }
     }
     return 0;
+}
+
+// The batch is copied: backward reads the tokens and targets after the caller's buffers have moved on.
+int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, float *loss, char *err,
+                size_t errlen) {
+    Activations *a = &m->acts;
+    m->have_targets = 0;
+    if (check_inputs(m, inputs, targets, B, T, err, errlen) != 0) return -1;
+    memcpy(a->tokens, inputs, (size_t)B * T * sizeof(int));
+    if (targets) memcpy(a->targets, targets, (size_t)B * T * sizeof(int));
+    m->B = B;
+    m->T = T;
+    double mean = model_forward(m, a->tokens, targets ? a->targets : NULL, B, T, NULL);
+    if (engine_failed(m->engine, err, errlen)) return -1;
+    if (targets && loss) *loss = (float)mean;
+    m->have_targets = targets != NULL;
+    return 0;
+}
+
+int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
+    if (!m->have_targets) {
+        snprintf(err, errlen, "backward: the last forward had no targets (or was already backpropagated)");
+        return -1;
+    }
+    m->have_targets = 0;   // the logits buffer is about to hold dlogits
+    model_backward(m, m->B, m->T, loss_scale);
+    return engine_failed(m->engine, err, errlen);
 }

@@ -28,6 +28,8 @@ typedef struct {
 
 // One layer's activations in a forward of (B,T) rows: what its backward reads.
 typedef struct {
+    float *x;                           // (B,T,C)    the layer's input: the embedding (layer 0)
+                                        //   or the layer before's res3
     float *ln1, *ln1_mean, *ln1_rstd;   // (B,T,C), (B,T), (B,T)   LN1 output (c_attn's input);
                                         //   LN = LayerNorm or RMSNorm (which keeps rstd only)
     float *qkv;                         // (B,T,3C)   c_attn output, q and k rotated for rope
@@ -99,14 +101,22 @@ struct KVCache {
     LayerActs layer[];     // (L) acts.layer
 };
 
-// reference.c: the forward pass, the one composition of the model's layers.
-// tokens (B,T) -> logits (B,T,V) in a->logits, a the activations of kv if
-// set, else the model's. kv NULL: positions 0..T-1, each attending to itself
-// and the positions before it (training, ./eval). kv set (B = 1): positions
-// kv->len..kv->len+T-1, attending to the cache's positions before them too;
-// their keys and values are appended to the cache (the caller advances len).
-// Engine failures are left in the engine (engine_failed).
-void model_forward(GPT *m, const int *tokens, int B, int T, KVCache *kv);
+// reference.c: the model's two passes, the one composition of its layers
+// (gpt.c's gpt_forward, gpt_backward and kvcache.c's gpt_decode_step check
+// the inputs and run them). Engine failures are left in the engine
+// (engine_failed).
+// model_forward: tokens (B,T) -> logits (B,T,V) in a->logits, a the
+// activations of kv if set, else the model's; with targets (B,T) also the
+// losses (B,T) in a->losses, and the mean loss returned (0 without). kv NULL:
+// positions 0..T-1, each attending to itself and the positions before it
+// (training, ./eval). kv set (B = 1): positions kv->len..kv->len+T-1,
+// attending to the cache's positions before them too; their keys and values
+// are appended to the cache (the caller advances len).
+double model_forward(GPT *m, const int *tokens, const int *targets, int B, int T, KVCache *kv);
+// model_backward: adds the gradient of loss_scale * (the mean loss of the
+// model's last forward, on (B,T) tokens and targets held in a->tokens,
+// a->targets) into the gradients.
+void model_backward(GPT *m, int B, int T, float loss_scale);
 
 // params.c
 int params_build_table(GPT *m, char *err, size_t errlen);  // the table (entries, offsets) only
@@ -119,9 +129,5 @@ void params_free(GPT *m);
 // whole model with uninitialised parameters.
 int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen);
 int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen);
-// gpt.c: whether a forward's batch (B,T) fits the activations and every token
-// (input and target) is in the vocabulary; 0, or -1 with a message.
-int gpt_check_inputs(const GPT *m, const int *inputs, const int *targets, int B, int T, char *err, size_t errlen);
-// (gpt_forward and gpt_backward, the model's two passes, are in reference.c.)
 
 #endif

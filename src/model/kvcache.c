@@ -53,7 +53,7 @@ int kv_cache_create(KVCache **out, const GPT *m, int max_len, char *err, size_t 
     }
     // One row's buffers, the same for every layer: nothing is kept for a
     // backward. The residual stream x is every layer's input and output
-    // (encoded, res2, res3), updated in place (a layer reads its input
+    // (encoded, x, res2, res3), updated in place (a layer reads its input
     // before it writes its output, and residual_forward adds elementwise);
     // ln serves the three norms, which share their statistics' two floats.
     float *x = row, *ln = x + C, *qkv = ln + C, *atty = qkv + 3 * C, *proj = atty + C;
@@ -68,7 +68,7 @@ int kv_cache_create(KVCache **out, const GPT *m, int max_len, char *err, size_t 
     a->proj_out = proj;
     a->pos_bias = kv->scores + max_len;   // (H, max_len)
     for (int l = 0; l < c->n_layer; l++)
-        kv->layer[l] = (LayerActs){.ln1 = ln, .ln1_mean = mean, .ln1_rstd = rstd, .qkv = qkv, .atty = atty,
+        kv->layer[l] = (LayerActs){.x = x, .ln1 = ln, .ln1_mean = mean, .ln1_rstd = rstd, .qkv = qkv, .atty = atty,
                                    .att_lse = lse, .res2 = x, .ln2 = ln, .ln2_mean = mean, .ln2_rstd = rstd,
                                    .fch = fch, .fch_act = fch_act, .res3 = x};
     // Same config and parameters as the model, own tables, no gradients.
@@ -104,7 +104,7 @@ int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits, char *err, si
         return -1;
     }
     kv->acts.logits = logits;   // the head writes the caller's row
-    model_forward(m, &token, 1, 1, kv);
+    model_forward(m, &token, NULL, 1, 1, kv);
     if (engine_failed(m->engine, err, errlen)) return -1;
     kv->len++;
     return 0;

@@ -23,9 +23,10 @@
 //
 // The order of this file: the layers, each a *_forward / *_backward pair
 // (embedding, LayerNorm, RMSNorm, linear, attention, residual, GELU, SwiGLU,
-// cross-entropy),
-// then the model that chains them: model_forward (the forward, for training
-// and for decoding with a KV cache), gpt_forward, gpt_backward.
+// cross-entropy), then the model's two passes that chain them:
+// model_forward (for training, and for decoding with a KV cache, where
+// attention reads the earlier positions from the cache) and model_backward.
+// (gpt.c's gpt_forward and gpt_backward check the inputs and run them.)
 //
 // The linear layers' and attention's products run on an engine (engine.h):
 // the model calls e->linear_forward, e->attention_forward, ... The plain
@@ -254,7 +255,7 @@ static void reference_linear_backward(Engine *e, float *dinp, float *dW, float *
 // ld floats apart), distance bias bias_h[i-j] (NULL: none). p (i+1) gets the
 // probabilities, y (D) the output; returns the row's lse.
 static float attention_row(float *y, float *p, const float *q, const float *k, const float *v, size_t ld,
-                    const float *bias_h, int i, int D, float scale) {
+                           const float *bias_h, int i, int D, float scale) {
     float mx = -INFINITY, sum = 0.0f;
     for (int j = 0; j <= i; j++) {   // scores, and their max for a stable exp
         const float *kj = k + (size_t)j * ld;
@@ -310,27 +311,6 @@ static void reference_attention_forward(Engine *e, float *out, float *lse, const
     }
 }
 
-// Decoding's attention (model_forward with a KV cache), one sequence: the T
-// query rows of positions pos0..pos0+T-1 over the cache. Their keys and
-// values are appended to the cache's rows pos0.., then each row attends to
-// the cache's positions 0..its own, one attention_row per row and head.
-// qkv (T,3C), k_cache, v_cache (pos0+T, C), bias (H, pos0+T) or NULL
-// -> out (T,C), lse (H,T); p: pos0+T floats of scratch.
-static void attention_cached_forward(float *out, float *lse, float *p, const float *qkv, float *k_cache,
-                                     float *v_cache, const float *bias, int T, int pos0, int C, int H) {
-    const int D = C / H, n_keys = pos0 + T;
-    const float scale = 1.0f / sqrtf((float)D);
-    for (int t = 0; t < T; t++) {
-        memcpy(k_cache + (size_t)(pos0 + t) * C, qkv + (size_t)t * 3 * C + C, (size_t)C * sizeof(float));
-        memcpy(v_cache + (size_t)(pos0 + t) * C, qkv + (size_t)t * 3 * C + 2 * C, (size_t)C * sizeof(float));
-    }
-    for (int t = 0; t < T; t++)
-        for (int h = 0; h < H; h++)
-            lse[(size_t)h * T + t] = attention_row(out + (size_t)t * C + h * D, p, qkv + (size_t)t * 3 * C + h * D,
-                                                   k_cache + h * D, v_cache + h * D, (size_t)C,
-                                                   bias ? bias + (size_t)h * n_keys : NULL, pos0 + t, D, scale);
-}
-
 // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (NULL: skipped)
 static void reference_attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
                                          const float *lse, const float *bias, int B, int T, int C, int H) {
@@ -373,6 +353,29 @@ static void reference_attention_backward(Engine *e, float *dqkv, float *dbias, c
             }
         }
     }
+}
+
+// Decoding's attention (model_forward with a KV cache kv, layer l), one
+// sequence: the T query rows of positions pos0..pos0+T-1 (pos0 = kv->len)
+// over the cache. Their keys and values are appended to the layer's cache
+// rows pos0.., then each row attends to the cache's positions 0..its own,
+// one attention_row per row and head.
+// qkv (T,3C), bias (H, pos0+T) or NULL -> out (T,C), lse (H,T)
+static void attention_cached_forward(float *out, float *lse, const float *qkv, const float *bias, KVCache *kv,
+                                     int l, int T, int C, int H) {
+    const int D = C / H, pos0 = kv->len, n_keys = pos0 + T;
+    const float scale = 1.0f / sqrtf((float)D);
+    float *k = kv->k + (size_t)l * kv->max_len * C, *v = kv->v + (size_t)l * kv->max_len * C;   // (max_len, C)
+    for (int t = 0; t < T; t++) {
+        memcpy(k + (size_t)(pos0 + t) * C, qkv + (size_t)t * 3 * C + C, (size_t)C * sizeof(float));
+        memcpy(v + (size_t)(pos0 + t) * C, qkv + (size_t)t * 3 * C + 2 * C, (size_t)C * sizeof(float));
+    }
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            lse[(size_t)h * T + t] = attention_row(out + (size_t)t * C + h * D, kv->scores,
+                                                   qkv + (size_t)t * 3 * C + h * D, k + h * D, v + h * D,
+                                                   (size_t)C, bias ? bias + (size_t)h * n_keys : NULL, pos0 + t, D,
+                                                   scale);
 }
 
 /* ---- residual ---- */
@@ -523,8 +526,9 @@ void block_act_backward(const GPTConfig *c, float *dfch, const float *fch, const
 
 /* ---- the model ---- */
 
-// tokens (B,T) -> a->logits (B,T,V); kv: decoding (gpt_internal.h)
-void model_forward(GPT *m, const int *tokens, int B, int T, KVCache *kv) {
+// tokens (B,T), targets (B,T) or NULL -> a->logits (B,T,V), and with targets
+// a->losses (B,T) and the mean loss (returned; 0 without). kv: decoding (gpt_internal.h).
+double model_forward(GPT *m, const int *tokens, const int *targets, int B, int T, KVCache *kv) {
     const GPTConfig *c = &m->cfg;
     const PosScheme *pos = m->pos;
     const PosCtx *pc = kv ? &kv->pos : &m->pos_ctx;
@@ -540,66 +544,38 @@ void model_forward(GPT *m, const int *tokens, int B, int T, KVCache *kv) {
     const float *bias = NULL;
     if (pos->bias_fill) { pos->bias_fill(pc, a->pos_bias, pos0 + T); bias = a->pos_bias; }
 
-    const float *x = a->encoded;
-    for (int l = 0; l < c->n_layer; l++) {
+    for (int l = 0; l < c->n_layer; l++) {   // layer l: la.x (its input, B,T,C) -> la.res3
         const LayerTensors *w = &m->p.h[l];
         const LayerActs la = a->layer[l];
         // attention block: x + c_proj(attn(rot(c_attn(LN1(x)))))
-        block_norm_forward(c, la.ln1, la.ln1_mean, la.ln1_rstd, x, w->ln_1_w, w->ln_1_b, BT);
+        block_norm_forward(c, la.ln1, la.ln1_mean, la.ln1_rstd, la.x, w->ln_1_w, w->ln_1_b, BT);
         e->linear_forward(e, la.qkv, la.ln1, w->c_attn_w, w->c_attn_b, BT, C, 3 * C);    // (B,T,3C)
         if (pos->qk_forward) pos->qk_forward(pc, la.qkv, B, T, pos0);
-        if (kv) {   // over the cache: positions 0..pos0-1 from it, this call's k and v appended
-            size_t at = (size_t)l * kv->max_len * C;
-            attention_cached_forward(la.atty, la.att_lse, kv->scores, la.qkv, kv->k + at, kv->v + at, bias, T,
-                                     pos0, C, H);
-        } else {
-            e->attention_forward(e, la.atty, la.att_lse, la.qkv, bias, B, T, C, H);     // (B,T,C)
-        }
+        if (kv) attention_cached_forward(la.atty, la.att_lse, la.qkv, bias, kv, l, T, C, H);   // (T,C)
+        else e->attention_forward(e, la.atty, la.att_lse, la.qkv, bias, B, T, C, H);     // (B,T,C)
         e->linear_forward(e, a->proj_out, la.atty, w->attn_proj_w, w->attn_proj_b, BT, C, C);
-        residual_forward(la.res2, x, a->proj_out, (size_t)BT * C);
+        residual_forward(la.res2, la.x, a->proj_out, (size_t)BT * C);
         // MLP block: x + c_proj(act(c_fc(LN2(x)))), act GELU or SwiGLU
         block_norm_forward(c, la.ln2, la.ln2_mean, la.ln2_rstd, la.res2, w->ln_2_w, w->ln_2_b, BT);
         e->linear_forward(e, la.fch, la.ln2, w->c_fc_w, w->c_fc_b, BT, C, FC);          // (B,T,FC)
         block_act_forward(c, la.fch_act, la.fch, BT);                                    // (B,T,F)
         e->linear_forward(e, a->proj_out, la.fch_act, w->mlp_proj_w, w->mlp_proj_b, BT, F, C);
         residual_forward(la.res3, la.res2, a->proj_out, (size_t)BT * C);
-        x = la.res3;
     }
-    block_norm_forward(c, a->lnf, a->lnf_mean, a->lnf_rstd, x, m->p.ln_f_w, m->p.ln_f_b, BT);
+    const float *x_last = a->layer[c->n_layer - 1].res3;
+    block_norm_forward(c, a->lnf, a->lnf_mean, a->lnf_rstd, x_last, m->p.ln_f_w, m->p.ln_f_b, BT);
     e->linear_forward(e, a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                  // (B,T,V)
+    return targets ? crossentropy_forward(a->losses, a->ce_lse, a->logits, targets, BT, V) : 0.0;
 }
 
-// inputs, targets (B,T) (targets NULL: logits only) -> logits (B,T,V), *loss_out the mean loss
-int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, float *loss_out,
-                char *err, size_t errlen) {
-    Activations *a = &m->acts;
-    m->have_targets = 0;
-    if (gpt_check_inputs(m, inputs, targets, B, T, err, errlen) != 0) return -1;
-    memcpy(a->tokens, inputs, (size_t)B * T * sizeof(int));
-    if (targets) memcpy(a->targets, targets, (size_t)B * T * sizeof(int));
-    m->B = B;
-    m->T = T;
-    model_forward(m, a->tokens, B, T, NULL);
-    if (engine_failed(m->engine, err, errlen)) return -1;
-    if (!targets) return 0;
-    double loss = crossentropy_forward(a->losses, a->ce_lse, a->logits, a->targets, B * T, m->cfg.vocab_size);
-    if (loss_out) *loss_out = (float)loss;
-    m->have_targets = 1;
-    return 0;
-}
-
-// Adds the gradient of loss_scale * (the last forward's mean loss) into the gradients.
-int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
-    if (!m->have_targets) {
-        snprintf(err, errlen, "backward: the last forward had no targets (or was already backpropagated)");
-        return -1;
-    }
-    m->have_targets = 0;   // the logits buffer is about to hold dlogits
+// Adds the gradient of loss_scale * (the mean loss of the last model_forward, of (B,T)
+// tokens and targets a->tokens, a->targets) into the gradients.
+void model_backward(GPT *m, int B, int T, float loss_scale) {
     const GPTConfig *c = &m->cfg;
     const PosScheme *pos = m->pos;
     Activations *a = &m->acts;
     Engine *e = m->engine;
-    int B = m->B, T = m->T, BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
+    int BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
     int F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
     // the gradient of the MLP activation's output: gpt2 computes GELU's backward in place
     // in dhidden, llama's SwiGLU reads it from its own buffer and writes dhidden (B,T,2F)
@@ -613,15 +589,14 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
     e->linear_backward(e, a->dact, m->g.wte, NULL, a->logits, a->lnf, m->p.wte, BT, C, V);
     const float *x_last = a->layer[c->n_layer - 1].res3;
     memset(a->dres, 0, (size_t)BT * C * sizeof(float));
-    block_norm_backward(c, a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dact, x_last, m->p.ln_f_w,
-                        a->lnf_mean, a->lnf_rstd, BT);
+    block_norm_backward(c, a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dact, x_last, m->p.ln_f_w, a->lnf_mean,
+                        a->lnf_rstd, BT);
 
     // dres holds d(loss)/d(residual stream); each block adds its branch's input gradient
     for (int l = c->n_layer - 1; l >= 0; l--) {
         const LayerTensors *w = &m->p.h[l];
         LayerTensors *g = &m->g.h[l];
         const LayerActs la = a->layer[l];
-        const float *x_in = l == 0 ? a->encoded : a->layer[l - 1].res3;
         // MLP block
         e->linear_backward(e, dact_out, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_act, w->mlp_proj_w,
                            BT, F, C);
@@ -635,13 +610,12 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
         e->attention_backward(e, a->dqkv, dbias, a->dact, la.qkv, la.att_lse, bias, B, T, C, H);
         if (pos->qk_backward) pos->qk_backward(&m->pos_ctx, a->dqkv, B, T);
         e->linear_backward(e, a->dact, g->c_attn_w, g->c_attn_b, a->dqkv, la.ln1, w->c_attn_w, BT, C, 3 * C);
-        block_norm_backward(c, a->dres, g->ln_1_w, g->ln_1_b, a->dact, x_in, w->ln_1_w,
+        block_norm_backward(c, a->dres, g->ln_1_w, g->ln_1_b, a->dact, la.x, w->ln_1_w,
                             la.ln1_mean, la.ln1_rstd, BT);
     }
     if (dbias) pos->bias_backward(&m->pos_ctx, dbias, B, T);
     if (pos->embed_backward) pos->embed_backward(&m->pos_ctx, a->dres, B, T);
     encoder_backward(m->g.wte, a->dres, a->tokens, BT, C);
-    return engine_failed(e, err, errlen);
 }
 
 /* ---- the reference engine ---- */
