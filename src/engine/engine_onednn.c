@@ -36,7 +36,7 @@
 // (op, N, C, OC, bias or not, thread count), with memory objects whose data
 // pointers are set per call; oneDNN's scratchpad is ours (user mode), one
 // for every primitive (they run one at a time), grown as shapes need it. A
-// call after the first of its shape creates and allocates nothing.
+// call after the first of its shape creates nothing and allocates nothing of ours.
 //
 // Threads: Debian's oneDNN runs on OpenMP, on the program's pool. A
 // primitive runs on the thread count it was created for (at most the
