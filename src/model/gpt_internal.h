@@ -46,7 +46,8 @@ typedef struct {
 // smaller batch uses the front of it), except that an engine which keeps
 // its own copy of every linear layer's input for backward (Engine.keeps_inputs)
 // lets the four linear inputs (ln1, atty, ln2, fch_act), read by nothing
-// else in backward, be one slice that every layer writes in turn.
+// else in backward, be one slice that every layer writes in turn. (A KV
+// cache has Activations of its own: one row's forward buffers, no backward's.)
 typedef struct {
     int B_max, T_max;
     LayerActs *layer;  // L entries
@@ -56,7 +57,7 @@ typedef struct {
     float *logits;     // (B,T,V)      dlogits after backward
     float *ce_lse;     // (B,T)
     float *losses;     // (B,T)
-    float *pos_bias;   // (H,T)        distance-bias table of this forward
+    float *pos_bias;   // (H,T)        distance-bias table of this forward (decoding: (H, pos0+T))
     // backward scratch, reused by every layer
     float *dres;       // (B,T,C)      gradient of the residual stream
     float *dact;       // (B,T,C)      gradient of the width-C activation being backpropagated
