@@ -46,6 +46,7 @@
 #include "common/blas_cpu.h"
 #include "common/threads.h"
 #include "engine/engine.h"
+#include "engine/engine_testing.h"
 #include "util_bench.h"
 
 typedef struct {
@@ -121,7 +122,7 @@ static int has_copies(const EngineSpec *s) { return s->onednn && (s->bf16 || s->
 static Engine *engine_for(const EngineSpec *s) {
     Engine *e = NULL;
     char err[256];
-    if ((s->onednn ? engine_onednn_create(&e, s->bf16, s->layout, err, sizeof err)
+    if ((s->onednn ? engine_onednn_create_with_layout(&e, s->bf16, s->layout, err, sizeof err)
                    : engine_openblas_create(&e, err, sizeof err)) != 0) {
         fprintf(stderr, "%s: %s\n", s->name, err);
         exit(1);

@@ -5,8 +5,6 @@
 // RoPE micro-benchmark. Run by bench/bench.sh (`make bench`).
 //
 //   build/bench_model --config S|M|L --pos rope [--matmul openblas|onednn] [--precision fp32|bf16]
-//                     [--attention openblas|onednn]  (where attention's products run; default:
-//                                                   oneDNN with the oneDNN engine)
 //                     [--steps 10] [--warmup 2] [--threads 2]
 //                     [--peak-gflops X] [--batch B (default: the config's)]
 //   build/bench_model --peak            sgemm peak, square 1024..2048, same threads, and
@@ -108,7 +106,7 @@ static double linear_peak(GPTMatmul matmul, GPTPrecision precision, int reps) {
         char err[256];
         Engine *e = NULL;   // a weight stays registered while its engine lives: one engine per shape
         int rc = !inp || !W || !b || !out ? -1
-                 : matmul == GPT_MATMUL_ONEDNN ? engine_onednn_create(&e, precision == GPT_BF16, WEIGHTS_DEFAULT, err, sizeof err)
+                 : matmul == GPT_MATMUL_ONEDNN ? engine_onednn_create(&e, precision == GPT_BF16, err, sizeof err)
                                                : engine_openblas_create(&e, err, sizeof err);
         if (rc != 0) {
             fprintf(stderr, "bench_model: %s\n", !inp || !W || !b || !out ? "out of memory" : err);
@@ -159,7 +157,7 @@ static void rope_micro(int reps) {
     float *u = malloc(sizeof(float) * N * D), *w = malloc(sizeof(float) * N * D),
           *w2 = malloc(sizeof(float) * N * D), *e = malloc(sizeof(float) * N * D);
     GPTConfig rope = {.n_layer = 1, .n_head = 1, .d_model = D, .vocab_size = 4, .block_size = T, .pos = POS_ROPE};
-    gpt_config_defaults(&rope);
+    gc_config_defaults(&rope);
     rope_build_tables(cs, sn, T, &rope);
     for (int m = 0; m < T; m++)
         for (int i = 0; i < HALF; i++) {
@@ -234,7 +232,7 @@ static const char *precision_label(GPTPrecision p) { return p == GPT_BF16 ? "bf1
 static GPT *bench_gpt(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecision prec) {
     GPTConfig cfg = {.n_layer = bc->L, .n_head = bc->H, .d_model = bc->C, .vocab_size = bc->V,
                      .block_size = bc->T, .pos = pos};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.pos = pos;
     char err[256];
     GPT *model = NULL;
@@ -301,11 +299,6 @@ static void timed_weights_changed(Engine *e) {
     Engine *in = ((TimedEngine *)e)->inner;
     if (in->weights_changed) in->weights_changed(in);
 }
-// Not timed: it hands out a buffer (the rounding it stands for runs in the model's layers).
-static uint16_t *timed_input_bf16(Engine *e, const float *x, const float *W, int N, int C) {
-    Engine *in = ((TimedEngine *)e)->inner;
-    return in->input_bf16(in, x, W, N, C);
-}
 static size_t timed_bytes(const Engine *e) {
     const Engine *in = ((const TimedEngine *)e)->inner;
     return in->bytes ? in->bytes(in) : 0;
@@ -319,7 +312,6 @@ static void timed_engine_insert(TimedEngine *te, GPT *model) {
                         .attention_forward = timed_attention_forward,
                         .attention_backward = timed_attention_backward,
                         .weights_changed = in->weights_changed ? timed_weights_changed : NULL,
-                        .input_bf16 = in->input_bf16 ? timed_input_bf16 : NULL,
                         .bytes = timed_bytes, .free = NULL, .keeps_inputs = in->keeps_inputs};
     memcpy(te->base.describe, in->describe, sizeof te->base.describe);
     model->engine = &te->base;
@@ -338,12 +330,10 @@ static void perf_enable(void) {
 }
 
 static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecision prec, int steps, int warmup,
-                     double peak, int attention_openblas) {
+                     double peak) {
     GPT *model = bench_gpt(bc, pos, mm, prec);
     if (!model) return 1;
-    if (attention_openblas && mm == GPT_MATMUL_ONEDNN) engine_onednn_attention_on_onednn(model->engine, 0);
-    // where attention's products run: oneDNN with the oneDNN engine, unless --attention openblas
-    const char *attention = mm == GPT_MATMUL_ONEDNN && !attention_openblas ? "onednn" : "openblas";
+    const char *attention = matmul_name(mm);   // where attention's products run: the engine's own
     printf("# matmul %s\n", gpt_matmul_describe(model));
     TimedEngine timed;
     timed_engine_insert(&timed, model);
@@ -394,7 +384,7 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
     double rss = peak_rss_mb();
     double step = median(tot, steps);
     double acct_state = 4.0 * 4.0 * n_params / (1024.0 * 1024.0);   // params, grads, m, v
-    double acct_act = gpt_activation_bytes(model) / (1024.0 * 1024.0);
+    double acct_act = model->acts.bytes / (1024.0 * 1024.0);
     // the engine's own: weight copies (bf16: two per weight) and scratch (inputs in bf16, oneDNN's scratchpad)
     double acct_matmul = model->engine->bytes(model->engine) / (1024.0 * 1024.0);
     double flops = bench_flops_per_step(bc), gflops = flops / step / 1e9;
@@ -416,7 +406,7 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
            median(bwd, steps) * 1e3, median(upd, steps) * 1e3, gflops, peak,
            peak > 0 ? gflops / peak : 0.0, rss, acct_state, acct_act, acct_matmul,
            rss / (acct_state + acct_act + acct_matmul), flops, bench_state_bytes(bc) / (1024.0 * 1024.0),
-           bench_activation_bytes(bc, model->acts.inputs_shared) / (1024.0 * 1024.0), steps, loss_first, loss_last, attention,
+           bench_activation_bytes(bc, model->engine->keeps_inputs) / (1024.0 * 1024.0), steps, loss_first, loss_last, attention,
            engine_share, flops / (linear_s + attention_s) / 1e9, linear_s * 1e3,
            bench_linear_flops_per_step(bc) / linear_s / 1e9, attention_s * 1e3,
            bench_attention_flops_per_step(bc) / attention_s / 1e9);
@@ -455,6 +445,7 @@ static double scheme_own_ms(GPT *m, int B, int T, int reps) {
     const PosScheme *ps = m->pos;
     const PosCtx *pc = &m->pos_ctx;
     Activations *a = &m->acts;
+    const LayerActs *la = &a->layer[0];   // layer 0's buffers, for every layer's hooks and attention
     int L = m->cfg.n_layer, C = m->cfg.d_model, H = m->cfg.n_head;
     double best_pos = 1e30, best_att = 1e30, best_att_nobias = 1e30;
     for (int r = 0; r < reps; r++) {
@@ -462,7 +453,7 @@ static double scheme_own_ms(GPT *m, int B, int T, int reps) {
         if (ps->embed_forward) ps->embed_forward(pc, a->encoded, B, T, 0);
         if (ps->embed_backward) ps->embed_backward(pc, a->dres, B, T);
         for (int l = 0; l < L && ps->qk_forward; l++) {
-            ps->qk_forward(pc, a->qkv, B, T, 0);
+            ps->qk_forward(pc, la->qkv, B, T, 0);
             ps->qk_backward(pc, a->dqkv, B, T);
         }
         if (ps->bias_fill) {
@@ -478,8 +469,8 @@ static double scheme_own_ms(GPT *m, int B, int T, int reps) {
         for (int with_bias = 0; with_bias < 2; with_bias++) {
             double s0 = now_s();
             Engine *e = m->engine;
-            e->attention_forward(e, a->atty, a->att_lse, a->qkv, with_bias ? a->pos_bias : NULL, B, T, C, H);
-            e->attention_backward(e, a->dqkv, with_bias ? a->dpos_bias : NULL, a->dact, a->qkv, a->att_lse,
+            e->attention_forward(e, la->atty, la->att_lse, la->qkv, with_bias ? a->pos_bias : NULL, B, T, C, H);
+            e->attention_backward(e, a->dqkv, with_bias ? a->dpos_bias : NULL, a->dact, la->qkv, la->att_lse,
                                   with_bias ? a->pos_bias : NULL, B, T, C, H);
             double dt = now_s() - s0;
             if (with_bias) best_att = fmin(best_att, dt);
@@ -579,14 +570,13 @@ static void usage(void) {
                     "       bench_model --rope-micro [--threads N]\n"
                     "       bench_model --list-configs\n"
                     "ENGINE: --matmul openblas|onednn --precision fp32|bf16 (default openblas fp32;\n"
-                    "        bf16 needs onednn) [--attention openblas|onednn: where attention's products\n"
-                    "        run; default: the engine's (oneDNN with onednn)]\n");
+                    "        bf16 needs onednn)\n");
 }
 
 int main(int argc, char **argv) {
     blas_use_native_kernels(argv);
     const char *config = NULL, *pos_name = "rope";
-    const char *matmul_arg = "openblas", *precision_arg = "fp32", *attention_arg = NULL;
+    const char *matmul_arg = "openblas", *precision_arg = "fp32";
     int steps = 10, warmup = 2, threads = 0, do_peak = 0, do_rope = 0, batch = 0, do_compare = 0;
     double peak = 0.0;
     for (int i = 1; i < argc; i++) {
@@ -604,16 +594,13 @@ int main(int argc, char **argv) {
         else if (v && !strcmp(a, "--batch")) { batch = atoi(v); i++; }
         else if (v && !strcmp(a, "--matmul")) { matmul_arg = v; i++; }
         else if (v && !strcmp(a, "--precision")) { precision_arg = v; i++; }
-        else if (v && !strcmp(a, "--attention")) { attention_arg = v; i++; }
         else { usage(); return 2; }
     }
     GPTMatmul mm = !strcmp(matmul_arg, "onednn") ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;
     GPTPrecision prec = !strcmp(precision_arg, "bf16") ? GPT_BF16 : GPT_FP32;
     if ((strcmp(matmul_arg, "onednn") && strcmp(matmul_arg, "openblas")) ||
         (strcmp(precision_arg, "bf16") && strcmp(precision_arg, "fp32")) ||
-        (mm == GPT_MATMUL_OPENBLAS && prec == GPT_BF16) ||
-        (attention_arg && strcmp(attention_arg, "openblas") && strcmp(attention_arg, "onednn")) ||
-        (attention_arg && !strcmp(attention_arg, "onednn") && mm != GPT_MATMUL_ONEDNN)) {
+        (mm == GPT_MATMUL_OPENBLAS && prec == GPT_BF16)) {
         usage();
         return 2;
     }
@@ -640,6 +627,5 @@ int main(int argc, char **argv) {
     if (do_compare) return compare_schemes(bc, mm, prec, steps, warmup);
     BenchConfig custom = *bc;
     if (batch > 0) custom.B = batch;   // smaller batches for profiling under valgrind
-    int attention_openblas = attention_arg && !strcmp(attention_arg, "openblas");
-    return run_model(&custom, pos, mm, prec, steps, warmup, peak, attention_openblas);
+    return run_model(&custom, pos, mm, prec, steps, warmup, peak);
 }

@@ -74,13 +74,13 @@ static inline double bench_state_bytes(const BenchConfig *c) { return 16.0 * ben
 // Bytes of the activations by docs/MODEL.md's formula (gpt2 block, rope: no
 // bias table): per token C (encoded) + L (16 C + 4 + H) + C + 4 + V (ln_f, its
 // stats, logits, CE) + 10 C + H (backward scratch) floats, and 2 ints (tokens,
-// targets). inputs_shared (an engine that keeps the linear inputs, bf16): of
+// targets). keeps_inputs (an engine that keeps the linear inputs, bf16): of
 // the 16 C per layer, the linear inputs ln1, atty, ln2 and fch_act (7 C) are
-// held once, so L (9 C + 4 + H) + 7 C. gpt_activation_bytes() is the exact
-// figure (alignment included).
-static inline double bench_activation_bytes(const BenchConfig *c, int inputs_shared) {
+// held once, so L (9 C + 4 + H) + 7 C. The model's Activations.bytes is the
+// exact figure (alignment included).
+static inline double bench_activation_bytes(const BenchConfig *c, int keeps_inputs) {
     double C = c->C, inputs = 7.0 * C;
-    double layers = inputs_shared ? c->L * (16.0 * C - inputs + 4 + c->H) + inputs : c->L * (16.0 * C + 4 + c->H);
+    double layers = keeps_inputs ? c->L * (16.0 * C - inputs + 4 + c->H) + inputs : c->L * (16.0 * C + 4 + c->H);
     double per_token = C + layers + C + 4 + c->V + 10.0 * C + c->H;
     return (double)c->B * c->T * (4.0 * per_token + 2.0 * sizeof(int));
 }

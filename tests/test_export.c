@@ -241,7 +241,7 @@ static void test_neox_permutation(void **state) {
         }
         for (int r = 0; r < 3 * C; r++) assert_int_equal(hit[r], 1);   // a permutation
         GPTConfig cfg = {.n_layer = 1, .n_head = H, .d_model = C, .vocab_size = 4, .block_size = NPOS, .pos = POS_ROPE};
-        gpt_config_defaults(&cfg);
+        gc_config_defaults(&cfg);
         cfg.rope_dims = R;
         float cs[NPOS * D / 2], sn[NPOS * D / 2], q[D], k[D], qn[D], kn[D];
         rope_build_tables(cs, sn, NPOS, &cfg);

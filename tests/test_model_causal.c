@@ -2,9 +2,10 @@
 // tokens after position t leaves the logits at positions <= t unchanged,
 // bit for bit), and KV-cache decoding equal to the full forward, including
 // beyond block_size for the schemes that allow it: on the reference engine
-// bit for bit (decoding is the reference's forward restricted to the newest
-// position: the same loops on the same numbers), on OpenBLAS within float
-// rounding (its products are blocked differently for one row and for T).
+// bit for bit (decoding is the forward for the newest position, and the
+// reference's products and attention compute each row alone: the same loops
+// on the same numbers), on OpenBLAS and oneDNN fp32 within float rounding
+// (their products are blocked differently for one row and for T).
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -31,7 +32,7 @@ enum { N_ENGINES = sizeof engines / sizeof engines[0] };
 static GPT *make_model(PosKind pos, int block_size, BlockKind block) {
     GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 16, .vocab_size = 32, .block_size = block_size,
                      .block = block};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.pos = pos;
     if (pos == POS_ROPE) cfg.rope_dims = 6;   // partial rotary on the way
     if (pos == POS_T5) { cfg.t5_num_buckets = 8; cfg.t5_max_distance = 10; }  // several log buckets within T
@@ -56,14 +57,14 @@ static void causal_case(PosKind pos, int engine, BlockKind block) {
     for (int i = 0; i < B * T; i++) tok[i] = (i * 11 + 3) % V;
     float *ref = malloc(sizeof(float) * B * T * V);
     gc_forward(m, tok, NULL, B, T);
-    memcpy(ref, gpt_logits(m), sizeof(float) * B * T * V);
+    memcpy(ref, gc_logits(m), sizeof(float) * B * T * V);
     for (int t = 0; t < T - 1; t++) {
         int changed[B * T];
         memcpy(changed, tok, sizeof tok);
         for (int b = 0; b < B; b++)
             for (int u = t + 1; u < T; u++) changed[b * T + u] = (changed[b * T + u] + 5 + u) % V;
         gc_forward(m, changed, NULL, B, T);
-        const float *z = gpt_logits(m);
+        const float *z = gc_logits(m);
         double later = 0;
         for (int b = 0; b < B; b++)
             for (int u = 0; u < T; u++) {
@@ -87,8 +88,8 @@ static void test_causal_all(void **s) {
 }
 
 // Decoding token by token with the cache gives the logits of the full
-// forward: on the reference engine bit for bit, on OpenBLAS within 1e-5 of
-// the largest |logit| (absolute 1e-5 when they are below 1).
+// forward: on the reference engine bit for bit, on OpenBLAS and oneDNN fp32
+// within 1e-5 of the largest |logit| (absolute 1e-5 when they are below 1).
 static void kv_case(PosKind pos, int block_size, int T, GPTMatmul matmul, BlockKind block) {
     enum { V = 32 };
     GPT *m = make_model(pos, block_size, block);
@@ -99,7 +100,7 @@ static void kv_case(PosKind pos, int block_size, int T, GPTMatmul matmul, BlockK
     int *tok = malloc(sizeof(int) * T);
     for (int i = 0; i < T; i++) tok[i] = (i * 7 + 1) % V;
     gc_forward(m, tok, NULL, 1, T);
-    const float *full = gpt_logits(m);
+    const float *full = gc_logits(m);
     KVCache *kv;
     assert_int_equal(kv_cache_create(&kv, m, T, err, sizeof err), 0);
     float logits[V];
@@ -111,13 +112,17 @@ static void kv_case(PosKind pos, int block_size, int T, GPTMatmul matmul, BlockK
         for (int v = 0; v < V; v++) scale = fmax(scale, fabs(full[(size_t)t * V + v]));
     }
     printf("  kv-cache %-9s %-5s pos=%-10s T=%2d (block_size %d): max |diff| %.2e (logits up to %.1f)\n",
-           matmul == GPT_MATMUL_REFERENCE ? "reference" : "openblas", block == BLOCK_LLAMA ? "llama" : "gpt2",
+           matmul == GPT_MATMUL_REFERENCE ? "reference" : matmul == GPT_MATMUL_OPENBLAS ? "openblas" : "onednn",
+           block == BLOCK_LLAMA ? "llama" : "gpt2",
            pos_kind_name(pos), T, block_size, worst, scale);
     assert_true(worst <= tol * fmax(1.0, scale));
     assert_int_equal(gpt_decode_step(m, kv, tok[0], logits, err, sizeof err), -1);   // full
-    kv_cache_reset(kv);
-    assert_int_equal(gpt_decode_step(m, kv, tok[0], logits, err, sizeof err), 0);
+    // a second cache on the same model starts from position 0: a cache holds all of decoding's state
+    KVCache *kv2;
+    assert_int_equal(kv_cache_create(&kv2, m, T, err, sizeof err), 0);
+    assert_int_equal(gpt_decode_step(m, kv2, tok[0], logits, err, sizeof err), 0);
     assert_true(gc_max_abs_diff(logits, full, V) <= tol * fmax(1.0, scale));
+    kv_cache_free(kv2);
     kv_cache_free(kv);
     free(tok);
     gpt_free(m);
@@ -125,8 +130,8 @@ static void kv_case(PosKind pos, int block_size, int T, GPTMatmul matmul, BlockK
 
 static void test_kvcache_all(void **s) {
     (void)s;
-    GPTMatmul matmuls[] = {GPT_MATMUL_REFERENCE, GPT_MATMUL_OPENBLAS};
-    for (int e = 0; e < 2; e++)
+    GPTMatmul matmuls[] = {GPT_MATMUL_REFERENCE, GPT_MATMUL_OPENBLAS, GPT_MATMUL_ONEDNN};
+    for (int e = 0; e < 3; e++)
         for (int k = 0; k < POS_COUNT; k++)
             for (int block = BLOCK_GPT2; block <= BLOCK_LLAMA; block++) {
                 kv_case((PosKind)k, 8, 8, matmuls[e], (BlockKind)block);

@@ -48,7 +48,7 @@ typedef struct { GPT *m; int *inp, *tgt; int B, T; } Ctx;
 static double model_loss(void *p) {
     Ctx *c = p;
     gc_forward(c->m, c->inp, NULL, c->B, c->T);
-    const float *z = gpt_logits(c->m);
+    const float *z = gc_logits(c->m);
     int V = gpt_config(c->m)->vocab_size;
     double total = 0.0;
     for (int n = 0; n < c->B * c->T; n++) {
@@ -63,7 +63,7 @@ static double model_loss(void *p) {
 
 static GPTConfig tiny_config(PosKind pos, int rope_dims, BlockKind block) {
     GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 16, .vocab_size = 32, .block_size = 8, .block = block};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.pos = pos;
     if (rope_dims) cfg.rope_dims = rope_dims;
     return cfg;

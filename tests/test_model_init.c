@@ -17,7 +17,7 @@
 
 static GPTConfig base_config(PosKind pos) {
     GPTConfig cfg = {.n_layer = 3, .n_head = 4, .d_model = 32, .vocab_size = 50, .block_size = 16};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.pos = pos;
     return cfg;
 }

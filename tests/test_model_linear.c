@@ -55,9 +55,9 @@
 #include <cmocka.h>
 #include <omp.h>
 
-#include "engine/bf16.h"
 #include "model/gpt.h"
 #include "util_engine.h"
+#include "util_gradcheck.h"
 
 // The bound on |engine - reference| for a sum of K products of total size P plus an fp32 term of size Q;
 // bf16: the engine's inputs rounded (the reference's are not).
@@ -316,10 +316,10 @@ static void test_bf16_refused_without_avx512(void **s) {
         setenv("DNNL_MAX_CPU_ISA", "AVX2", 1);
         Engine *e = NULL;
         char err[256] = "";
-        int rc = engine_onednn_create(&e, 1, WEIGHTS_DEFAULT, err, sizeof err);
+        int rc = engine_onednn_create(&e, 1, err, sizeof err);
         printf("  DNNL_MAX_CPU_ISA=AVX2, bf16: rc %d: %s\n", rc, err);
         int ok = rc == -1 && e == NULL && strstr(err, "AVX-512") && !strchr(err, '\n');
-        rc = engine_onednn_create(&e, 0, WEIGHTS_DEFAULT, err, sizeof err);
+        rc = engine_onednn_create(&e, 0, err, sizeof err);
         ok = ok && rc == 0;
         if (e) e->free(e);
         fflush(stdout);
@@ -335,12 +335,12 @@ static void test_errors(void **s) {
     (void)s;
     Engine *e = NULL;
     char err[256] = "";
-    assert_int_equal(engine_onednn_create(&e, 0, (WeightLayout)7, err, sizeof err), -1);
+    assert_int_equal(engine_onednn_create_with_layout(&e, 0, (WeightLayout)7, err, sizeof err), -1);
     assert_null(e);
     assert_non_null(strstr(err, "layout"));
     // bf16 only on oneDNN: the model refuses it on the other engines
     GPTConfig cfg = {.n_layer = 1, .n_head = 2, .d_model = 8, .vocab_size = 16, .block_size = 4, .pos = POS_ROPE};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     GPT *m;
     assert_int_equal(gpt_create(&m, &cfg, 1, err, sizeof err), 0);
     assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_OPENBLAS, GPT_BF16, err, sizeof err), -1);
@@ -350,7 +350,7 @@ static void test_errors(void **s) {
     printf("  %s\n", err);
     gpt_free(m);
     // no rows: nothing to do, nothing created
-    assert_int_equal(engine_onednn_create(&e, 0, WEIGHTS_DEFAULT, err, sizeof err), 0);
+    assert_int_equal(engine_onednn_create(&e, 0, err, sizeof err), 0);
     float W[6] = {0}, out[2] = {0}, inp[3] = {1, 2, 3};
     e->linear_forward(e, out, inp, W, NULL, 0, 3, 2);
     OnednnStats st;
@@ -463,61 +463,12 @@ static void test_skips(void **s) {
     ref->free(ref);
 }
 
-// Engine.input_bf16 (engine.h): a bf16 engine's next linear_forward of x
-// reads the bf16 copy the layer writing x filled, once; the following one,
-// with no copy filled, rounds x itself; backward's dW reads forward's
-// rounding of x. Shown by filling the copy with another matrix's rounding:
-// the forward must then give that matrix's result, bit for bit. fp32
-// engines have no such buffer.
-static void test_input_bf16(void **s) {
-    (void)s;
-    enum { N = 100, C = 72, OC = 200 };
-    Engine *ref = ue_reference();
-    Ref r;
-    ref_make(ref, &r, N, C, OC, 8);
-    float *other = ue_randn((size_t)N * C, 1.0, 81);
-    for (int ci = 0; ci < ue_n_engines; ci++) {
-        const EngineCfg *cfg = &ue_engines[ci];
-        Engine *e = ue_engine(cfg);
-        if (!e) continue;
-        if (!cfg->bf16) {
-            assert_null(e->input_bf16);
-            e->free(e);
-            continue;
-        }
-        Result full;
-        run_engine(e, &r, r.W, &full);   // inp rounded by the engine
-        float *want_other = ue_nans((size_t)N * OC), *got = ue_nans((size_t)N * OC);
-        e->linear_forward(e, want_other, other, r.W, r.b, N, C, OC);
-        uint16_t *copy = e->input_bf16(e, r.inp, r.W, N, C);
-        assert_non_null(copy);
-        for (size_t i = 0; i < (size_t)N * C; i++) copy[i] = bf16_round(other[i]);
-        e->linear_forward(e, got, r.inp, r.W, r.b, N, C, OC);   // reads the copy: other's result
-        ue_check(e, "linear");
-        assert_memory_equal(got, want_other, sizeof(float) * N * OC);
-        e->linear_forward(e, got, r.inp, r.W, r.b, N, C, OC);   // no copy filled: inp rounded again
-        assert_memory_equal(got, full.out, sizeof(float) * N * OC);
-        float *dw = ue_copy(r.dW0, (size_t)OC * C);
-        e->linear_backward(e, NULL, dw, NULL, r.dout, r.inp, r.W, N, C, OC);   // forward's rounding of inp
-        ue_check(e, "linear");
-        assert_memory_equal(dw, full.dw, sizeof(float) * OC * C);
-        printf("  %s: the filled copy is read once, then inp is rounded again\n", cfg->name);
-        free(dw); free(want_other); free(got);
-        result_free(&full);
-        e->free(e);
-    }
-    free(other);
-    ref_free(&r);
-    ref->free(ref);
-}
-
 // Engine.keeps_inputs (engine.h): a bf16 engine's backward takes dW from
 // forward's rounding of inp, kept per weight, and never reads inp itself:
 // with inp overwritten (NaN) after the forward, the backward is bit for bit
 // the one with inp intact. Where it has no such rounding (another row count,
-// a weight never run forward, or a copy the next forward's producer has
-// begun), it fails with a message rather than read inp. fp32 engines read
-// inp (keeps_inputs 0).
+// a weight never run forward, another input), it fails with a message
+// rather than read inp. fp32 engines read inp (keeps_inputs 0).
 static void test_keeps_inputs(void **s) {
     (void)s;
     enum { N = 100, C = 72, OC = 200 };
@@ -554,9 +505,6 @@ static void test_keeps_inputs(void **s) {
         e->linear_backward(e, NULL, dw, NULL, r.dout, x, r.W, N - 16, C, OC);   // other rows
         assert_int_equal(engine_failed(e, err, sizeof err), -1);
         e->linear_backward(e, NULL, dw, NULL, r.dout, r.inp, r.W, N, C, OC);   // another input
-        assert_int_equal(engine_failed(e, err, sizeof err), -1);
-        assert_non_null(e->input_bf16(e, x, r.W, N, C));   // the next forward's copy begun
-        e->linear_backward(e, NULL, dw, NULL, r.dout, x, r.W, N, C, OC);
         assert_int_equal(engine_failed(e, err, sizeof err), -1);
         assert_memory_equal(dw, full.dw, sizeof(float) * OC * C);   // a failed dW adds nothing
         free(x); free(out); free(dinp); free(dw); free(db); free(W2);
@@ -705,7 +653,6 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_shapes),
         cmocka_unit_test(test_skips),
-        cmocka_unit_test(test_input_bf16),
         cmocka_unit_test(test_keeps_inputs),
         cmocka_unit_test(test_repack),
         cmocka_unit_test(test_threads),

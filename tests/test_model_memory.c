@@ -35,6 +35,7 @@
 #include "model/gpt.h"
 #include "model/gpt_internal.h"   // white-box: the buffers the estimate describes
 #include "cli/footprint.h"
+#include "util_gradcheck.h"
 #include "util_run.h"
 
 // Bytes of heap in use, to measure what an allocation takes: glibc's count
@@ -268,7 +269,7 @@ static void test_address_space_limit(void **s) {
 static void test_huge_model(void **s) {
     (void)s;
     GPTConfig cfg = {.n_layer = 5, .n_head = 128, .d_model = 16384, .vocab_size = 64, .block_size = 128};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.pos = POS_ROPE;
     size_t L = 5, C = 16384, V = 64;
     size_t n_params = V * C + L * (12 * C * C + 13 * C) + 2 * C;
@@ -296,7 +297,7 @@ static void test_huge_model(void **s) {
 static void test_huge_activations(void **s) {
     (void)s;
     GPTConfig cfg = {.n_layer = 256, .n_head = 1, .d_model = 16, .vocab_size = 64, .block_size = 64};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.pos = POS_ROPE;
     char err[512];
     GPT *m;
@@ -314,11 +315,11 @@ static void test_huge_activations(void **s) {
     char need_s[32];
     snprintf(need_s, sizeof need_s, "%.1f GB", need);
     expect_refusal(err, what, need_s);
-    assert_int_equal(gpt_activation_bytes(m), 0);
+    assert_int_equal(m->acts.bytes, 0);
     assert_true(peak_rss() - rss0 < (64LL << 20));
     // the model is still whole: a batch that fits is sized and runs
     assert_int_equal(gpt_alloc_activations(m, 2, 8, err, sizeof err), 0);
-    assert_true(gpt_activation_bytes(m) > 0);
+    assert_true(m->acts.bytes > 0);
     int tokens[16] = {0};
     float loss;
     assert_int_equal(gpt_forward(m, tokens, tokens, 2, 8, &loss, err, sizeof err), 0);
@@ -353,7 +354,7 @@ static void test_estimate_matches_allocations(void **s) {
                 for (size_t e = 0; e < sizeof ENGINES / sizeof ENGINES[0]; e++) {
                     omp_set_num_threads(threads);
                     GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 32, .vocab_size = 96, .block_size = 32};
-                    gpt_config_defaults(&cfg);
+                    gc_config_defaults(&cfg);
                     cfg.pos = (PosKind)pos;
                     cfg.block = block ? BLOCK_LLAMA : BLOCK_GPT2;
                     const int B = 3, T = cfg.pos == POS_LEARNED ? 32 : 40;
@@ -379,13 +380,11 @@ static void test_estimate_matches_allocations(void **s) {
                     expect_block(m->grads, mem.grads, what);
                     if (mem.pos_tables) expect_block(m->pos_ctx.tables, mem.pos_tables, what);
                     else assert_null(m->pos_ctx.tables);
-                    if (mem.activations != gpt_activation_bytes(m))
+                    if (mem.activations != m->acts.bytes)
                         fail_msg("%s: activations estimated %zu, allocated %zu", what, mem.activations,
-                                 gpt_activation_bytes(m));
+                                 m->acts.bytes);
                     size_t engine = m->engine->bytes(m->engine);
                     if (ENGINES[e].matmul == GPT_MATMUL_ONEDNN) {
-                        OnednnStats st;
-                        engine_onednn_stats(m->engine, &st);
                         // known: everything but the scratchpads (up to the weight copies' padding in bf16)
                         if (engine < mem.engine) fail_msg("%s: engine estimated %zu > %zu", what, mem.engine, engine);
                     } else if (engine != mem.engine) {
@@ -404,7 +403,7 @@ static void test_kv_cache_and_export_sizes(void **s) {
     char err[512];
     for (int pos = 0; pos < POS_COUNT; pos++) {
         GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 32, .vocab_size = 96, .block_size = 32};
-        gpt_config_defaults(&cfg);
+        gc_config_defaults(&cfg);
         cfg.pos = (PosKind)pos;
         GPT *m;
         assert_int_equal(gpt_create(&m, &cfg, 1, err, sizeof err), 0);
@@ -445,7 +444,7 @@ static void test_train_footprint_phases(void **s) {
     (void)s;
     char err[512];
     GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 64, .vocab_size = 96, .block_size = 32};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     Footprint f;
     assert_int_equal(footprint_train(&f, &cfg, 4, 32, GPT_MATMUL_OPENBLAS, GPT_FP32, 2, 1, err, sizeof err), 0);
     const GPTMemory *m = &f.model;

@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "model/pos.h"
+#include "util_gradcheck.h"
 
 // Defaults nb = 32, md = 128, so e = 16 exact buckets, nb - e = 16 log
 // buckets, log(md/e) = log 8. For n >= 16:
@@ -50,7 +51,7 @@ static void test_t5_buckets_custom(void **s) {
 static void test_t5_bias_table(void **s) {
     (void)s;
     GPTConfig cfg = {.n_layer = 1, .n_head = 3, .d_model = 6, .vocab_size = 4, .block_size = 8, .pos = POS_T5};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     float rel[32 * 3], bias[3 * 40];
     for (int i = 0; i < 96; i++) rel[i] = (float)i;
     PosCtx pc = {.cfg = &cfg, .param = {rel}};
@@ -92,7 +93,7 @@ static void test_alibi(void **s) {
     for (int h = 0; h < 6; h++) assert_true(fabs(m[h] - want6[h]) < 1e-7);
     // and the table: bias[h][n] = -m_h n
     GPTConfig cfg = {.n_layer = 1, .n_head = 4, .d_model = 8, .vocab_size = 4, .block_size = 8, .pos = POS_ALIBI};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     float bias[4 * 10];
     PosCtx pc = {.cfg = &cfg};
     pos_scheme_alibi.bias_fill(&pc, bias, 10);

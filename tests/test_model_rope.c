@@ -37,7 +37,7 @@ static void rotate_by_matrix(double *out, const float *x, int m, int R, double b
 // A rope config with rope_dims R and the given base, no scaling.
 static GPTConfig rope_cfg(int R, float base) {
     GPTConfig cfg = {.n_layer = 1, .n_head = 1, .d_model = D, .vocab_size = 4, .block_size = NPOS, .pos = POS_ROPE};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.rope_dims = R;
     cfg.rope_base = base;
     return cfg;
@@ -115,7 +115,7 @@ static void test_qk_hook(void **s) {
     (void)s;
     enum { B = 2, T = 4, H = 2, C = H * D };
     GPTConfig cfg = {.n_layer = 1, .n_head = H, .d_model = C, .vocab_size = 4, .block_size = 16, .pos = POS_ROPE};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.rope_base = 500.0f;
     char err[128];
     PosCtx pc;

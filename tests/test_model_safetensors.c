@@ -30,7 +30,7 @@ static const char *tmp_path(const char *name) {
 
 static GPT *small_model(PosKind pos) {
     GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 16, .vocab_size = 32, .block_size = 8};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.pos = pos;
     cfg.rope_base = 500.0f;
     cfg.rope_dims = 4;
@@ -476,7 +476,7 @@ static void test_tokenizer_checksum_metadata(void **s) {
     char p[512], err[512], want[800];
     GPTConfig cfg = {.n_layer = 1, .n_head = 2, .d_model = 8, .vocab_size = 32, .block_size = 8, .pos = POS_ALIBI,
                      .tokenizer_checksum = 0x00f0e1d2c3b4a596ull};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     GPT *m, *back;
     assert_int_equal(gpt_create(&m, &cfg, 1, err, sizeof err), 0);
     snprintf(p, sizeof p, "%s", tmp_path("tokck.safetensors"));

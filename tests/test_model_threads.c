@@ -24,7 +24,7 @@ enum { B = 4, T = 32, V = 96 };
 static float *run(PosKind pos, int threads, float *loss) {
     omp_set_num_threads(threads);
     GPTConfig cfg = {.n_layer = 2, .n_head = 4, .d_model = 64, .vocab_size = V, .block_size = T};
-    gpt_config_defaults(&cfg);
+    gc_config_defaults(&cfg);
     cfg.pos = pos;
     char err[256];
     GPT *m;

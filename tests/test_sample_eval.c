@@ -77,7 +77,7 @@ static int setup(void **state) {
     for (int k = 0; k < POS_COUNT; k++) {
         GPTConfig cfg = { .n_layer = 2, .n_head = 2, .d_model = 32, .vocab_size = tok.vocab_size,
                           .block_size = 16, .pos = (PosKind)k };
-        gpt_config_defaults(&cfg);
+        gc_config_defaults(&cfg);
         GPT *model;
         if (gpt_create(&model, &cfg, 7, err, sizeof err)) return -1;
         float *p = gpt_params(model);

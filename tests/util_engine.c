@@ -38,7 +38,7 @@ void ue_skip_without_bf16(void) {
 Engine *ue_engine(const EngineCfg *cfg) {
     Engine *e = NULL;
     char err[256] = "";
-    int rc = cfg->onednn ? engine_onednn_create(&e, cfg->bf16, cfg->layout, err, sizeof err)
+    int rc = cfg->onednn ? engine_onednn_create_with_layout(&e, cfg->bf16, cfg->layout, err, sizeof err)
                          : engine_openblas_create(&e, err, sizeof err);
     if (cfg->bf16 && !ue_bf16_available()) {
         assert_int_equal(rc, -1);

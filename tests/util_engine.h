@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "engine/engine.h"
+#include "engine/engine_testing.h"
 
 #define U32 (1.0 / 16777216.0)   // 2^-24
 #define U16 (1.0 / 256.0)        // 2^-8

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "common/rng.h"
+#include "model/gpt_internal.h"
 #include "util_gradcheck.h"
 
 double gc_rel_err(double a, double n, double floor) {
@@ -133,4 +134,18 @@ void gc_backward(GPT *model, float loss_scale) {
         fprintf(stderr, "gpt_backward failed: %s\n", err);
         abort();
     }
+}
+
+const float *gc_logits(const GPT *model) { return model->acts.logits; }
+
+void gc_config_defaults(GPTConfig *cfg) {
+    const ModelKey *keys;
+    int n = gpt_model_keys(&keys);
+    char err[128];
+    for (int k = 0; k < n; k++)
+        if (keys[k].scheme >= 0 && gpt_config_set(cfg, k, keys[k].def, err, sizeof err) != 0) {
+            fprintf(stderr, "bad default of %s: %s\n", keys[k].name, err);
+            abort();
+        }
+    gpt_config_resolve(cfg);
 }

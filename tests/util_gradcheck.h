@@ -1,5 +1,6 @@
 // util_gradcheck.h: the finite-difference helper shared by the layer tests
-// and the whole-model gradient check.
+// and the whole-model gradient check, and the small model helpers the model
+// tests share (gc_forward, gc_logits, gc_config_defaults, ...).
 //
 // A backward pass is checked against central differences of a scalar loss:
 //   D(h) = (loss(x + h e_i) - loss(x - h e_i)) / (2 h)
@@ -54,5 +55,12 @@ void gc_randomize_params(GPT *model, uint64_t seed);
 // message on failure; gc_forward returns the loss (0 without targets).
 float gc_forward(GPT *model, const int *inputs, const int *targets, int B, int T);
 void gc_backward(GPT *model, float loss_scale);
+// The logits (B,T,V) of the last forward (dlogits after gpt_backward).
+const float *gc_logits(const GPT *model);
+// The schemes' own keys (rope_base ... sinusoidal_scale, rope scaling) at
+// their defaults from the key table (gpt_model_keys, as ./train reads them),
+// resolved against the sizes already set; the sizes, pos and vocab_size are
+// left as given.
+void gc_config_defaults(GPTConfig *cfg);
 
 #endif

@@ -1,7 +1,6 @@
-// bf16.h: rounding fp32 to bf16, shared by the oneDNN engine (its inputs'
-// copies), the loops every engine shares (engine.c: the bias gradient that
-// rounds the output gradient in the same pass) and the model's layers that
-// write a bf16 engine's next input as they make it (Engine.input_bf16).
+// bf16.h: rounding fp32 to bf16, for the oneDNN bf16 engine: its copies of
+// the products' inputs (engine_onednn.c, onednn_attention.c) and the bias
+// gradient that rounds the output gradient in the same pass (engine.c).
 #ifndef ROPELAB_BF16_H
 #define ROPELAB_BF16_H
 

@@ -10,6 +10,7 @@
 
 #include "engine/bf16.h"
 #include "engine/engine.h"
+#include "engine/engine_shared.h"
 
 void engine_fail(Engine *e, const char *fmt, ...) {
     if (e->err[0]) return;   // the first failure is the cause; later ones follow from it

@@ -11,7 +11,10 @@
 //   onednn     engine_onednn.c     the same products on oneDNN matmul primitives, fp32 or bf16
 //              onednn_attention.c  (bf16: each product's inputs rounded to bf16, fp32 sums)
 //
-// gpt_set_matmul (gpt.c) is the one place an engine is chosen.
+// gpt_set_matmul (gpt.c) is the one place an engine is chosen. What the
+// engines share below this seam is in engine_shared.h; what only the tests
+// and benchmarks reach (the oneDNN engine's layouts, counters) in
+// engine_testing.h.
 //
 // Weights are passed by pointer: W is a parameter inside the model's flat
 // buffer, whose address never moves. An engine may keep copies of a weight
@@ -32,7 +35,6 @@
 #define ROPELAB_ENGINE_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 typedef struct Engine Engine;
 struct Engine {
@@ -55,11 +57,6 @@ struct Engine {
     // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (NULL: skipped)
     void (*attention_backward)(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
                                const float *lse, const float *bias, int B, int T, int C, int H);
-    // Optional (NULL: the engine rounds nothing ahead; so in fp32). bf16: where the layer that
-    // is about to write x (N,C), the inp of the next linear_forward of W, writes x rounded to
-    // bf16 (bf16_round, bf16.h) in the same pass, every element; that linear_forward then
-    // reads it instead of making it in a pass of its own. NULL: the layer writes x alone.
-    uint16_t *(*input_bf16)(Engine *e, const float *x, const float *W, int N, int C);
     // The parameters were written: weight copies are re-made at their next use. NULL: no copies.
     void (*weights_changed)(Engine *e);
     // Memory the engine holds besides parameters and activations (copies, scratch), in bytes.
@@ -83,13 +80,7 @@ int engine_reference_create(Engine **e, char *err, size_t errlen);
 int engine_openblas_create(Engine **e, char *err, size_t errlen);
 // oneDNN, fp32 or bf16 (bf16 needs an AVX-512 core: native bf16 dot products with ISA
 // avx512_core_bf16 or amx, emulated on plain avx512_core; otherwise -1 with the reason).
-// layout: where the weights are read from (WEIGHTS_DEFAULT: fp32 PLAIN, bf16 PACKED):
-//   WEIGHTS_PACKED  two copies per weight (W^T for forward, W for dinp) in the blocked
-//                   layout oneDNN chooses (memory format `any`)
-//   WEIGHTS_PLAIN   fp32: the parameter itself, no copy (oneDNN packs blocks of it inside
-//                   each call); bf16: one row-major bf16 copy of W, read as W^T by forward
-typedef enum { WEIGHTS_DEFAULT, WEIGHTS_PACKED, WEIGHTS_PLAIN } WeightLayout;
-int engine_onednn_create(Engine **e, int bf16, WeightLayout layout, char *err, size_t errlen);
+int engine_onednn_create(Engine **e, int bf16, char *err, size_t errlen);
 
 // What an engine will hold (Engine.bytes) for a model's products, from their
 // shapes, before it runs: its scratch and buffers, by the formulas its own
@@ -106,55 +97,5 @@ typedef struct {
 size_t engine_reference_bytes_for(const EngineShapes *s, int n_threads);
 size_t engine_openblas_bytes_for(const EngineShapes *s, int n_threads);
 size_t engine_onednn_bytes_for(const EngineShapes *s, int bf16, int n_threads);
-
-// For the oneDNN engine's tests and benchmarks.
-typedef struct {
-    long repacks;              // weight copies made from the parameters so far
-    int primitives;            // linear matmul primitives created (one per op, shape, thread count)
-    size_t weight_copy_bytes;  // memory held by weight copies
-    size_t scratch_bytes;      // activations in bf16 + oneDNN's scratchpad (linear layers)
-} OnednnStats;
-void engine_onednn_stats(const Engine *e, OnednnStats *stats);
-// Brings both copies of weight W (OC,C) up to date now (forward and backward do it on use).
-int engine_onednn_prepack(Engine *e, const float *W, int OC, int C);
-// on = 0: attention's products on OpenBLAS (engine_openblas.c) instead of oneDNN, to
-// measure the two inside whole steps; 1: back on oneDNN.
-void engine_onednn_attention_on_onednn(Engine *e, int on);
-
-// Shared by the OpenBLAS and oneDNN engines (engine.c).
-// Thread t's share [*lo, *hi) of n rows inside a parallel region, in multiples of 16 rows.
-void thread_slice(int n, int *lo, int *hi);
-// db[o0:o1] += sum_n dout[n, o0:o1], rows added in order n = 0..N-1 (the same
-// bits whatever the thread count); dout_bf16 (N,OC) not NULL: its columns o0..o1
-// are also set to dout rounded to bf16 (bf16.h), in the same pass over dout.
-// Called inside a parallel region with the thread's thread_slice(OC) share.
-void bias_grad_columns(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC, int o0, int o1);
-// The same for every column, on the pool: db (OC) += sum_n dout[n,:] (and dout_bf16 = dout rounded).
-void bias_grad(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC);
-// A buffer of at least `bytes`, 64-byte aligned, replacing *buf (contents lost) if smaller. 0 or -1.
-int grow_buffer(void **buf, size_t *have, size_t bytes);
-// What grow_buffer allocates for `bytes`: rounded up to a multiple of 64.
-size_t grow_buffer_bytes(size_t bytes);
-
-// The OpenBLAS engine's blocked attention, which the oneDNN engine runs too (engine_openblas.c).
-// Blocked attention: per (batch, head) and block of query rows i0..i0+rows-1 against
-// keys 0..keys-1 (keys = i0 + rows), between the block's products:
-int attention_block_rows(int T);   // query rows per block for sequences of length T
-// Floats of one thread's scratch: a block of probabilities and one of their gradients, 2 x rows x T.
-size_t attention_scratch_floats(int T);
-// s (rows, keys) holds scale Q_I K_J^T: adds bias_h[i-j] (if set), makes P = exp(s - lse)
-// in place, zero above the diagonal; lse_out set: computes and stores each row's lse
-// (forward), else reads lse_in (backward).
-void attention_block_probs(float *s, int i0, int rows, int keys, const float *bias_h, const float *lse_in,
-                           float *lse_out);
-// dp (rows, keys) holds dY_I V_J^T: dS = P * (dP - rowsum(P * dP)) in place, masked;
-// dbias_bh[i-j] += dS_ij if set.
-void attention_block_dscores(float *dp, const float *p, int i0, int rows, int keys, float *dbias_bh);
-// The OpenBLAS engine's attention, for the oneDNN engine with attention_on_onednn off;
-// scratch: omp_get_max_threads() x 2 attention_block_rows(T) T floats.
-void openblas_attention_forward(float *out, float *lse, const float *qkv, const float *bias, float *scratch,
-                                int B, int T, int C, int H);
-void openblas_attention_backward(float *dqkv, float *dbias, const float *dout, const float *qkv,
-                                 const float *lse, const float *bias, float *scratch, int B, int T, int C, int H);
 
 #endif

@@ -13,68 +13,36 @@
 // db (OC) += sum_n dout[n,:] is the fp32 loop the OpenBLAS engine runs (bias_grad,
 // engine.c); in bf16 the same pass also rounds dout.
 //
-// Precision. fp32: src, wei, dst fp32. bf16: src and wei are bf16 (8-bit
-// significand, relative rounding error <= 2^-8 each), the products are
-// exact in fp32 and accumulated in fp32 (avx512_core_bf16: vdpbf16ps), dst
-// and bias are fp32. The activations (inp, dout) are rounded to bf16 into
-// engine-owned buffers: dout once per backward, for both DINP (as src) and
-// DW (its transposed view); inp once per forward, into a copy kept per
-// weight (an InputCopy, found by W's address), which the backward then
-// reads for DW: the rounding is not made twice, and the model's fp32 inp is
-// not read again (Engine.keeps_inputs: the model may overwrite it, and
-// keeps one layer's linear inputs instead of every layer's). The layer that
-// writes inp (LayerNorm, GELU: Engine.input_bf16) may fill the copy as it
-// writes inp, and the forward then reads it instead of rounding inp in a
-// pass of its own. The copies cost N*C bf16 per linear layer's input (M:
-// 43 MiB in all), a half of the fp32 inputs they stand in for; keeping them
-// saved 6-12% of the linear layers' time on an AMX Xeon, and the layers
-// filling them about 1% of a bf16 step's samples more (docs/PERFORMANCE.md).
+// bf16: src and wei are rounded to bf16 (to nearest even), their products
+// are exact in fp32 and summed in fp32; dst and bias are fp32. The
+// activations are rounded into the engine's own buffers: dout once per
+// backward, for both DINP and DW; inp once per forward, into a copy kept
+// per weight (InputCopy, found by W's address) from which backward's DW
+// reads. So backward never reads the model's fp32 inp (Engine.keeps_inputs),
+// and the model keeps one layer's linear inputs instead of L.
 //
-// Weights. A weight is found by its address (a parameter's, which never
-// moves) and registered at its first use. Its B operand is either the fp32
-// master itself (fp32, WEIGHTS_PLAIN: no copy; oneDNN packs blocks of it in
-// its scratchpad inside every call) or a copy made from the master by a
-// oneDNN reorder:
-//   WEIGHTS_PACKED  one copy per op, W^T for FWD and W for DINP, in the
-//                   blocked layout oneDNN picks when asked with format `any`
-//                   (bf16: BA16a64b2a, i.e. 64-column panels of K-pairs, what
-//                   vdpbf16ps reads; fp32: BA16a64b), so the products read
-//                   their B operand without packing it again;
-//   WEIGHTS_PLAIN   (bf16) one row-major bf16 copy of W (OC,C), read as W for
-//                   DINP and through a "ba" view as W^T for FWD; oneDNN packs
-//                   it inside each call, like the fp32 master.
-// Copies are made at first use and re-made at the first use after
-// weights_changed(), which only bumps a generation counter:
-// a copy is stale when its generation is older. The packed layout is fixed
-// per (op, C, OC): the one oneDNN chooses at LAYOUT_REF_ROWS rows (with
-// 2.6.3 it was the same at every row count tried, 1 to 4096), and every
-// primitive is then created with that layout given explicitly, so one copy
-// serves every N.
+// Weights are found by address (a parameter's, which never moves) and
+// registered at first use. A product's wei is the fp32 parameter itself
+// (fp32: oneDNN packs blocks of it inside each call) or a copy made from it
+// by a oneDNN reorder: bf16 keeps two (W^T for FWD, W for DINP) in the
+// blocked layout oneDNN picks for format `any` at LAYOUT_REF_ROWS rows, and
+// creates every primitive with that layout, so that one copy serves every
+// N and no product packs its weights again. (The tests' layouts,
+// engine_testing.h, add fp32 packed copies and one plain row-major bf16
+// copy read both ways.) weights_changed bumps a generation counter; a copy
+// older than it is made again at its next use.
 //
-// Caching. Primitives are created at the first call of a shape and kept:
-// one per (op, N, C, OC, bias or not, thread count), with memory objects
-// whose data pointers are set per call. The bf16 activation buffers and
-// oneDNN's scratchpad (user mode: ours, shared by all primitives, which run
-// one at a time) grow when a new shape needs more. After the first call of
-// a shape, a call allocates nothing of ours and creates nothing (measured
-// with an LD_PRELOAD malloc counter: 0 calls from our code; oneDNN 2.6.3's
-// dnnl_primitive_execute itself makes 6 small allocations per call, for
-// its argument map, which the C API offers no way around).
+// Primitives are created at the first call of a shape and kept, one per
+// (op, N, C, OC, bias or not, thread count), with memory objects whose data
+// pointers are set per call; oneDNN's scratchpad is ours (user mode), one
+// for every primitive (they run one at a time), grown as shapes need it. A
+// call after the first of its shape creates nothing and allocates nothing of ours.
 //
-// Threads. Debian's oneDNN is built on OpenMP (the same libgomp as ropelab
-// and OpenBLAS), so a primitive executed outside a parallel region opens
-// its own `omp parallel num_threads(n)` region on the program's pool: no
-// second pool, no oversubscription. n is the thread count the primitive was
-// created for, capped by the current one. Measured with 2.6.3 (GOMP_parallel
-// interposed): created and run at 2 threads, one region of 2 threads per
-// product; at 1 thread, no region at all; created at 1 and run with 2
-// available, it still runs on 1 (the second core idles); created at 2 and
-// run at 1, on 1 (correct results). So the cache key holds
-// omp_get_max_threads(): after omp_set_num_threads(n) the next call of each
-// shape creates its primitive for n threads. Called inside one of our
-// parallel regions a primitive runs single-threaded on the calling thread;
-// the engine is meant to be called outside them. Our own loops (bf16
-// rounding, db) are ordinary parallel regions on the same pool.
+// Threads: Debian's oneDNN runs on OpenMP, on the program's pool. A
+// primitive runs on the thread count it was created for (at most the
+// current one), hence that count in its key: after omp_set_num_threads(n)
+// each shape gets a primitive for n. The engine is called outside parallel
+// regions (inside one, a primitive runs on the calling thread alone).
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +53,8 @@
 #include <omp.h>
 
 #include "engine/engine.h"
+#include "engine/engine_shared.h"
+#include "engine/engine_testing.h"
 #include "engine/onednn.h"
 
 #define LAYOUT_REF_ROWS 1024   // rows of the product the packed layout is chosen for
@@ -111,7 +81,6 @@ typedef struct {
     const float *W;                 // the weight whose input this is
     const float *x;                 // the fp32 activation it was rounded from
     int N, C;                       // its shape when last rounded (0, 0: holds nothing)
-    int produced;                   // 1: rounded by the layer that wrote x (input_bf16), not yet read
     uint16_t *bf16;                 // (N,C)
     size_t bytes;
 } InputCopy;
@@ -163,10 +132,7 @@ typedef struct {
     size_t scratchpad_bytes;
     unsigned generation;            // bumped by weights_changed
     long repacks;
-    OnednnAttention *attention;     // attention's products on oneDNN
-    int attention_on_onednn;        // 0: on OpenBLAS instead (benchmarks)
-    float *openblas_scratch;        // the OpenBLAS attention's, when it runs
-    size_t openblas_scratch_bytes;
+    OnednnAttention *attention;     // attention's products
     char msg[256];                  // the message being built by a failing call
 } OnednnEngine;
 
@@ -486,21 +452,9 @@ static InputCopy *input_copy(OnednnEngine *e, const float *W, const float *x, in
         *c = (InputCopy){.W = W};
     }
     c->x = x;
-    c->produced = 0;
     c->N = c->C = 0;   // holds nothing until it is filled
     if (grow_buffer((void **)&c->bf16, &c->bytes, (size_t)N * C * sizeof(uint16_t)) != 0) return NULL;
     return c;
-}
-
-// Engine.input_bf16: the buffer the layer writing x fills with x rounded.
-static uint16_t *input_bf16(Engine *base, const float *x, const float *W, int N, int C) {
-    OnednnEngine *e = (OnednnEngine *)base;
-    InputCopy *c = input_copy(e, W, x, N, C);
-    if (!c) return NULL;   // the forward rounds x itself
-    c->N = N;
-    c->C = C;
-    c->produced = 1;
-    return c->bf16;
 }
 
 /* ---- the engine ---- */
@@ -528,9 +482,9 @@ static void describe(OnednnEngine *e) {
                                                       : "1 plain bf16 copy per weight";
     int emulated = e->bf16 && (e->isa & dnnl_cpu_isa_avx512_core_bf16) != dnnl_cpu_isa_avx512_core_bf16;
     snprintf(e->base.describe, sizeof e->base.describe,
-             "onednn %s%s (oneDNN %d.%d.%d, isa %s), weights %s; attention's products on %s",
+             "onednn %s%s (oneDNN %d.%d.%d, isa %s), weights %s; attention's products on oneDNN",
              e->bf16 ? "bf16" : "fp32", emulated ? " emulated: no native bf16 on this CPU, slower than fp32" : "",
-             v->major, v->minor, v->patch, isa_name(e->isa), weights, e->attention_on_onednn ? "oneDNN" : "OpenBLAS");
+             v->major, v->minor, v->patch, isa_name(e->isa), weights);
 }
 
 // The registered weight at address W (OC,C), registered now if new; NULL (message in e->msg) on failure.
@@ -574,19 +528,15 @@ static void linear_forward(Engine *base, float *out, const float *inp, const flo
         return;
     }
     const void *src = inp;
-    if (e->dt == dnnl_bf16) {   // inp rounded: by the layer that wrote it, or now; kept for backward
-        InputCopy *c = input_find(e, W);
-        if (!(c && c->produced && c->x == inp && c->N == N && c->C == C)) {
-            c = input_copy(e, W, inp, N, C);
-            if (!c) {
-                engine_fail(base, "out of memory for the bf16 copy of a (%d, %d) input", N, C);
-                return;
-            }
-            to_bf16(c->bf16, inp, (size_t)N * C);
+    if (e->dt == dnnl_bf16) {   // inp rounded, and kept for backward's dW (keeps_inputs)
+        InputCopy *c = input_copy(e, W, inp, N, C);
+        if (!c) {
+            engine_fail(base, "out of memory for the bf16 copy of a (%d, %d) input", N, C);
+            return;
         }
+        to_bf16(c->bf16, inp, (size_t)N * C);
         c->N = N;
         c->C = C;
-        c->produced = 0;
         src = c->bf16;
     }
     if (matmul_run(e, m, src, wei, NULL, out, bias) != 0) engine_fail(base, "%s", e->msg);
@@ -616,7 +566,7 @@ static void linear_backward(Engine *base, float *dinp, float *dweight, float *db
         dout_src = e->dout_bf16;
         if (dweight) {   // forward's rounding of inp (keeps_inputs: inp itself may be overwritten)
             const InputCopy *c = input_find(e, W);
-            if (!(c && c->x == inp && c->N == N && c->C == C && !c->produced)) {
+            if (!(c && c->x == inp && c->N == N && c->C == C)) {
                 engine_fail(base, "linear backward (%d x %d weight, %d rows): no forward of this weight and "
                             "input to take dW from", OC, C, N);
                 return;
@@ -634,37 +584,19 @@ static void linear_backward(Engine *base, float *dinp, float *dweight, float *db
     }
 }
 
-// The OpenBLAS attention's scratch, when attention runs there (benchmarks).
-static float *openblas_scratch(OnednnEngine *e, int T) {
-    size_t bytes = (size_t)omp_get_max_threads() * 2 * attention_block_rows(T) * T * sizeof(float);
-    if (grow_buffer((void **)&e->openblas_scratch, &e->openblas_scratch_bytes, bytes) == 0) return e->openblas_scratch;
-    engine_fail(&e->base, "out of memory for the attention scratch (%zu bytes)", bytes);
-    return NULL;
-}
-
 static void attention_forward(Engine *base, float *out, float *lse, const float *qkv, const float *bias,
                               int B, int T, int C, int H) {
     OnednnEngine *e = (OnednnEngine *)base;
-    if (e->attention_on_onednn) {
-        if (onednn_attention_forward(e->attention, out, lse, qkv, bias, omp_get_max_threads(), B, T, C, H) != 0)
-            engine_fail(base, "%s", onednn_attention_error(e->attention));
-    } else {
-        float *scratch = openblas_scratch(e, T);
-        if (scratch) openblas_attention_forward(out, lse, qkv, bias, scratch, B, T, C, H);
-    }
+    if (onednn_attention_forward(e->attention, out, lse, qkv, bias, omp_get_max_threads(), B, T, C, H) != 0)
+        engine_fail(base, "%s", onednn_attention_error(e->attention));
 }
 
 static void attention_backward(Engine *base, float *dqkv, float *dbias, const float *dout, const float *qkv,
                                const float *lse, const float *bias, int B, int T, int C, int H) {
     OnednnEngine *e = (OnednnEngine *)base;
-    if (e->attention_on_onednn) {
-        if (onednn_attention_backward(e->attention, dqkv, dbias, dout, qkv, lse, bias, omp_get_max_threads(), B, T,
-                                      C, H) != 0)
-            engine_fail(base, "%s", onednn_attention_error(e->attention));
-    } else {
-        float *scratch = openblas_scratch(e, T);
-        if (scratch) openblas_attention_backward(dqkv, dbias, dout, qkv, lse, bias, scratch, B, T, C, H);
-    }
+    if (onednn_attention_backward(e->attention, dqkv, dbias, dout, qkv, lse, bias, omp_get_max_threads(), B, T, C,
+                                  H) != 0)
+        engine_fail(base, "%s", onednn_attention_error(e->attention));
 }
 
 static void weights_changed(Engine *base) { ((OnednnEngine *)base)->generation++; }
@@ -712,7 +644,7 @@ static size_t bytes(const Engine *base) {
     const OnednnEngine *e = (const OnednnEngine *)base;
     OnednnStats s;
     engine_onednn_stats(base, &s);
-    return s.weight_copy_bytes + s.scratch_bytes + onednn_attention_bytes(e->attention) + e->openblas_scratch_bytes;
+    return s.weight_copy_bytes + s.scratch_bytes + onednn_attention_bytes(e->attention);
 }
 
 int engine_onednn_prepack(Engine *base, const float *W, int OC, int C) {
@@ -724,12 +656,6 @@ int engine_onednn_prepack(Engine *base, const float *W, int OC, int C) {
         return -1;
     }
     return 0;
-}
-
-void engine_onednn_attention_on_onednn(Engine *base, int on) {
-    OnednnEngine *e = (OnednnEngine *)base;
-    e->attention_on_onednn = on;
-    describe(e);
 }
 
 static void engine_free(Engine *base) {
@@ -753,13 +679,12 @@ static void engine_free(Engine *base) {
     free(e->reorders);
     free(e->dout_bf16);
     free(e->scratchpad);
-    free(e->openblas_scratch);
     if (e->stream) dnnl_stream_destroy(e->stream);
     if (e->dnnl) dnnl_engine_destroy(e->dnnl);
     free(e);
 }
 
-int engine_onednn_create(Engine **out, int bf16, WeightLayout layout, char *err, size_t errlen) {
+int engine_onednn_create_with_layout(Engine **out, int bf16, WeightLayout layout, char *err, size_t errlen) {
     *out = NULL;
     if (layout != WEIGHTS_DEFAULT && layout != WEIGHTS_PACKED && layout != WEIGHTS_PLAIN) {
         snprintf(err, errlen, "unknown weight layout %d", (int)layout);
@@ -782,13 +707,12 @@ int engine_onednn_create(Engine **out, int bf16, WeightLayout layout, char *err,
     e->base = (Engine){.linear_forward = linear_forward, .linear_backward = linear_backward,
                        .attention_forward = attention_forward, .attention_backward = attention_backward,
                        .weights_changed = weights_changed, .bytes = bytes, .free = engine_free,
-                       .input_bf16 = bf16 ? input_bf16 : NULL, .keeps_inputs = bf16};
+                       .keeps_inputs = bf16};
     e->bf16 = bf16;
     e->dt = bf16 ? dnnl_bf16 : dnnl_f32;
     e->layout = layout != WEIGHTS_DEFAULT ? layout : bf16 ? WEIGHTS_PACKED : WEIGHTS_PLAIN;
     e->isa = isa;
     e->generation = 1;   // copies start at 0: stale
-    e->attention_on_onednn = 1;
     TRY("engine", dnnl_engine_create(&e->dnnl, dnnl_cpu, 0));
     TRY("stream", dnnl_stream_create(&e->stream, e->dnnl, dnnl_stream_default_flags));
     if (onednn_attention_create(&e->attention, bf16, e->msg, sizeof e->msg) != 0) goto fail;
@@ -799,4 +723,8 @@ fail:
     snprintf(err, errlen, "%s", e->msg);
     engine_free(&e->base);
     return -1;
+}
+
+int engine_onednn_create(Engine **out, int bf16, char *err, size_t errlen) {
+    return engine_onednn_create_with_layout(out, bf16, WEIGHTS_DEFAULT, err, errlen);
 }

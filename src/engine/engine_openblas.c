@@ -46,6 +46,7 @@
 #include <omp.h>
 
 #include "engine/engine.h"
+#include "engine/engine_shared.h"
 #include "model/fastmath.h"
 #include "model/lane_sum.h"
 
@@ -188,9 +189,24 @@ static AttTask att_task(int bh, float *scratch, int T, int C, int H) {
     return a;
 }
 
+// This engine's scratch for sequences of length T on the current thread
+// count, grown at the first call that needs more; NULL (recorded) if out of memory.
+static size_t scratch_bytes(int T, int n_threads) { return (size_t)n_threads * attention_scratch_floats(T) * sizeof(float); }
+
+static float *scratch_for(OpenblasEngine *ob, int T) {
+    size_t bytes = scratch_bytes(T, omp_get_max_threads());
+    if (grow_buffer((void **)&ob->scratch, &ob->scratch_bytes, bytes) != 0) {
+        engine_fail(&ob->base, "out of memory for the attention scratch (%zu bytes)", bytes);
+        return NULL;
+    }
+    return ob->scratch;
+}
+
 // qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
-void openblas_attention_forward(float *out, float *lse, const float *qkv, const float *bias, float *scratch,
-                                int B, int T, int C, int H) {
+static void attention_forward(Engine *e, float *out, float *lse, const float *qkv, const float *bias,
+                              int B, int T, int C, int H) {
+    float *scratch = scratch_for((OpenblasEngine *)e, T);
+    if (!scratch) return;
     #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         const AttTask a = att_task(bh, scratch, T, C, H);
@@ -210,8 +226,10 @@ void openblas_attention_forward(float *out, float *lse, const float *qkv, const 
 }
 
 // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
-void openblas_attention_backward(float *dqkv, float *dbias, const float *dout, const float *qkv,
-                                 const float *lse, const float *bias, float *scratch, int B, int T, int C, int H) {
+static void attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
+                               const float *lse, const float *bias, int B, int T, int C, int H) {
+    float *scratch = scratch_for((OpenblasEngine *)e, T);
+    if (!scratch) return;
     #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         const AttTask a = att_task(bh, scratch, T, C, H);
@@ -248,31 +266,6 @@ void openblas_attention_backward(float *dqkv, float *dbias, const float *dout, c
                         dy + (size_t)i0 * C, C, 1.0f, dv, C3);
         }
     }
-}
-
-// This engine's scratch for sequences of length T on the current thread
-// count, grown at the first call that needs more; NULL (recorded) if out of memory.
-static size_t scratch_bytes(int T, int n_threads) { return (size_t)n_threads * attention_scratch_floats(T) * sizeof(float); }
-
-static float *scratch_for(OpenblasEngine *ob, int T) {
-    size_t bytes = scratch_bytes(T, omp_get_max_threads());
-    if (grow_buffer((void **)&ob->scratch, &ob->scratch_bytes, bytes) != 0) {
-        engine_fail(&ob->base, "out of memory for the attention scratch (%zu bytes)", bytes);
-        return NULL;
-    }
-    return ob->scratch;
-}
-
-static void attention_forward(Engine *e, float *out, float *lse, const float *qkv, const float *bias,
-                              int B, int T, int C, int H) {
-    float *scratch = scratch_for((OpenblasEngine *)e, T);
-    if (scratch) openblas_attention_forward(out, lse, qkv, bias, scratch, B, T, C, H);
-}
-
-static void attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
-                               const float *lse, const float *bias, int B, int T, int C, int H) {
-    float *scratch = scratch_for((OpenblasEngine *)e, T);
-    if (scratch) openblas_attention_backward(dqkv, dbias, dout, qkv, lse, bias, scratch, B, T, C, H);
 }
 
 static size_t bytes(const Engine *e) { return ((const OpenblasEngine *)e)->scratch_bytes; }

@@ -62,6 +62,7 @@
 #include <omp.h>
 
 #include "engine/engine.h"
+#include "engine/engine_shared.h"
 #include "engine/onednn.h"
 
 #define MAX_PLANS 8   // (T, C, H, threads) plans kept; the least recently used is dropped for a new one

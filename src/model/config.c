@@ -200,16 +200,6 @@ void gpt_config_get(const GPTConfig *c, int k, char *buf, size_t n) {
     }
 }
 
-void gpt_config_defaults(GPTConfig *c) {
-    char err[128];
-    for (int k = 0; k < N_MODEL_KEYS; k++)
-        if (MODEL_KEYS[k].scheme >= 0 && gpt_config_set(c, k, MODEL_KEYS[k].def, err, sizeof err) != 0) {
-            fprintf(stderr, "internal error: bad default of %s: %s\n", MODEL_KEYS[k].name, err);
-            abort();
-        }
-    gpt_config_resolve(c);
-}
-
 int gpt_mlp_hidden(const GPTConfig *c) {
     if (c->block == BLOCK_LLAMA) return ((8 * c->d_model + 2) / 3 + 7) / 8 * 8;   // ceil(8C/3), then up to 8k
     return 4 * c->d_model;

@@ -1,6 +1,7 @@
 // gpt.c: the model's life around its two passes (which are in reference.c):
 // creation and freeing, the engine (gpt_set_matmul), the activation
-// buffers, a loaded model's length keys, the accessors of gpt.h.
+// buffers, a loaded model's length keys, the accessors of gpt.h, and
+// gpt_forward / gpt_backward, which check their inputs and run the passes.
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,18 +40,16 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, 
     }
     switch (matmul) {
     case GPT_MATMUL_OPENBLAS: rc = engine_openblas_create(&e, err, errlen); break;
-    case GPT_MATMUL_ONEDNN: rc = engine_onednn_create(&e, bf16, WEIGHTS_DEFAULT, err, errlen); break;
+    case GPT_MATMUL_ONEDNN: rc = engine_onednn_create(&e, bf16, err, errlen); break;
     case GPT_MATMUL_REFERENCE: rc = engine_reference_create(&e, err, errlen); break;
     default: snprintf(err, errlen, "unknown matmul engine %d", (int)matmul); return -1;
     }
     if (rc != 0) return -1;
+    // the activations' layout follows the engine's keeps_inputs (gpt_alloc_activations): made again if it changes
+    int relayout = m->acts.encoded && m->engine->keeps_inputs != e->keeps_inputs;
     if (m->engine) m->engine->free(m->engine);
     m->engine = e;
-    // the activations' layout follows the engine's (gpt_alloc_activations): laid out again if it changes
-    Activations *a = &m->acts;
-    if (a->encoded && a->inputs_shared != e->keeps_inputs)
-        return gpt_alloc_activations(m, a->B_max, a->T_max, err, errlen);
-    return 0;
+    return relayout ? gpt_alloc_activations(m, m->acts.B_max, m->acts.T_max, err, errlen) : 0;
 }
 
 const char *gpt_matmul_describe(const GPT *m) { return m->engine->describe; }
@@ -58,7 +57,7 @@ const char *gpt_matmul_describe(const GPT *m) { return m->engine->describe; }
 // Each figure from the function its allocation is sized with. The engine is
 // the one gpt_set_matmul(matmul, precision) makes: oneDNN in bf16 keeps its
 // own copies of the linear inputs (its Engine.keeps_inputs), so the
-// activations are laid out with one layer of them.
+// activations hold one layer of them.
 int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, int B, int T, int backward,
                int n_threads, GPTMemory *mem, char *err, size_t errlen) {
     memset(mem, 0, sizeof *mem);
@@ -69,12 +68,12 @@ int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, i
         gpt_free(shell);
         return -1;
     }
-    int bf16 = precision == GPT_BF16, shared = matmul == GPT_MATMUL_ONEDNN && bf16;
+    int bf16 = precision == GPT_BF16, keeps_inputs = matmul == GPT_MATMUL_ONEDNN && bf16;
     int n_pos = B > 0 && T > c->block_size ? T : c->block_size;
     mem->n_params = shell->num_params;
     mem->params = mem->grads = params_buffer_bytes(shell->num_params);
     mem->pos_tables = pos_tables_bytes(shell->pos, c, n_pos);
-    mem->activations = B > 0 ? gpt_activations_bytes_for(c, B, T, shared) : 0;
+    mem->activations = B > 0 ? gpt_activations_bytes_for(c, B, T, keeps_inputs) : 0;
     EngineShapes s = {.B = B, .T = T, .C = c->d_model, .H = c->n_head, .L = c->n_layer, .V = c->vocab_size,
                       .F = gpt_mlp_hidden(c), .FC = gpt_mlp_fc_width(c), .backward = backward};
     mem->engine = matmul == GPT_MATMUL_ONEDNN      ? engine_onednn_bytes_for(&s, bf16, n_threads)
@@ -141,6 +140,7 @@ void gpt_free(GPT *m) {
     if (m->engine) m->engine->free(m->engine);
     free(m->acts.encoded);   // the one activation allocation starts here
     free(m->acts.tokens);
+    free(m->acts.layer);
     free(m);
 }
 
@@ -160,9 +160,7 @@ const ParamEntry *gpt_find_param(const GPT *m, const char *name) {
         if (strcmp(m->entries[i].name, name) == 0) return &m->entries[i];
     return NULL;
 }
-const float *gpt_logits(const GPT *m) { return m->acts.logits; }
 const float *gpt_losses(const GPT *m) { return m->acts.losses; }
-size_t gpt_activation_bytes(const GPT *m) { return m->acts.bytes; }
 int gpt_max_positions(const GPT *m) { return gpt_config_max_positions(&m->cfg); }
 int gpt_config_max_positions(const GPTConfig *c) {
     const PosScheme *s = pos_scheme(c->pos);
@@ -196,31 +194,45 @@ int gpt_check_batch(const GPTConfig *c, int B, int T, char *err, size_t errlen) 
 }
 
 // One allocation for every activation buffer, carved up by this table, plus
-// the (B,T) token copies. The four linear inputs have L slices, or 1 when
-// the engine keeps its own copy of them for backward (Engine.keeps_inputs:
-// inputs_shared). Each entry: where its pointer goes (into a, which may be a
-// scratch Activations when only the size is wanted) and its floats.
+// the (B,T) token copies and the layers' LayerActs. Each entry: where its
+// pointer goes (into a and layer 0's l0, which may be scratch when only the
+// size is wanted) and its floats. The per-layer buffers hold L slices, the
+// four linear inputs 1 when the engine keeps its own copy of them
+// (keeps_inputs: Activations in gpt_internal.h).
 enum { ACT_BUFFERS = 28 };
 typedef struct { float **ptr; size_t n; } ActSlice;
 
-static void activation_table(const GPTConfig *c, int B, int T, int inputs_shared, Activations *a,
+static void activation_table(const GPTConfig *c, int B, int T, int keeps_inputs, Activations *a, LayerActs *l0,
                              ActSlice table[ACT_BUFFERS]) {
     size_t L = c->n_layer, C = c->d_model, H = c->n_head, V = c->vocab_size;
     size_t F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c), BT = (size_t)B * T;
-    size_t Li = inputs_shared ? 1 : L;   // slices of the linear inputs
+    size_t Li = keeps_inputs ? 1 : L;   // slices of the linear inputs
     const ActSlice t[ACT_BUFFERS] = {
-        {&a->encoded, BT * C},      {&a->ln1, Li * BT * C},    {&a->ln1_mean, L * BT},
-        {&a->ln1_rstd, L * BT},     {&a->qkv, L * BT * 3 * C}, {&a->atty, Li * BT * C},
-        {&a->att_lse, L * BT * H},  {&a->res2, L * BT * C},    {&a->ln2, Li * BT * C},
-        {&a->ln2_mean, L * BT},     {&a->ln2_rstd, L * BT},    {&a->fch, L * BT * FC},
-        {&a->fch_act, Li * BT * F}, {&a->res3, L * BT * C},    {&a->lnf, BT * C},
-        {&a->lnf_mean, BT},         {&a->lnf_rstd, BT},        {&a->logits, BT * V},
-        {&a->ce_lse, BT},           {&a->losses, BT},          {&a->pos_bias, H * T},
-        {&a->dres, BT * C},         {&a->dact, BT * C},      {&a->dqkv, BT * 3 * C},
-        {&a->dhidden, BT * FC},     {&a->dpos_bias, BT * H},   {&a->proj_out, BT * C},
+        {&a->encoded, BT * C},       {&l0->ln1, Li * BT * C},    {&l0->ln1_mean, L * BT},
+        {&l0->ln1_rstd, L * BT},     {&l0->qkv, L * BT * 3 * C}, {&l0->atty, Li * BT * C},
+        {&l0->att_lse, L * BT * H},  {&l0->res2, L * BT * C},    {&l0->ln2, Li * BT * C},
+        {&l0->ln2_mean, L * BT},     {&l0->ln2_rstd, L * BT},    {&l0->fch, L * BT * FC},
+        {&l0->fch_act, Li * BT * F}, {&l0->res3, L * BT * C},    {&a->lnf, BT * C},
+        {&a->lnf_mean, BT},          {&a->lnf_rstd, BT},         {&a->logits, BT * V},
+        {&a->ce_lse, BT},            {&a->losses, BT},           {&a->pos_bias, H * T},
+        {&a->dres, BT * C},          {&a->dact, BT * C},         {&a->dqkv, BT * 3 * C},
+        {&a->dhidden, BT * FC},      {&a->dpos_bias, BT * H},    {&a->proj_out, BT * C},
         {&a->dact_out, c->block == BLOCK_LLAMA ? BT * F : 0},
     };
     memcpy(table, t, sizeof t);
+}
+
+// Layer l's slices, S rows each, from layer 0's; the linear inputs' slice is li (0 or l).
+// (Its input x is set by the caller.)
+static LayerActs layer_slices(const LayerActs *l0, int l, int li, size_t S, const GPTConfig *c) {
+    size_t C = c->d_model, H = c->n_head, F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
+    return (LayerActs){
+        .ln1 = l0->ln1 + li * S * C,   .ln1_mean = l0->ln1_mean + l * S, .ln1_rstd = l0->ln1_rstd + l * S,
+        .qkv = l0->qkv + l * S * 3 * C, .atty = l0->atty + li * S * C,   .att_lse = l0->att_lse + l * S * H,
+        .res2 = l0->res2 + l * S * C,  .ln2 = l0->ln2 + li * S * C,     .ln2_mean = l0->ln2_mean + l * S,
+        .ln2_rstd = l0->ln2_rstd + l * S, .fch = l0->fch + l * S * FC,  .fch_act = l0->fch_act + li * S * F,
+        .res3 = l0->res3 + l * S * C,
+    };
 }
 
 // A buffer's slice of the allocation: its floats rounded up to 16 (64 bytes), so each starts aligned.
@@ -232,11 +244,13 @@ static size_t activation_floats(const ActSlice table[ACT_BUFFERS]) {
     return total;
 }
 
-size_t gpt_activations_bytes_for(const GPTConfig *c, int B, int T, int inputs_shared) {
+size_t gpt_activations_bytes_for(const GPTConfig *c, int B, int T, int keeps_inputs) {
     Activations scratch;
+    LayerActs l0;
     ActSlice table[ACT_BUFFERS];
-    activation_table(c, B, T, inputs_shared, &scratch, table);
-    return activation_floats(table) * sizeof(float) + 2 * (size_t)B * T * sizeof(int);
+    activation_table(c, B, T, keeps_inputs, &scratch, &l0, table);
+    return activation_floats(table) * sizeof(float) + 2 * (size_t)B * T * sizeof(int) +
+           (size_t)c->n_layer * sizeof(LayerActs);
 }
 
 // The previous buffers are freed first, then the total is checked against
@@ -249,21 +263,25 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     Activations *a = &m->acts;
     free(a->encoded);
     free(a->tokens);
+    free(a->layer);
     memset(a, 0, sizeof *a);
-    int shared = m->engine && m->engine->keeps_inputs;
+    int keeps_inputs = m->engine->keeps_inputs;
     size_t BT = (size_t)B * T;
+    LayerActs l0;
     ActSlice table[ACT_BUFFERS];
-    activation_table(c, B, T, shared, a, table);
-    size_t total = activation_floats(table), bytes = gpt_activations_bytes_for(c, B, T, shared);
+    activation_table(c, B, T, keeps_inputs, a, &l0, table);
+    size_t total = activation_floats(table), bytes = gpt_activations_bytes_for(c, B, T, keeps_inputs);
     char what[96];
     snprintf(what, sizeof what, "activations for batch %d x %d tokens", B, T);
     if (mem_check(bytes, what, err, errlen) != 0) return -1;
     if (pos_ctx_ensure(&m->pos_ctx, m->pos, T > c->block_size ? T : c->block_size, err, errlen) != 0) return -1;
     float *base = aligned_alloc(64, total * sizeof(float));
     int *tokens = malloc(2 * BT * sizeof(int));
-    if (!base || !tokens) {
+    LayerActs *layer = malloc((size_t)c->n_layer * sizeof(LayerActs));
+    if (!base || !tokens || !layer) {
         free(base);
         free(tokens);
+        free(layer);
         snprintf(err, errlen, "out of memory for activations (%.1f MB for B=%d, T=%d)",
                  total * 4.0 / 1e6, B, T);
         return -1;
@@ -271,16 +289,24 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     memset(base, 0, total * sizeof(float));
     size_t off = 0;
     for (int i = 0; i < ACT_BUFFERS; i++) { *table[i].ptr = base + off; off += slice_floats(table[i].n); }
+    for (int l = 0; l < c->n_layer; l++) {
+        layer[l] = layer_slices(&l0, l, keeps_inputs ? 0 : l, BT, c);
+        layer[l].x = l == 0 ? a->encoded : layer[l - 1].res3;
+    }
+    a->layer = layer;
     a->tokens = tokens;
     a->targets = tokens + BT;
     a->B_max = B;
     a->T_max = T;
-    a->inputs_shared = shared;
     a->bytes = bytes;
     return 0;
 }
 
-int gpt_check_inputs(const GPT *m, const int *inputs, const int *targets, int B, int T, char *err, size_t errlen) {
+/* ---- the passes (model_forward, model_backward: reference.c), for the programs ---- */
+
+// Whether a forward's batch (B,T) fits the activations and every token
+// (input and target) is in the vocabulary; 0, or -1 with a message.
+static int check_inputs(const GPT *m, const int *inputs, const int *targets, int B, int T, char *err, size_t errlen) {
     const Activations *a = &m->acts;
     if (!a->encoded || B < 1 || T < 1 || B > a->B_max || T > a->T_max) {
         snprintf(err, errlen, "batch %dx%d does not fit the activations (%dx%d)", B, T, a->B_max, a->T_max);
@@ -295,4 +321,31 @@ int gpt_check_inputs(const GPT *m, const int *inputs, const int *targets, int B,
         }
     }
     return 0;
+}
+
+// The batch is copied: backward reads the tokens and targets after the caller's buffers have moved on.
+int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, float *loss, char *err,
+                size_t errlen) {
+    Activations *a = &m->acts;
+    m->have_targets = 0;
+    if (check_inputs(m, inputs, targets, B, T, err, errlen) != 0) return -1;
+    memcpy(a->tokens, inputs, (size_t)B * T * sizeof(int));
+    if (targets) memcpy(a->targets, targets, (size_t)B * T * sizeof(int));
+    m->B = B;
+    m->T = T;
+    double mean = model_forward(m, a->tokens, targets ? a->targets : NULL, B, T, NULL);
+    if (engine_failed(m->engine, err, errlen)) return -1;
+    if (targets && loss) *loss = (float)mean;
+    m->have_targets = targets != NULL;
+    return 0;
+}
+
+int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
+    if (!m->have_targets) {
+        snprintf(err, errlen, "backward: the last forward had no targets (or was already backpropagated)");
+        return -1;
+    }
+    m->have_targets = 0;   // the logits buffer is about to hold dlogits
+    model_backward(m, m->B, m->T, loss_scale);
+    return engine_failed(m->engine, err, errlen);
 }

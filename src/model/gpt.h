@@ -105,10 +105,6 @@ int gpt_config_set(GPTConfig *cfg, int k, const char *value, char *err, size_t e
 // Key k's value as text that gpt_config_set reads back exactly.
 void gpt_config_get(const GPTConfig *cfg, int k, char *buf, size_t n);
 
-// The schemes' own keys (rope_base ... sinusoidal_scale) at their defaults,
-// resolved against the sizes already set; the sizes, pos and vocab_size are
-// left as given.
-void gpt_config_defaults(GPTConfig *cfg);
 // rope_dims 0 -> head_dim. The one place defaults that depend on other keys are resolved.
 void gpt_config_resolve(GPTConfig *cfg);
 // Checks every key's range and the rules between keys (d_model % n_head,
@@ -182,7 +178,6 @@ const char *gpt_matmul_describe(const GPT *model);
 // Their size depends on the engine: one that keeps its own copy of the linear
 // layers' inputs (bf16) lets the model keep those for one layer, not L.
 int gpt_alloc_activations(GPT *model, int B, int T, char *err, size_t errlen);
-size_t gpt_activation_bytes(const GPT *model);  // for memory accounting
 // The longest sequence (positions 0..n-1) the model can run: block_size for a
 // scheme with one learned row per position (learned), else INT_MAX.
 int gpt_max_positions(const GPT *model);
@@ -190,12 +185,11 @@ int gpt_config_max_positions(const GPTConfig *cfg);   // the same for a configur
 
 // Forward pass on inputs (B,T) with B,T <= the allocated sizes. If targets
 // is non-NULL, *loss gets the mean cross-entropy loss (loss may be NULL) and
-// backward is prepared; otherwise only the logits are valid. -1 when the
+// backward is prepared; otherwise only the logits are computed (which the
+// white-box tests read). -1 when the
 // batch does not fit the activations or holds a token outside the vocabulary.
 int gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int T, float *loss,
                 char *err, size_t errlen);
-const float *gpt_logits(const GPT *model);   // (B,T,V) of the last forward (padded row stride = V)
-                                             // (valid until gpt_backward, which reuses it for dlogits)
 const float *gpt_losses(const GPT *model);   // (B,T) per-position losses of the last forward with targets
 
 // Sets every gradient to zero.
@@ -219,8 +213,9 @@ typedef struct KVCache KVCache;
 int kv_cache_create(KVCache **cache, const GPT *model, int max_len, char *err, size_t errlen);
 void kv_cache_free(KVCache *cache);
 int kv_cache_len(const KVCache *cache);       // positions filled so far
-void kv_cache_reset(KVCache *cache);
-// Feeds one token at position kv_cache_len(cache); writes the V logits of that position.
+// Feeds one token at position kv_cache_len(cache): the model's forward for that one
+// position, attending to the positions before it through the cache (the same layers
+// as gpt_forward's); writes the V logits of that position.
 // -1 with a message if the cache is full, belongs to another model, or the
 // token is outside the vocabulary.
 int gpt_decode_step(GPT *model, KVCache *cache, int token, float *logits, char *err, size_t errlen);
@@ -242,9 +237,9 @@ typedef struct {
 } GPTMemory;
 int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, int B, int T, int backward,
                int n_threads, GPTMemory *mem, char *err, size_t errlen);
-// gpt_alloc_activations(B, T)'s allocation; inputs_shared: laid out for an
-// engine that keeps its own copies of the linear inputs (bf16).
-size_t gpt_activations_bytes_for(const GPTConfig *cfg, int B, int T, int inputs_shared);
+// gpt_alloc_activations(B, T)'s allocation; keeps_inputs: laid out for an
+// engine that keeps its own copies of the linear inputs (bf16; engine.h).
+size_t gpt_activations_bytes_for(const GPTConfig *cfg, int B, int T, int keeps_inputs);
 // kv_cache_create(max_len)'s allocations, the scheme's tables included.
 size_t kv_cache_bytes(const GPTConfig *cfg, int max_len);
 

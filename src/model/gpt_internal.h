@@ -26,32 +26,38 @@ typedef struct {
     float *ln_f_w, *ln_f_b;          // (C), (C); ln_f_b NULL for llama
 } ModelTensors;
 
-// Activations, sized once for (B_max, T_max). Per-layer buffers hold L
-// slices of B_max*T_max rows; a smaller batch uses the front of each slice.
-// inputs_shared (the engine keeps its own copy of every linear layer's input
-// for backward, Engine.keeps_inputs): ln1, atty, ln2 and fch_act, read by
-// nothing else in backward, hold one slice that every layer writes in turn.
+// One layer's activations in a forward of (B,T) rows: what its backward reads.
+typedef struct {
+    float *x;                           // (B,T,C)    the layer's input: the embedding (layer 0)
+                                        //   or the layer before's res3
+    float *ln1, *ln1_mean, *ln1_rstd;   // (B,T,C), (B,T), (B,T)   LN1 output (c_attn's input);
+                                        //   LN = LayerNorm or RMSNorm (which keeps rstd only)
+    float *qkv;                         // (B,T,3C)   c_attn output, q and k rotated for rope
+    float *atty, *att_lse;              // (B,T,C), (B,H,T)   attention output, softmax lse
+    float *res2;                        // (B,T,C)    residual stream after attention
+    float *ln2, *ln2_mean, *ln2_rstd;   // (B,T,C), (B,T), (B,T)
+    float *fch;                         // (B,T,FC)   c_fc output (GELU's input; llama: gate and up)
+    float *fch_act;                     // (B,T,F)    the activation's output, GELU or SwiGLU
+    float *res3;                        // (B,T,C)    residual stream after the MLP: the layer's output
+} LayerActs;
+
+// Activations, sized once for (B_max, T_max) by gpt_alloc_activations. Each
+// layer has its own slice of B_max*T_max rows of every LayerActs buffer (a
+// smaller batch uses the front of it), except that an engine which keeps
+// its own copy of every linear layer's input for backward (Engine.keeps_inputs)
+// lets the four linear inputs (ln1, atty, ln2, fch_act), read by nothing
+// else in backward, be one slice that every layer writes in turn. (A KV
+// cache has Activations of its own: one row's forward buffers, no backward's.)
 typedef struct {
     int B_max, T_max;
-    int inputs_shared;
+    LayerActs *layer;  // L entries
     float *encoded;    // (B,T,C)      token (+ position) embedding
-    float *ln1;        // (L|1,B,T,C)    LN1 output (input of c_attn); LN = LayerNorm or RMSNorm
-    float *ln1_mean, *ln1_rstd;      // (L,B,T)      (RMSNorm keeps rstd only)
-    float *qkv;        // (L,B,T,3C)   c_attn output, q and k rotated for rope
-    float *atty;       // (L|1,B,T,C)    attention output (input of attn c_proj)
-    float *att_lse;    // (L,B,H,T)    softmax log-sum-exp per query row
-    float *res2;       // (L,B,T,C)    residual after attention
-    float *ln2;        // (L|1,B,T,C)
-    float *ln2_mean, *ln2_rstd;      // (L,B,T)
-    float *fch;        // (L,B,T,FC)   c_fc output (GELU's input; llama: gate and up)
-    float *fch_act;    // (L|1,B,T,F)    the activation's output, GELU or SwiGLU (input of mlp c_proj)
-    float *res3;       // (L,B,T,C)    residual after MLP (the layer's output)
     float *lnf;        // (B,T,C)
     float *lnf_mean, *lnf_rstd;      // (B,T)
     float *logits;     // (B,T,V)      dlogits after backward
     float *ce_lse;     // (B,T)
     float *losses;     // (B,T)
-    float *pos_bias;   // (H,T)        distance-bias table of this forward
+    float *pos_bias;   // (H,T)        distance-bias table of this forward (decoding: (H, pos0+T))
     // backward scratch, reused by every layer
     float *dres;       // (B,T,C)      gradient of the residual stream
     float *dact;       // (B,T,C)      gradient of the width-C activation being backpropagated
@@ -83,6 +89,36 @@ struct GPT {
     Engine *engine;                  // the products of the linear layers, the head and attention (gpt_set_matmul)
 };
 
+// A KV cache (kvcache.c): the keys (rotated, for rope) and values of every
+// position decoded so far, per layer, and the buffers of the forward that
+// decodes the next position.
+struct KVCache {
+    const GPT *model;
+    int max_len, len;      // positions it has room for; positions filled
+    PosCtx pos;            // the scheme's tables for max_len positions
+    float *k, *v;          // (L, max_len, C): layer l's k and v at l*max_len*C
+    float *scores;         // (max_len) one query row's probabilities
+    Activations acts;      // one row's forward buffers, the same for every layer (kvcache.c)
+    LayerActs layer[];     // (L) acts.layer
+};
+
+// reference.c: the model's two passes, the one composition of its layers
+// (gpt.c's gpt_forward, gpt_backward and kvcache.c's gpt_decode_step check
+// the inputs and run them). Engine failures are left in the engine
+// (engine_failed).
+// model_forward: tokens (B,T) -> logits (B,T,V) in a->logits, a the
+// activations of kv if set, else the model's; with targets (B,T) also the
+// losses (B,T) in a->losses, and the mean loss returned (0 without). kv NULL:
+// positions 0..T-1, each attending to itself and the positions before it
+// (training, ./eval). kv set (B = 1): positions kv->len..kv->len+T-1,
+// attending to the cache's positions before them too; their keys and values
+// are appended to the cache (the caller advances len).
+double model_forward(GPT *m, const int *tokens, const int *targets, int B, int T, KVCache *kv);
+// model_backward: adds the gradient of loss_scale * (the mean loss of the
+// model's last forward, on (B,T) tokens and targets held in a->tokens,
+// a->targets) into the gradients.
+void model_backward(GPT *m, int B, int T, float loss_scale);
+
 // params.c
 int params_build_table(GPT *m, char *err, size_t errlen);  // the table (entries, offsets) only
 int params_alloc(GPT *m, char *err, size_t errlen);        // buffers and named pointers
@@ -94,9 +130,5 @@ void params_free(GPT *m);
 // whole model with uninitialised parameters.
 int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen);
 int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen);
-// gpt.c: whether a forward's batch (B,T) fits the activations and every token
-// (input and target) is in the vocabulary; 0, or -1 with a message.
-int gpt_check_inputs(const GPT *m, const int *inputs, const int *targets, int B, int T, char *err, size_t errlen);
-// (gpt_forward and gpt_backward, the model's two passes, are in reference.c.)
 
 #endif

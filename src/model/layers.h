@@ -1,7 +1,7 @@
-// layers.h: the layers of reference.c that other files use (the KV cache,
-// the tests), each a forward/backward pair over flat float buffers
+// layers.h: the layers of reference.c, for its tests (and LN_EPS, for the
+// GGUF export), each a forward/backward pair over flat float buffers
 // (row-major, N = B*T rows). The linear layers' and attention's products go
-// through an engine (engine.h). Internal to src/model/ and its tests.
+// through an engine (engine.h).
 //
 // Backward: parameter gradients are always added to (+=); input gradients
 // are "=" or "+=" as each function says.
@@ -9,7 +9,6 @@
 #define ROPELAB_LAYERS_H
 
 #include <stddef.h>
-#include <stdint.h>
 
 #include "model/gpt.h"
 
@@ -21,28 +20,18 @@ void encoder_backward(float *dwte, const float *dout, const int *inp, int N, int
 // LayerNorm over the last dim, eps LN_EPS, biased variance (PyTorch). The one
 // home of eps (the GGUF export writes it for llama.cpp too: gguf_model.c).
 #define LN_EPS 1e-5f
-// inp (N,C) -> out (N,C); saves mean (N), rstd (N) for backward. out_bf16 (N,C), if
-// not NULL, gets out rounded to bf16 (bf16.h) in the same pass: the forwards here that
-// take it make a linear layer's input, for a bf16 engine (Engine.input_bf16, engine.h).
-void layernorm_forward(float *out, uint16_t *out_bf16, float *mean, float *rstd, const float *inp,
-                       const float *weight, const float *bias, int N, int C);
+// inp (N,C) -> out (N,C); saves mean (N), rstd (N) for backward.
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                       const float *bias, int N, int C);
 // dinp += dLN/dinp . dout; dweight += sum_n dout*xhat; dbias += sum_n dout.
 void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                         const float *inp, const float *weight, const float *mean,
                         const float *rstd, int N, int C);
 
-// The causal attention of one query row: q (D) at position i over keys and
-// values 0..i (rows ld floats apart), bias_h[i-j] added to each score (NULL:
-// none), scale = 1/sqrt(D). p (i+1) gets the probabilities, y (D) the
-// output; returns the row's log-sum-exp.
-float attention_row(float *y, float *p, const float *q, const float *k, const float *v, size_t ld,
-                    const float *bias_h, int i, int D, float scale);
-
 // RMSNorm over the last dim (block=llama): y = x / sqrt(mean(x^2) + RMS_EPS) * w.
 #define RMS_EPS 1e-5f
-// inp (N,C) -> out (N,C) (and out_bf16 if not NULL); saves rstd (N) for backward.
-void rmsnorm_forward(float *out, uint16_t *out_bf16, float *rstd, const float *inp, const float *weight, int N,
-                     int C);
+// inp (N,C) -> out (N,C); saves rstd (N) for backward.
+void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C);
 // dinp += dRMS/dinp . dout; dweight += sum_n dout*xhat.
 void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const float *inp, const float *weight,
                       const float *rstd, int N, int C);
@@ -51,25 +40,24 @@ void rmsnorm_backward(float *dinp, float *dweight, const float *dout, const floa
 void residual_forward(float *out, const float *a, const float *b, size_t n);
 
 // GELU, tanh approximation: 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
-// inp (n) -> out (n) (and out_bf16 if not NULL).
-void gelu_forward(float *out, uint16_t *out_bf16, const float *inp, size_t n);
+// inp (n) -> out (n).
+void gelu_forward(float *out, const float *inp, size_t n);
 // dinp = gelu'(inp) * dout (overwritten; dinp may equal dout).
 void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n);
 
-// SwiGLU (block=llama): inp (N,2F) rows [gate a | up u] -> out (N,F) = silu(a) * u
-// (and out_bf16 if not NULL).
-void swiglu_forward(float *out, uint16_t *out_bf16, const float *inp, int N, int F);
+// SwiGLU (block=llama): inp (N,2F) rows [gate a | up u] -> out (N,F) = silu(a) * u.
+void swiglu_forward(float *out, const float *inp, int N, int F);
 // dout (N,F) -> dinp (N,2F) (overwritten).
 void swiglu_backward(float *dinp, const float *inp, const float *dout, int N, int F);
 
 // The block's choices (config's block): its norm, LayerNorm or RMSNorm, over C
 // channels (mean, bias unused by RMSNorm); its MLP activation, GELU or SwiGLU,
 // from c_fc's output (N, gpt_mlp_fc_width) to (N, gpt_mlp_hidden).
-void block_norm_forward(const GPTConfig *c, float *out, uint16_t *out_bf16, float *mean, float *rstd,
-                        const float *inp, const float *weight, const float *bias, int N);
+void block_norm_forward(const GPTConfig *c, float *out, float *mean, float *rstd, const float *inp,
+                        const float *weight, const float *bias, int N);
 void block_norm_backward(const GPTConfig *c, float *dinp, float *dweight, float *dbias, const float *dout,
                          const float *inp, const float *weight, const float *mean, const float *rstd, int N);
-void block_act_forward(const GPTConfig *c, float *out, uint16_t *out_bf16, const float *fch, int N);
+void block_act_forward(const GPTConfig *c, float *out, const float *fch, int N);
 // dfch (N,FC) = act'(fch) dout (overwritten; gpt2: dfch may be dout)
 void block_act_backward(const GPTConfig *c, float *dfch, const float *fch, const float *dout, int N);
 

@@ -23,22 +23,17 @@
 //
 // The order of this file: the layers, each a *_forward / *_backward pair
 // (embedding, LayerNorm, RMSNorm, linear, attention, residual, GELU, SwiGLU,
-// cross-entropy),
-// then the model (gpt_forward, gpt_backward) that chains them.
+// cross-entropy), then the model's two passes that chain them:
+// model_forward (for training, and for decoding with a KV cache, where
+// attention reads the earlier positions from the cache) and model_backward.
+// (gpt.c's gpt_forward and gpt_backward check the inputs and run them.)
 //
 // The linear layers' and attention's products run on an engine (engine.h):
 // the model calls e->linear_forward, e->attention_forward, ... The plain
 // loops below (reference_linear_*, reference_attention_*) are the reference
 // engine (`--matmul=reference`): slow, and what the fast engines (OpenBLAS,
 // oneDNN) are checked against. Everything else is the same code for every
-// engine. One thing only is there for a bf16 engine: the forwards that make
-// a linear layer's input (LayerNorm, RMSNorm, GELU, SwiGLU) take an
-// out_bf16, NULL for every other engine, and then also write their output
-// rounded to bf16 (bf16.h) while it is in cache, so that the engine need not
-// read it again to round it (Engine.input_bf16). Such an engine keeps that
-// copy for backward (Engine.keeps_inputs), so the four linear inputs (ln1,
-// atty, ln2, fch_act) need not be kept per layer: layer_acts then gives every
-// layer the same buffers for them.
+// engine.
 //
 // Backward conventions: parameter gradients are added to (+=), so gradient
 // accumulation over micro-batches is zero_grad then k forward/backward
@@ -51,8 +46,8 @@
 
 #include <omp.h>
 
-#include "engine/bf16.h"
 #include "engine/engine.h"
+#include "engine/engine_shared.h"
 #include "model/fastmath.h"
 #include "model/gpt_internal.h"
 #include "model/lane_sum.h"
@@ -94,8 +89,8 @@ void encoder_backward(float *dwte, const float *dout, const int *inp, int N, int
  * sums are LANE_SUMs (lane_sum.h): 16 partial sums in a fixed order, which
  * vectorise and round the same on every CPU. */
 
-// inp (N,C) -> out (N,C), mean (N), rstd (N), out_bf16 (N,C) if not NULL; eps LN_EPS (layers.h)
-void layernorm_forward(float *out, uint16_t *out_bf16, float *mean, float *rstd, const float *inp,
+// inp (N,C) -> out (N,C), mean (N), rstd (N); eps LN_EPS (layers.h)
+void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
                        const float *weight, const float *bias, int N, int C) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
@@ -108,7 +103,6 @@ void layernorm_forward(float *out, uint16_t *out_bf16, float *mean, float *rstd,
         v /= C;
         float s = 1.0f / sqrtf(v + LN_EPS);
         for (int c = 0; c < C; c++) y[c] = (x[c] - m) * s * weight[c] + bias[c];
-        if (out_bf16) bf16_round_n(out_bf16 + (size_t)n * C, y, C);   // the row still in cache
         mean[n] = m;
         rstd[n] = s;
     }
@@ -161,8 +155,7 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
  *   dx = rstd * (g - xhat * mean(g * xhat)),   dw += dy * xhat. */
 
 // inp (N,C) -> out (N,C), rstd (N)
-void rmsnorm_forward(float *out, uint16_t *out_bf16, float *rstd, const float *inp, const float *weight, int N,
-                     int C) {
+void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
@@ -171,7 +164,6 @@ void rmsnorm_forward(float *out, uint16_t *out_bf16, float *rstd, const float *i
         LANE_SUM(ms, c, C, x[c] * x[c]);
         float s = 1.0f / sqrtf(ms / C + RMS_EPS);
         for (int c = 0; c < C; c++) y[c] = x[c] * s * weight[c];
-        if (out_bf16) bf16_round_n(out_bf16 + (size_t)n * C, y, C);
         rstd[n] = s;
     }
 }
@@ -261,10 +253,9 @@ static void reference_linear_backward(Engine *e, float *dinp, float *dW, float *
 
 // One query row: query q (D) at position i over keys and values 0..i (rows
 // ld floats apart), distance bias bias_h[i-j] (NULL: none). p (i+1) gets the
-// probabilities, y (D) the output; returns the row's lse. The KV cache's
-// decoding step (kvcache.c) is this row for the newest position.
-float attention_row(float *y, float *p, const float *q, const float *k, const float *v, size_t ld,
-                    const float *bias_h, int i, int D, float scale) {
+// probabilities, y (D) the output; returns the row's lse.
+static float attention_row(float *y, float *p, const float *q, const float *k, const float *v, size_t ld,
+                           const float *bias_h, int i, int D, float scale) {
     float mx = -INFINITY, sum = 0.0f;
     for (int j = 0; j <= i; j++) {   // scores, and their max for a stable exp
         const float *kj = k + (size_t)j * ld;
@@ -364,6 +355,29 @@ static void reference_attention_backward(Engine *e, float *dqkv, float *dbias, c
     }
 }
 
+// Decoding's attention (model_forward with a KV cache kv, layer l), one
+// sequence: the T query rows of positions pos0..pos0+T-1 (pos0 = kv->len)
+// over the cache. Their keys and values are appended to the layer's cache
+// rows pos0.., then each row attends to the cache's positions 0..its own,
+// one attention_row per row and head.
+// qkv (T,3C), bias (H, pos0+T) or NULL -> out (T,C), lse (H,T)
+static void attention_cached_forward(float *out, float *lse, const float *qkv, const float *bias, KVCache *kv,
+                                     int l, int T, int C, int H) {
+    const int D = C / H, pos0 = kv->len, n_keys = pos0 + T;
+    const float scale = 1.0f / sqrtf((float)D);
+    float *k = kv->k + (size_t)l * kv->max_len * C, *v = kv->v + (size_t)l * kv->max_len * C;   // (max_len, C)
+    for (int t = 0; t < T; t++) {
+        memcpy(k + (size_t)(pos0 + t) * C, qkv + (size_t)t * 3 * C + C, (size_t)C * sizeof(float));
+        memcpy(v + (size_t)(pos0 + t) * C, qkv + (size_t)t * 3 * C + 2 * C, (size_t)C * sizeof(float));
+    }
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            lse[(size_t)h * T + t] = attention_row(out + (size_t)t * C + h * D, kv->scores,
+                                                   qkv + (size_t)t * 3 * C + h * D, k + h * D, v + h * D,
+                                                   (size_t)C, bias ? bias + (size_t)h * n_keys : NULL, pos0 + t, D,
+                                                   scale);
+}
+
 /* ---- residual ---- */
 
 // out = a + b. Its backward is the identity into both inputs: the model
@@ -383,20 +397,12 @@ void residual_forward(float *out, const float *a, const float *b, size_t n) {
 
 #define GELU_SCALE 0.7978845608028654f  // sqrt(2/pi)
 
-enum { GELU_CHUNK = 4096 };   // elements per task: out_bf16 is written while they are in cache
-
-// inp (n) -> out (n), out_bf16 (n) if not NULL
-void gelu_forward(float *out, uint16_t *out_bf16, const float *inp, size_t n) {
-    const size_t n_chunks = (n + GELU_CHUNK - 1) / GELU_CHUNK;
-    #pragma omp parallel for schedule(static)
-    for (size_t k = 0; k < n_chunks; k++) {
-        const size_t i0 = k * GELU_CHUNK, i1 = i0 + GELU_CHUNK < n ? i0 + GELU_CHUNK : n;
-        #pragma omp simd
-        for (size_t i = i0; i < i1; i++) {
-            float x = inp[i];
-            out[i] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + 0.044715f * x * x * x)));
-        }
-        if (out_bf16) bf16_round_n(out_bf16 + i0, out + i0, i1 - i0);
+// inp (n) -> out (n)
+void gelu_forward(float *out, const float *inp, size_t n) {
+    #pragma omp parallel for simd schedule(static)
+    for (size_t i = 0; i < n; i++) {
+        float x = inp[i];
+        out[i] = 0.5f * x * (1.0f + tanh_fast(GELU_SCALE * (x + 0.044715f * x * x * x)));
     }
 }
 
@@ -418,15 +424,14 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
  *   da_j   = dout_j u_j silu'(a_j),   silu'(a) = sigma(a) (1 + a (1 - sigma(a)))
  *   du_j   = dout_j silu(a_j) */
 
-// inp (N,2F) -> out (N,F), out_bf16 (N,F) if not NULL
-void swiglu_forward(float *out, uint16_t *out_bf16, const float *inp, int N, int F) {
+// inp (N,2F) -> out (N,F)
+void swiglu_forward(float *out, const float *inp, int N, int F) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         const float *a = inp + (size_t)n * 2 * F, *u = a + F;
         float *y = out + (size_t)n * F;
         #pragma omp simd
         for (int j = 0; j < F; j++) y[j] = a[j] / (1.0f + exp_fast(-a[j])) * u[j];
-        if (out_bf16) bf16_round_n(out_bf16 + (size_t)n * F, y, F);
     }
 }
 
@@ -493,10 +498,10 @@ void crossentropy_backward(float *logits, const float *lse, const int *targets,
 /* ---- the block's two choices (block = gpt2 | llama) ---- */
 
 // LN(x) (N,C): LayerNorm (gpt2) or RMSNorm (llama: no bias, no mean)
-void block_norm_forward(const GPTConfig *c, float *out, uint16_t *out_bf16, float *mean, float *rstd,
-                        const float *inp, const float *weight, const float *bias, int N) {
-    if (c->block == BLOCK_LLAMA) rmsnorm_forward(out, out_bf16, rstd, inp, weight, N, c->d_model);
-    else layernorm_forward(out, out_bf16, mean, rstd, inp, weight, bias, N, c->d_model);
+void block_norm_forward(const GPTConfig *c, float *out, float *mean, float *rstd, const float *inp,
+                        const float *weight, const float *bias, int N) {
+    if (c->block == BLOCK_LLAMA) rmsnorm_forward(out, rstd, inp, weight, N, c->d_model);
+    else layernorm_forward(out, mean, rstd, inp, weight, bias, N, c->d_model);
 }
 
 void block_norm_backward(const GPTConfig *c, float *dinp, float *dweight, float *dbias, const float *dout,
@@ -506,10 +511,10 @@ void block_norm_backward(const GPTConfig *c, float *dinp, float *dweight, float 
 }
 
 // The MLP's activation: c_fc's output (N,FC) -> (N,F). GELU (gpt2) or SwiGLU (llama).
-void block_act_forward(const GPTConfig *c, float *out, uint16_t *out_bf16, const float *fch, int N) {
+void block_act_forward(const GPTConfig *c, float *out, const float *fch, int N) {
     int F = gpt_mlp_hidden(c);
-    if (c->block == BLOCK_LLAMA) swiglu_forward(out, out_bf16, fch, N, F);
-    else gelu_forward(out, out_bf16, fch, (size_t)N * F);
+    if (c->block == BLOCK_LLAMA) swiglu_forward(out, fch, N, F);
+    else gelu_forward(out, fch, (size_t)N * F);
 }
 
 // dout (N,F) -> dfch (N,FC) (overwritten; gpt2: dfch may be dout)
@@ -521,109 +526,56 @@ void block_act_backward(const GPTConfig *c, float *dfch, const float *fch, const
 
 /* ---- the model ---- */
 
-// The activations of layer l (each per-layer buffer holds L slices of B_max*T_max rows;
-// ln1, atty, ln2 and fch_act hold 1 when the engine keeps its linear inputs, gpt.c).
-typedef struct {
-    float *ln1, *ln1_mean, *ln1_rstd;   // (B,T,C), (B,T), (B,T)   LN1 output (c_attn's input)
-    float *qkv;                         // (B,T,3C)   c_attn output, q and k rotated for rope
-    float *atty, *att_lse;              // (B,T,C), (B,H,T)   attention output, softmax lse
-    float *res2;                        // (B,T,C)    residual stream after attention
-    float *ln2, *ln2_mean, *ln2_rstd;   // (B,T,C), (B,T), (B,T)
-    float *fch, *fch_act;               // (B,T,FC), (B,T,F)   c_fc output, the activation's output
-    float *res3;                        // (B,T,C)    residual stream after the MLP: the layer's output
-} LayerActs;
-
-static LayerActs layer_acts(const GPT *m, int l) {
-    const Activations *a = &m->acts;
-    size_t S = (size_t)a->B_max * a->T_max, C = m->cfg.d_model, H = m->cfg.n_head;
-    size_t F = gpt_mlp_hidden(&m->cfg), FC = gpt_mlp_fc_width(&m->cfg);
-    size_t li = a->inputs_shared ? 0 : l;   // the linear inputs' slice
-    return (LayerActs){
-        a->ln1 + li * S * C, a->ln1_mean + l * S, a->ln1_rstd + l * S, a->qkv + l * S * 3 * C,
-        a->atty + li * S * C, a->att_lse + l * S * H, a->res2 + l * S * C,
-        a->ln2 + li * S * C, a->ln2_mean + l * S, a->ln2_rstd + l * S, a->fch + l * S * FC,
-        a->fch_act + li * S * F, a->res3 + l * S * C,
-    };
-}
-
-// Where the layer writing x (N,C), the next input of weight W's linear layer, also
-// writes it in bf16 for the engine (Engine.input_bf16), or NULL: the engine has no use for it.
-static uint16_t *engine_input_bf16(Engine *e, const float *x, const float *W, int N, int C) {
-    return e->input_bf16 ? e->input_bf16(e, x, W, N, C) : NULL;
-}
-
-// inputs, targets (B,T) (targets NULL: logits only) -> logits (B,T,V), *loss_out the mean loss
-int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, float *loss_out,
-                char *err, size_t errlen) {
+// tokens (B,T), targets (B,T) or NULL -> a->logits (B,T,V), and with targets
+// a->losses (B,T) and the mean loss (returned; 0 without). kv: decoding (gpt_internal.h).
+double model_forward(GPT *m, const int *tokens, const int *targets, int B, int T, KVCache *kv) {
     const GPTConfig *c = &m->cfg;
     const PosScheme *pos = m->pos;
-    Activations *a = &m->acts;
+    const PosCtx *pc = kv ? &kv->pos : &m->pos_ctx;
+    Activations *a = kv ? &kv->acts : &m->acts;
     Engine *e = m->engine;
-    m->have_targets = 0;
-    if (gpt_check_inputs(m, inputs, targets, B, T, err, errlen) != 0) return -1;
+    int pos0 = kv ? kv->len : 0;   // the positions: pos0..pos0+T-1
     int BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
     int F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);   // the MLP's hidden width, c_fc's outputs
-    memcpy(a->tokens, inputs, (size_t)BT * sizeof(int));
-    if (targets) memcpy(a->targets, targets, (size_t)BT * sizeof(int));
-    m->B = B;
-    m->T = T;
 
-    // x = wte[tok] (+ P[t])  (B,T,C); the distance-bias table bias[h][i-j] (H,T)
-    encoder_forward(a->encoded, a->tokens, m->p.wte, BT, C);
-    if (pos->embed_forward) pos->embed_forward(&m->pos_ctx, a->encoded, B, T, 0);
+    // x = wte[tok] (+ P[pos0+t])  (B,T,C); the distance-bias table bias[h][i-j] (H,pos0+T)
+    encoder_forward(a->encoded, tokens, m->p.wte, BT, C);
+    if (pos->embed_forward) pos->embed_forward(pc, a->encoded, B, T, pos0);
     const float *bias = NULL;
-    if (pos->bias_fill) { pos->bias_fill(&m->pos_ctx, a->pos_bias, T); bias = a->pos_bias; }
+    if (pos->bias_fill) { pos->bias_fill(pc, a->pos_bias, pos0 + T); bias = a->pos_bias; }
 
-    const float *x = a->encoded;
-    for (int l = 0; l < c->n_layer; l++) {
+    for (int l = 0; l < c->n_layer; l++) {   // layer l: la.x (its input, B,T,C) -> la.res3
         const LayerTensors *w = &m->p.h[l];
-        LayerActs la = layer_acts(m, l);
+        const LayerActs la = a->layer[l];
         // attention block: x + c_proj(attn(rot(c_attn(LN1(x)))))
-        block_norm_forward(c, la.ln1, engine_input_bf16(e, la.ln1, w->c_attn_w, BT, C), la.ln1_mean, la.ln1_rstd,
-                           x, w->ln_1_w, w->ln_1_b, BT);
+        block_norm_forward(c, la.ln1, la.ln1_mean, la.ln1_rstd, la.x, w->ln_1_w, w->ln_1_b, BT);
         e->linear_forward(e, la.qkv, la.ln1, w->c_attn_w, w->c_attn_b, BT, C, 3 * C);    // (B,T,3C)
-        if (pos->qk_forward) pos->qk_forward(&m->pos_ctx, la.qkv, B, T, 0);
-        e->attention_forward(e, la.atty, la.att_lse, la.qkv, bias, B, T, C, H);         // (B,T,C)
+        if (pos->qk_forward) pos->qk_forward(pc, la.qkv, B, T, pos0);
+        if (kv) attention_cached_forward(la.atty, la.att_lse, la.qkv, bias, kv, l, T, C, H);   // (T,C)
+        else e->attention_forward(e, la.atty, la.att_lse, la.qkv, bias, B, T, C, H);     // (B,T,C)
         e->linear_forward(e, a->proj_out, la.atty, w->attn_proj_w, w->attn_proj_b, BT, C, C);
-        residual_forward(la.res2, x, a->proj_out, (size_t)BT * C);
+        residual_forward(la.res2, la.x, a->proj_out, (size_t)BT * C);
         // MLP block: x + c_proj(act(c_fc(LN2(x)))), act GELU or SwiGLU
-        block_norm_forward(c, la.ln2, engine_input_bf16(e, la.ln2, w->c_fc_w, BT, C), la.ln2_mean, la.ln2_rstd, la.res2,
-                           w->ln_2_w, w->ln_2_b, BT);
+        block_norm_forward(c, la.ln2, la.ln2_mean, la.ln2_rstd, la.res2, w->ln_2_w, w->ln_2_b, BT);
         e->linear_forward(e, la.fch, la.ln2, w->c_fc_w, w->c_fc_b, BT, C, FC);          // (B,T,FC)
-        block_act_forward(c, la.fch_act, engine_input_bf16(e, la.fch_act, w->mlp_proj_w, BT, F), la.fch,
-                          BT);                                                                  // (B,T,F)
+        block_act_forward(c, la.fch_act, la.fch, BT);                                    // (B,T,F)
         e->linear_forward(e, a->proj_out, la.fch_act, w->mlp_proj_w, w->mlp_proj_b, BT, F, C);
         residual_forward(la.res3, la.res2, a->proj_out, (size_t)BT * C);
-        x = la.res3;
     }
-    block_norm_forward(c, a->lnf, engine_input_bf16(e, a->lnf, m->p.wte, BT, C), a->lnf_mean, a->lnf_rstd, x,
-                       m->p.ln_f_w, m->p.ln_f_b, BT);
+    const float *x_last = a->layer[c->n_layer - 1].res3;
+    block_norm_forward(c, a->lnf, a->lnf_mean, a->lnf_rstd, x_last, m->p.ln_f_w, m->p.ln_f_b, BT);
     e->linear_forward(e, a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                  // (B,T,V)
-    if (engine_failed(e, err, errlen)) return -1;
-    if (!targets) return 0;
-    double loss = crossentropy_forward(a->losses, a->ce_lse, a->logits, a->targets, BT, V);
-    if (loss_out) *loss_out = (float)loss;
-    m->have_targets = 1;
-    return 0;
+    return targets ? crossentropy_forward(a->losses, a->ce_lse, a->logits, targets, BT, V) : 0.0;
 }
 
-// Adds the gradient of loss_scale * (the last forward's mean loss) into the gradients.
-int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
-    if (!m->have_targets) {
-        snprintf(err, errlen, "backward: the last forward had no targets (or was already backpropagated)");
-        return -1;
-    }
-    m->have_targets = 0;   // the logits buffer is about to hold dlogits
+// Adds the gradient of loss_scale * (the mean loss of the last model_forward, of (B,T)
+// tokens and targets a->tokens, a->targets) into the gradients.
+void model_backward(GPT *m, int B, int T, float loss_scale) {
     const GPTConfig *c = &m->cfg;
     const PosScheme *pos = m->pos;
     Activations *a = &m->acts;
     Engine *e = m->engine;
-    if (a->inputs_shared && !e->keeps_inputs) {   // layer_acts' shared inputs hold the last layer's only
-        snprintf(err, errlen, "backward: the activations were sized for an engine that keeps its linear "
-                 "inputs, and this one reads them (size them again: gpt_alloc_activations)");
-        return -1;
-    }
-    int B = m->B, T = m->T, BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
+    int BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
     int F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
     // the gradient of the MLP activation's output: gpt2 computes GELU's backward in place
     // in dhidden, llama's SwiGLU reads it from its own buffer and writes dhidden (B,T,2F)
@@ -635,17 +587,16 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
     // loss = loss_scale * mean_n loss_n -> dlogits (in place), then the tied head
     crossentropy_backward(a->logits, a->ce_lse, a->targets, BT, V, loss_scale / BT);
     e->linear_backward(e, a->dact, m->g.wte, NULL, a->logits, a->lnf, m->p.wte, BT, C, V);
-    const float *x_last = c->n_layer > 0 ? layer_acts(m, c->n_layer - 1).res3 : a->encoded;
+    const float *x_last = a->layer[c->n_layer - 1].res3;
     memset(a->dres, 0, (size_t)BT * C * sizeof(float));
-    block_norm_backward(c, a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dact, x_last, m->p.ln_f_w,
-                        a->lnf_mean, a->lnf_rstd, BT);
+    block_norm_backward(c, a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dact, x_last, m->p.ln_f_w, a->lnf_mean,
+                        a->lnf_rstd, BT);
 
     // dres holds d(loss)/d(residual stream); each block adds its branch's input gradient
     for (int l = c->n_layer - 1; l >= 0; l--) {
         const LayerTensors *w = &m->p.h[l];
         LayerTensors *g = &m->g.h[l];
-        LayerActs la = layer_acts(m, l);
-        const float *x_in = l == 0 ? a->encoded : layer_acts(m, l - 1).res3;
+        const LayerActs la = a->layer[l];
         // MLP block
         e->linear_backward(e, dact_out, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_act, w->mlp_proj_w,
                            BT, F, C);
@@ -659,13 +610,12 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
         e->attention_backward(e, a->dqkv, dbias, a->dact, la.qkv, la.att_lse, bias, B, T, C, H);
         if (pos->qk_backward) pos->qk_backward(&m->pos_ctx, a->dqkv, B, T);
         e->linear_backward(e, a->dact, g->c_attn_w, g->c_attn_b, a->dqkv, la.ln1, w->c_attn_w, BT, C, 3 * C);
-        block_norm_backward(c, a->dres, g->ln_1_w, g->ln_1_b, a->dact, x_in, w->ln_1_w,
+        block_norm_backward(c, a->dres, g->ln_1_w, g->ln_1_b, a->dact, la.x, w->ln_1_w,
                             la.ln1_mean, la.ln1_rstd, BT);
     }
     if (dbias) pos->bias_backward(&m->pos_ctx, dbias, B, T);
     if (pos->embed_backward) pos->embed_backward(&m->pos_ctx, a->dres, B, T);
     encoder_backward(m->g.wte, a->dres, a->tokens, BT, C);
-    return engine_failed(e, err, errlen);
 }
 
 /* ---- the reference engine ---- */

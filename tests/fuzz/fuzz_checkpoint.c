@@ -25,7 +25,10 @@ int fuzz_checkpoint_one(const uint8_t *data, size_t size) {
     const char *path = fuzz_write_file(data, size);
     char err[512];
     GPTConfig cfg = {0};
-    gpt_config_defaults(&cfg);
+    const ModelKey *keys;   // the schemes' own keys at their defaults, from the key table (as ./train)
+    for (int k = 0, n = gpt_model_keys(&keys); k < n; k++)
+        if (keys[k].scheme >= 0 && gpt_config_set(&cfg, k, keys[k].def, err, sizeof err) != 0)
+            fuzz_fail("checkpoint", "a default does not parse");
     cfg.n_layer = FUZZ_CKPT_N_LAYER;
     cfg.n_head = FUZZ_CKPT_N_HEAD;
     cfg.d_model = FUZZ_CKPT_D_MODEL;

@@ -116,7 +116,7 @@ with open(os.path.join(HERE, "..", "fuzz_checkpoint.c")) as f:
             _, key, value = line.split(None, 2)
             ckpt[key[len("FUZZ_CKPT_"):]] = value.strip().strip('"')
 # checkpoint_load wants every model key of the file equal to the model's: the
-# harness leaves the positional keys at gpt_config_defaults (src/model/config.c).
+# harness leaves the positional keys at their defaults (the key table, src/model/config.c).
 defaults = {"rope_base": "10000", "t5_num_buckets": "32", "t5_max_distance": "128", "sinusoidal_scale": "0.02"}
 tensors, meta = model_tensors(ckpt["POS"], int(ckpt["N_LAYER"]), int(ckpt["N_HEAD"]), int(ckpt["D_MODEL"]),
                               int(ckpt["VOCAB_SIZE"]), int(ckpt["BLOCK_SIZE"]), meta_extra=defaults)

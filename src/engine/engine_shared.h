@@ -1,0 +1,44 @@
+// engine_shared.h: what the engines share below the seam (engine.h): the
+// loops the OpenBLAS and oneDNN engines both run and the buffers every
+// engine grows. Internal to the engines (src/engine/, and reference.c's
+// reference engine); the model sees only engine.h.
+#ifndef ROPELAB_ENGINE_SHARED_H
+#define ROPELAB_ENGINE_SHARED_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/engine.h"
+
+// engine.c.
+// Thread t's share [*lo, *hi) of n rows inside a parallel region, in multiples of 16 rows.
+void thread_slice(int n, int *lo, int *hi);
+// db[o0:o1] += sum_n dout[n, o0:o1], rows added in order n = 0..N-1 (the same
+// bits whatever the thread count); dout_bf16 (N,OC) not NULL: its columns o0..o1
+// are also set to dout rounded to bf16 (bf16.h), in the same pass over dout.
+// Called inside a parallel region with the thread's thread_slice(OC) share.
+void bias_grad_columns(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC, int o0, int o1);
+// The same for every column, on the pool: db (OC) += sum_n dout[n,:] (and dout_bf16 = dout rounded).
+void bias_grad(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC);
+// A buffer of at least `bytes`, 64-byte aligned, replacing *buf (contents lost) if smaller. 0 or -1.
+int grow_buffer(void **buf, size_t *have, size_t bytes);
+// What grow_buffer allocates for `bytes`: rounded up to a multiple of 64.
+size_t grow_buffer_bytes(size_t bytes);
+
+// engine_openblas.c: the loops of the blocked attention, between its
+// products, which the oneDNN engine runs too (onednn_attention.c). Per
+// (batch, head) and block of query rows i0..i0+rows-1 against keys
+// 0..keys-1 (keys = i0 + rows):
+int attention_block_rows(int T);   // query rows per block for sequences of length T
+// Floats of one thread's scratch: a block of probabilities and one of their gradients, 2 x rows x T.
+size_t attention_scratch_floats(int T);
+// s (rows, keys) holds scale Q_I K_J^T: adds bias_h[i-j] (if set), makes P = exp(s - lse)
+// in place, zero above the diagonal; lse_out set: computes and stores each row's lse
+// (forward), else reads lse_in (backward).
+void attention_block_probs(float *s, int i0, int rows, int keys, const float *bias_h, const float *lse_in,
+                           float *lse_out);
+// dp (rows, keys) holds dY_I V_J^T: dS = P * (dP - rowsum(P * dP)) in place, masked;
+// dbias_bh[i-j] += dS_ij if set.
+void attention_block_dscores(float *dp, const float *p, int i0, int rows, int keys, float *dbias_bh);
+
+#endif
