@@ -1,8 +1,9 @@
 // test_export.c: ./export and its parts, without llama.cpp (tests/llamacpp_check.c
 // runs the files in llama.cpp itself): the GGUF container read back by a reader
 // written here from the specification, GPT-2's byte alphabet, the NEOX row
-// permutation against our rotation, every scheme's file (architecture, keys,
-// tensors), and every refusal (one line, exit 2; a bad file exit 1; nothing written).
+// permutation against our rotation, every block's and scheme's file
+// (architecture, keys, tensors), context_length (a scaled rope's s x L), and
+// every refusal (one line, exit 2; a bad file exit 1; nothing written).
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -105,6 +106,11 @@ static void gguf_read(Gguf *g, const char *path) {
     }
 }
 
+static int has_kv(const Gguf *g, const char *key) {
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        if (strcmp(g->kv[i].key, key) == 0) return 1;
+    return 0;
+}
 static int kv_find(const Gguf *g, const char *key) {
     for (uint64_t i = 0; i < g->n_kv; i++)
         if (strcmp(g->kv[i].key, key) == 0) return (int)i;
@@ -296,11 +302,18 @@ static int group_setup(void **state) {
             fprintf(stderr, "./train failed: %s\n", out);
             return -1;
         }
-    if (run("./train configs/tiny.ini %s --block=llama --steps=2 --eval_every=0 --quiet --threads=1 --out_dir=%s/llama",
-            data_args, dir) != 0) {
-        fprintf(stderr, "./train failed: %s\n", out);
-        return -1;
-    }
+    // block=llama: rope over the whole head (llama.cpp's llama), alibi (refact), and
+    // three it refuses: partial rotary, a position table, no positions
+    static const char *const LLAMA[][2] = {
+        {"llama", "--pos=rope"}, {"llama-alibi", "--pos=alibi"}, {"llama-rope8", "--pos=rope --rope_dims=8"},
+        {"llama-learned", "--pos=learned"}, {"llama-none", "--pos=none"},
+    };
+    for (size_t i = 0; i < sizeof LLAMA / sizeof LLAMA[0]; i++)
+        if (run("./train configs/tiny.ini %s --block=llama %s --steps=2 --eval_every=0 --quiet --threads=1 "
+                "--out_dir=%s/%s", data_args, LLAMA[i][1], dir, LLAMA[i][0]) != 0) {
+            fprintf(stderr, "./train failed: %s\n", out);
+            return -1;
+        }
     return 0;
 }
 
@@ -397,6 +410,85 @@ static void test_export_schemes(void **state) {
     free(g.buf);
 }
 
+// block=llama: rope as llama.cpp's llama, alibi as its refact. Our fused matrices
+// cut by rows (c_attn into q, k, v; c_fc into gate, then up), nothing permuted, no
+// bias, no output.weight (llama.cpp ties the head to token_embd itself).
+static void test_export_llama(void **state) {
+    (void)state;
+    static const char *const RUNS[] = {"llama", "llama-alibi"}, *const ARCH[] = {"llama", "refact"};
+    char gguf[600], key[128], s[256], err[256], w[512];
+    for (int i = 0; i < 2; i++) {
+        export_ok(RUNS[i], "", gguf, sizeof gguf);
+        assert_non_null(strstr(out, "(block=llama, pos="));
+        weights_of(RUNS[i], w, sizeof w);
+        GPT *m;
+        assert_int_equal(gpt_load(&m, w, 0, err, sizeof err), 0);
+        const GPTConfig *cfg = gpt_config(m);
+        int C = cfg->d_model, V = cfg->vocab_size, T = cfg->block_size, L = cfg->n_layer, D = C / cfg->n_head;
+        int F = gpt_mlp_hidden(cfg);
+        assert_int_equal(F, 88);   // tiny.ini's C = 32: 8C/3 rounded up to 8k, not 4C
+        const float *params = gpt_params(m);
+        Gguf g;
+        gguf_read(&g, gguf);
+        kv_str(&g, "general.architecture", s, sizeof s);
+        assert_string_equal(s, ARCH[i]);
+#define ARCH_KEY(k) (snprintf(key, sizeof key, "%s.%s", ARCH[i], k), key)
+        assert_int_equal(kv_u32(&g, ARCH_KEY("context_length")), T);
+        assert_int_equal(kv_u32(&g, ARCH_KEY("embedding_length")), C);
+        assert_int_equal(kv_u32(&g, ARCH_KEY("block_count")), L);
+        assert_int_equal(kv_u32(&g, ARCH_KEY("feed_forward_length")), F);
+        assert_int_equal(kv_u32(&g, ARCH_KEY("attention.head_count")), cfg->n_head);
+        assert_true(kv_f32(&g, ARCH_KEY("attention.layer_norm_rms_epsilon")) == 1e-5f);
+        assert_false(has_kv(&g, ARCH_KEY("attention.layer_norm_epsilon")));
+        if (cfg->pos == POS_ROPE) {
+            assert_int_equal(kv_u32(&g, ARCH_KEY("rope.dimension_count")), D);   // the whole head
+            assert_true(kv_f32(&g, ARCH_KEY("rope.freq_base")) == cfg->rope_base);
+            kv_str(&g, ARCH_KEY("rope.scaling.type"), s, sizeof s);
+            assert_string_equal(s, "none");
+            assert_false(has_kv(&g, ARCH_KEY("use_parallel_residual")));
+        } else {
+            assert_true(kv_f32(&g, ARCH_KEY("attention.max_alibi_bias")) == 8.0f);
+            assert_false(has_kv(&g, ARCH_KEY("rope.dimension_count")));
+        }
+#undef ARCH_KEY
+        kv_str(&g, "tokenizer.ggml.model", s, sizeof s);
+        assert_string_equal(s, "gpt2");
+        assert_int_equal(kv_array_n(&g, "tokenizer.ggml.tokens"), V);
+        // the tensors: 2 + 9 per layer, each ours (or a block of its rows) as it is
+        assert_int_equal(g.n_tensors, 2 + 9 * L);
+#define P(name) (params + gpt_find_param(m, name)->offset)
+        assert_memory_equal(tensor(&g, "token_embd.weight", C, V), P("wte"), (size_t)V * C * 4);
+        assert_memory_equal(tensor(&g, "output_norm.weight", C, 0), P("ln_f.weight"), (size_t)C * 4);
+        for (int l = 0; l < L; l++) {
+            char ours[96], theirs[96];
+#define OURS(x) (snprintf(ours, sizeof ours, "h.%d.%s", l, x), P(ours))
+#define THEIRS(x) (snprintf(theirs, sizeof theirs, "blk.%d.%s", l, x), theirs)
+            assert_memory_equal(tensor(&g, THEIRS("attn_norm.weight"), C, 0), OURS("ln_1.weight"), (size_t)C * 4);
+            const float *qkv = OURS("attn.c_attn.weight");
+            assert_memory_equal(tensor(&g, THEIRS("attn_q.weight"), C, C), qkv, (size_t)C * C * 4);
+            assert_memory_equal(tensor(&g, THEIRS("attn_k.weight"), C, C), qkv + (size_t)C * C, (size_t)C * C * 4);
+            assert_memory_equal(tensor(&g, THEIRS("attn_v.weight"), C, C), qkv + (size_t)2 * C * C, (size_t)C * C * 4);
+            assert_memory_equal(tensor(&g, THEIRS("attn_output.weight"), C, C), OURS("attn.c_proj.weight"),
+                                (size_t)C * C * 4);
+            assert_memory_equal(tensor(&g, THEIRS("ffn_norm.weight"), C, 0), OURS("ln_2.weight"), (size_t)C * 4);
+            const float *fc = OURS("mlp.c_fc.weight");   // [gate; up]: silu's input first
+            assert_memory_equal(tensor(&g, THEIRS("ffn_gate.weight"), C, F), fc, (size_t)F * C * 4);
+            assert_memory_equal(tensor(&g, THEIRS("ffn_up.weight"), C, F), fc + (size_t)F * C, (size_t)F * C * 4);
+            assert_memory_equal(tensor(&g, THEIRS("ffn_down.weight"), F, C), OURS("mlp.c_proj.weight"),
+                                (size_t)C * F * 4);
+            assert_false(has_tensor(&g, THEIRS("attn_qkv.weight")));
+#undef OURS
+#undef THEIRS
+        }
+#undef P
+        assert_false(has_tensor(&g, "output.weight"));
+        assert_false(has_tensor(&g, "position_embd.weight"));
+        for (uint64_t t = 0; t < g.n_tensors; t++) assert_null(strstr(g.t[t].name, ".bias"));
+        free(g.buf);
+        gpt_free(m);
+    }
+}
+
 // A rope model with llama.cpp's own scalings: yarn and linear as rope.scaling.*,
 // ntk as the scaled base.
 static void test_export_rope_scalings(void **state) {
@@ -427,25 +519,62 @@ static void test_export_rope_scalings(void **state) {
     free(g.buf);
 }
 
+// A scaled rope's context_length is s x L (Hugging Face's max_position_embeddings
+// of a scaled model), L = rope_original_length or block_size, said on stderr;
+// --context-length N writes N; unscaled, block_size. Both blocks.
+static void test_export_context_length(void **state) {
+    (void)state;
+    static const struct { const char *model, *arch, *flags; unsigned want; const char *note; } CASES[] = {
+        {"rope", "gptneox", "", 32, NULL},   // tiny.ini's block_size
+        {"rope", "gptneox", "--rope_scaling=yarn --rope_scaling_factor=4", 128,
+         "export: note: context_length = 128, rope_scaling_factor 4 x the original length 32 (Hugging Face's "
+         "convention; --context-length N writes N)\n"},
+        {"rope", "gptneox", "--rope_scaling=yarn --rope_scaling_factor=4 --rope_original_length=16", 64,
+         "context_length = 64, rope_scaling_factor 4 x the original length 16"},
+        {"rope", "gptneox", "--rope_scaling=linear --rope_scaling_factor=2.5", 80,
+         "context_length = 80, rope_scaling_factor 2.5 x the original length 32"},
+        {"rope", "gptneox", "--rope_scaling=ntk --rope_scaling_factor=4", 128,
+         "context_length = 128, rope_scaling_factor 4 x the original length 32"},
+        {"rope", "gptneox", "--rope_scaling=yarn --rope_scaling_factor=4 --context-length 100", 100, NULL},
+        {"llama", "llama", "--rope_scaling=yarn --rope_scaling_factor=8", 256,
+         "context_length = 256, rope_scaling_factor 8 x the original length 32"},
+    };
+    char gguf[600], key[64];
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        export_ok(CASES[i].model, CASES[i].flags, gguf, sizeof gguf);
+        if (CASES[i].note ? !strstr(out, CASES[i].note) : strstr(out, "note: context_length") != NULL)
+            fail_msg("./export %s: want %s%s on stderr:\n%s", CASES[i].flags, CASES[i].note ? "" : "no note",
+                     CASES[i].note ? CASES[i].note : "", out);
+        Gguf g;
+        gguf_read(&g, gguf);
+        snprintf(key, sizeof key, "%s.context_length", CASES[i].arch);
+        assert_int_equal(kv_u32(&g, key), CASES[i].want);
+        if (strstr(CASES[i].flags, "yarn")) {   // the maths' own length stays L
+            snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", CASES[i].arch);
+            assert_int_equal(kv_u32(&g, key), strstr(CASES[i].flags, "original_length=16") ? 16 : 32);
+        }
+        free(g.buf);
+    }
+}
+
 // Refused in one line naming the weights file (exit 2), bad files exit 1, and
 // --out is left as it was, even with --overwrite.
 static void test_export_refusals(void **state) {
     (void)state;
-    char keep[512], w_rope[512], w_t5[512], w_alibi[512], w_learned[512], w_llama[512], tk[512];
+    char keep[512], w_rope[512], w[512], tk[512];
     snprintf(keep, sizeof keep, "%s/keep.gguf", dir);
     snprintf(tk, sizeof tk, "%s/data/tokenizer.bin", dir);
     weights_of("rope", w_rope, sizeof w_rope);
-    weights_of("t5", w_t5, sizeof w_t5);
-    weights_of("alibi", w_alibi, sizeof w_alibi);
-    weights_of("learned", w_learned, sizeof w_learned);
-    weights_of("llama", w_llama, sizeof w_llama);
     FILE *f = fopen(keep, "w");
     assert_non_null(f);
     fputs("old", f);
     fclose(f);
-    static const struct { const char *weights_kind, *flags, *msg; int code; } CASES[] = {
+    static const struct { const char *model, *flags, *msg; int code; } CASES[] = {
         {"t5", "", "pos=t5 has no home in llama.cpp", 2},
-        {"llama", "", "block=llama is not exported yet", 2},
+        {"llama-rope8", "", "block=llama with rope_dims below head_dim has no home in llama.cpp: its llama "
+                            "architecture rotates every dim of a head", 2},
+        {"llama-learned", "", "block=llama with a position table (pos=learned, sinusoidal) has no home", 2},
+        {"llama-none", "", "block=llama with pos=none has no home in llama.cpp", 2},
         {"rope", "--rope_scaling=yarn_paper --rope_scaling_factor=4", "rope_scaling=yarn_paper has no home", 2},
         {"rope", "--rope_scaling=dynamic --rope_scaling_factor=2", "rope_scaling=dynamic has no home", 2},
         {"rope", "--rope_scaling=yarn --rope_scaling_factor=4 --rope_yarn_beta_fast=16", "llama.cpp reads no beta", 2},
@@ -454,9 +583,7 @@ static void test_export_refusals(void **state) {
         {"rope", "--context-length 0", "--context-length: '0' is not an integer", 2},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-        const char *w = !strcmp(CASES[i].weights_kind, "t5") ? w_t5 : !strcmp(CASES[i].weights_kind, "rope") ? w_rope
-                      : !strcmp(CASES[i].weights_kind, "alibi") ? w_alibi
-                      : !strcmp(CASES[i].weights_kind, "llama") ? w_llama : w_learned;
+        weights_of(CASES[i].model, w, sizeof w);
         int rc = run("./export --weights %s --tokenizer %s --out %s --overwrite %s", w, tk, keep, CASES[i].flags);
         if (rc != CASES[i].code || !strstr(out, CASES[i].msg) || strchr(out, '\n') != out + strlen(out) - 1)
             fail_msg("./export %s: exit %d, want %d and one line with '%s':\n%s", CASES[i].flags, rc, CASES[i].code,
@@ -589,7 +716,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_layout), cmocka_unit_test(test_gpt2_alphabet),
         cmocka_unit_test(test_neox_permutation), cmocka_unit_test(test_export_schemes),
-        cmocka_unit_test(test_export_rope_scalings), cmocka_unit_test(test_export_refusals),
+        cmocka_unit_test(test_export_llama), cmocka_unit_test(test_export_rope_scalings),
+        cmocka_unit_test(test_export_context_length), cmocka_unit_test(test_export_refusals),
         cmocka_unit_test(test_export_unknown_option_one_line), cmocka_unit_test(test_export_output_rules),
         cmocka_unit_test(test_export_refuses_device), cmocka_unit_test(test_export_file_size_limit),
     };

@@ -44,11 +44,14 @@ static void usage(FILE *out) {
         "  --out FILE             the GGUF file to write (llama.cpp's format)\n"
         "  --overwrite            replace FILE if it exists (a regular file, not one of the inputs)\n"
         "  --context-length N     llama.cpp's context_length, and the rows of the position table of\n"
-        "                         sinusoidal and none (default: block_size; learned: block_size only;\n"
-        "                         at most 1048576 = 2^20: the table is N x d_model floats, in memory\n"
-        "                         and in the file)\n"
-        "pos=learned, sinusoidal, none run as llama.cpp's gpt2, rope as gptneox, alibi as mpt;\n"
-        "t5 has no home there and is refused.\n");
+        "                         sinusoidal and none; at most 1048576 = 2^20 (the table is N x d_model\n"
+        "                         floats, in memory and in the file). Default: block_size (learned:\n"
+        "                         block_size only); with --rope_scaling=linear, ntk or yarn,\n"
+        "                         rope_scaling_factor x the original length L (rope_original_length,\n"
+        "                         else block_size): Hugging Face's s x L, said on stderr\n"
+        "block=gpt2: pos=learned, sinusoidal, none run as llama.cpp's gpt2, rope as gptneox, alibi as\n"
+        "mpt. block=llama: rope (rope_dims = head_dim) as llama, alibi as refact; its other schemes\n"
+        "have no home there and are refused, as t5 is for both blocks.\n");
     model_overrides_usage(out);
 }
 
@@ -135,6 +138,7 @@ int main(int argc, char **argv) {
         rc = described == -1 ? 2 : 1;
         goto done;
     }
+    if (gm.note[0]) fprintf(stderr, "export: note: %s\n", gm.note);
     if (bpe_gguf(&tok, &vocab, err, sizeof err)) { fprintf(stderr, "export: %s\n", err); goto done; }
     if (vocab.n_duplicates > 0)
         fprintf(stderr, "export: note: %s has %d tokens whose bytes another token has too; llama.cpp encodes "
@@ -150,8 +154,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "export: %s\n", err);
         goto done;
     }
-    fprintf(stderr, "export: %s (pos=%s) -> %s: llama.cpp architecture %s, %d tensors, %d tokens\n", a.weights,
-            pos_kind_name(gpt_config(model)->pos), a.out, gm.arch, gm.n_tensors, tok.vocab_size);
+    fprintf(stderr, "export: %s (%spos=%s) -> %s: llama.cpp architecture %s, %d tensors, %d tokens\n", a.weights,
+            gpt_config(model)->block == BLOCK_LLAMA ? "block=llama, " : "", pos_kind_name(gpt_config(model)->pos),
+            a.out, gm.arch, gm.n_tensors, tok.vocab_size);
     rc = 0;
 done:
     bpe_gguf_free(&vocab);
