@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "format/gguf.h"
 #include "data/bpe_gpt2.h"
 #include "format/gguf_model.h"
+#include "format/safetensors.h"
 #include "model/pos.h"
 #include "format/weights_file.h"
 #include "util_gradcheck.h"
@@ -314,6 +316,15 @@ static int group_setup(void **state) {
             fprintf(stderr, "./train failed: %s\n", out);
             return -1;
         }
+    // --format hf: trained long enough (60 steps) that a wrong layout moves the loss
+    // far past float32 rounding, which two steps from the initial weights would not
+    static const char *const HF[][2] = {{"hf-learned", "--pos=learned"}, {"hf-llama", "--block=llama --pos=rope"}};
+    for (size_t i = 0; i < sizeof HF / sizeof HF[0]; i++)
+        if (run("./train configs/tiny.ini %s %s --steps=60 --eval_every=0 --quiet --threads=1 --out_dir=%s/%s",
+                data_args, HF[i][1], dir, HF[i][0]) != 0) {
+            fprintf(stderr, "./train failed: %s\n", out);
+            return -1;
+        }
     return 0;
 }
 
@@ -557,6 +568,311 @@ static void test_export_context_length(void **state) {
     }
 }
 
+// ---------------------------------------------------------------- ./export --format hf
+
+static void expect_one_line_exit2(const char *cmd_flags, const char *want);
+
+static cJSON *read_json(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s: cannot open", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *j = cJSON_Parse(buf);
+    free(buf);
+    if (!j) fail_msg("%s: not JSON", path);
+    return j;
+}
+static double json_num(const cJSON *o, const char *key) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(x)) fail_msg("%s: not a number", key);
+    return x->valuedouble;
+}
+static const char *json_str(const cJSON *o, const char *key) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsString(x)) fail_msg("%s: not a string", key);
+    return x->valuestring;
+}
+
+// Tensor name of an open safetensors file: F32 of shape [s0] or [s0, s1]; its data.
+static const float *st_tensor(const StFile *f, const char *name, int64_t s0, int64_t s1) {
+    const StTensor *t = st_find(f, name);
+    if (!t) fail_msg("%s missing", name);
+    assert_int_equal(t->dtype, ST_F32);
+    assert_int_equal(t->ndim, s1 ? 2 : 1);
+    if (t->shape[0] != s0 || (s1 && t->shape[1] != s1))
+        fail_msg("%s: shape [%lld, %lld], want [%lld, %lld]", name, (long long)t->shape[0],
+                 (long long)(s1 ? t->shape[1] : 0), (long long)s0, (long long)s1);
+    return t->data;
+}
+
+// Runs cmd and returns the number after "key=" in its output (NAN if absent).
+static double number_after(const char *cmd, const char *key) {
+    if (run("%s", cmd) != 0) fail_msg("%s failed:\n%s", cmd, out);
+    const char *at = strstr(out, key);
+    return at ? atof(at + strlen(key)) : NAN;
+}
+
+static int have_torch(void) { return system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0; }
+
+// The loss of ./eval on the test corpus and that of scripts/torch/hf_eval.py (Hugging
+// Face's class, in float64) on the export in hf_dir, on the same windows.
+static void hf_losses(const char *weights, const char *hf_dir, double *c_eval, double *hf) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "./eval --weights %s --data %s/data/val.bin --batch-size 4 --batches 2 --threads 1",
+             weights, dir);
+    *c_eval = number_after(cmd, " loss=");
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/torch/hf_eval.py --dir %s --data %s/data/val.bin "
+             "--batch-size 4 --batches 2", hf_dir, dir);
+    *hf = number_after(cmd, "hf_eval: loss=");
+}
+
+// block=gpt2 with learned positions as GPT2LMHeadModel (every linear weight
+// transposed), block=llama with rope as LlamaForCausalLM (c_attn and c_fc cut,
+// q and k permuted to rotate-half pairs); config, weights and tokenizer checked
+// here, and the loss of Hugging Face's forward (scripts/torch/hf_eval.py, in
+// float64) on the files against ./eval's, where python3-torch is installed.
+static void test_export_hf(void **state) {
+    (void)state;
+    static const char *const RUNS[] = {"hf-learned", "hf-llama"};
+    char w[512], hf_dir[600], path[800], err[256];
+    for (int i = 0; i < 2; i++) {
+        int llama = i == 1;
+        weights_of(RUNS[i], w, sizeof w);
+        snprintf(hf_dir, sizeof hf_dir, "%s/%s-out", dir, RUNS[i]);   // made by ./export
+        if (run("./export --weights %s --tokenizer %s/data/tokenizer.bin --format hf --out %s", w, dir, hf_dir) != 0)
+            fail_msg("./export --format hf: %s", out);
+        assert_non_null(strstr(out, llama ? "Hugging Face LlamaForCausalLM" : "Hugging Face GPT2LMHeadModel"));
+        GPT *m;
+        assert_int_equal(gpt_load(&m, w, 0, err, sizeof err), 0);
+        const GPTConfig *cfg = gpt_config(m);
+        int C = cfg->d_model, V = cfg->vocab_size, T = cfg->block_size, L = cfg->n_layer, H = cfg->n_head;
+        int D = C / H, F = gpt_mlp_hidden(cfg);
+        const float *params = gpt_params(m);
+#define P(name) (params + gpt_find_param(m, name)->offset)
+        // config.json
+        snprintf(path, sizeof path, "%s/config.json", hf_dir);
+        cJSON *c = read_json(path);
+        assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "architectures"), 0)->valuestring,
+                            llama ? "LlamaForCausalLM" : "GPT2LMHeadModel");
+        assert_string_equal(json_str(c, "model_type"), llama ? "llama" : "gpt2");
+        assert_int_equal(json_num(c, "vocab_size"), V);
+        assert_int_equal(json_num(c, "bos_token_id"), V - 1);
+        assert_int_equal(json_num(c, "eos_token_id"), V - 1);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(c, "tie_word_embeddings")));
+        if (llama) {
+            assert_int_equal(json_num(c, "hidden_size"), C);
+            assert_int_equal(json_num(c, "intermediate_size"), F);
+            assert_int_equal(json_num(c, "num_hidden_layers"), L);
+            assert_int_equal(json_num(c, "num_attention_heads"), H);
+            assert_int_equal(json_num(c, "num_key_value_heads"), H);
+            assert_int_equal(json_num(c, "max_position_embeddings"), T);
+            assert_true(json_num(c, "rms_norm_eps") == 1e-5);
+            assert_true(json_num(c, "rope_theta") == cfg->rope_base);
+            assert_string_equal(json_str(c, "hidden_act"), "silu");
+            assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "rope_scaling")));
+        } else {
+            assert_int_equal(json_num(c, "n_embd"), C);
+            assert_int_equal(json_num(c, "n_layer"), L);
+            assert_int_equal(json_num(c, "n_head"), H);
+            assert_int_equal(json_num(c, "n_positions"), T);
+            assert_true(json_num(c, "layer_norm_epsilon") == 1e-5);
+            assert_string_equal(json_str(c, "activation_function"), "gelu_new");
+        }
+        cJSON_Delete(c);
+        // model.safetensors: every tensor under its name, in its layout, nothing else
+        StFile *f;
+        snprintf(path, sizeof path, "%s/model.safetensors", hf_dir);
+        assert_int_equal(st_open(&f, path, err, sizeof err), 0);
+        assert_string_equal(st_meta(f, "format"), "pt");
+        assert_int_equal(st_num_tensors(f), llama ? 2 + 9 * L : 4 + 12 * L);
+        assert_null(st_find(f, "lm_head.weight"));   // tied
+        char name[128], ours[96];
+#define THEIRS(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
+#define OURS(l, x) (snprintf(ours, sizeof ours, "h.%d.%s", l, x), P(ours))
+        if (llama) {
+            assert_memory_equal(st_tensor(f, "model.embed_tokens.weight", V, C), P("wte"), (size_t)V * C * 4);
+            assert_memory_equal(st_tensor(f, "model.norm.weight", C, 0), P("ln_f.weight"), (size_t)C * 4);
+            for (int l = 0; l < L; l++) {
+                const float *qkv = OURS(l, "attn.c_attn.weight"), *fc = OURS(l, "mlp.c_fc.weight");
+                // rotate-half: within head h, row j < D/2 is our row 2j, row D/2 + j our row 2j + 1
+                for (int part = 0; part < 2; part++) {
+                    const float *hf = st_tensor(f, THEIRS("model.layers.%d.self_attn.%s_proj.weight", l,
+                                                          part ? "k" : "q"), C, C);
+                    for (int h = 0; h < H; h++)
+                        for (int j = 0; j < D; j++) {
+                            int src = part * C + h * D + (j < D / 2 ? 2 * j : 2 * (j - D / 2) + 1);
+                            assert_memory_equal(hf + (size_t)(h * D + j) * C, qkv + (size_t)src * C, (size_t)C * 4);
+                        }
+                }
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.self_attn.v_proj.weight", l), C, C),
+                                    qkv + (size_t)2 * C * C, (size_t)C * C * 4);
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.self_attn.o_proj.weight", l), C, C),
+                                    OURS(l, "attn.c_proj.weight"), (size_t)C * C * 4);
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.input_layernorm.weight", l), C, 0),
+                                    OURS(l, "ln_1.weight"), (size_t)C * 4);
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.post_attention_layernorm.weight", l), C, 0),
+                                    OURS(l, "ln_2.weight"), (size_t)C * 4);
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.mlp.gate_proj.weight", l), F, C), fc,
+                                    (size_t)F * C * 4);
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.mlp.up_proj.weight", l), F, C),
+                                    fc + (size_t)F * C, (size_t)F * C * 4);
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.mlp.down_proj.weight", l), C, F),
+                                    OURS(l, "mlp.c_proj.weight"), (size_t)C * F * 4);
+            }
+        } else {
+            assert_memory_equal(st_tensor(f, "transformer.wte.weight", V, C), P("wte"), (size_t)V * C * 4);
+            assert_memory_equal(st_tensor(f, "transformer.wpe.weight", T, C), P("wpe"), (size_t)T * C * 4);
+            assert_memory_equal(st_tensor(f, "transformer.ln_f.bias", C, 0), P("ln_f.bias"), (size_t)C * 4);
+            static const struct { const char *name; int rows, cols; } MATS[] = {   // rows, cols in units of C
+                {"attn.c_attn", 3, 1}, {"attn.c_proj", 1, 1}, {"mlp.c_fc", 4, 1}, {"mlp.c_proj", 1, 4}};
+            for (int l = 0; l < L; l++)
+                for (int k = 0; k < 4; k++) {   // Conv1D: [in, out], ours transposed
+                    int rows = MATS[k].rows * C, cols = MATS[k].cols * C;
+                    char ours_w[64];
+                    snprintf(ours_w, sizeof ours_w, "%s.weight", MATS[k].name);
+                    const float *o = OURS(l, ours_w);
+                    const float *hf = st_tensor(f, THEIRS("transformer.h.%d.%s.weight", l, MATS[k].name), cols, rows);
+                    for (int r = 0; r < rows; r++)
+                        for (int cc = 0; cc < cols; cc++)
+                            if (hf[(size_t)cc * rows + r] != o[(size_t)r * cols + cc])
+                                fail_msg("%s [%d, %d] is not ours transposed", name, cc, r);
+                    snprintf(ours_w, sizeof ours_w, "%s.bias", MATS[k].name);
+                    assert_memory_equal(st_tensor(f, THEIRS("transformer.h.%d.%s.bias", l, MATS[k].name), rows, 0),
+                                        OURS(l, ours_w), (size_t)rows * 4);
+                }
+        }
+#undef THEIRS
+#undef OURS
+#undef P
+        st_close(f);
+        // tokenizer.json: the GGUF's vocabulary and merges, byte-level BPE
+        BpeGguf vocab;
+        Tokenizer tok;
+        snprintf(path, sizeof path, "%s/data/tokenizer.bin", dir);
+        assert_int_equal(bpe_load(&tok, path, err, sizeof err), 0);
+        assert_int_equal(bpe_gguf(&tok, &vocab, err, sizeof err), 0);
+        snprintf(path, sizeof path, "%s/tokenizer.json", hf_dir);
+        cJSON *tj = read_json(path), *model = cJSON_GetObjectItem(tj, "model");
+        assert_string_equal(json_str(model, "type"), "BPE");
+        cJSON *vj = cJSON_GetObjectItem(model, "vocab"), *mj = cJSON_GetObjectItem(model, "merges");
+        assert_int_equal(cJSON_GetArraySize(vj), V);
+        int id = 0;
+        for (const cJSON *x = vj->child; x; x = x->next, id++) {   // in id order, each the GGUF's text
+            assert_string_equal(x->string, vocab.tokens[id]);
+            assert_int_equal(x->valueint, id);
+        }
+        assert_int_equal(json_num(vj, "\xC4\xA0"), ' ');   // "Ġ": the space byte
+        assert_int_equal(json_num(vj, "<|endoftext|>"), V - 1);
+        assert_int_equal(cJSON_GetArraySize(mj), tok.n_merges);
+        id = 0;
+        for (const cJSON *x = mj->child; x; x = x->next, id++) assert_string_equal(x->valuestring, vocab.merges[id]);
+        assert_string_equal(json_str(cJSON_GetObjectItem(tj, "pre_tokenizer"), "type"), "ByteLevel");
+        const cJSON *added = cJSON_GetArrayItem(cJSON_GetObjectItem(tj, "added_tokens"), 0);
+        assert_int_equal(json_num(added, "id"), V - 1);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(added, "special")));
+        cJSON_Delete(tj);
+        snprintf(path, sizeof path, "%s/tokenizer_config.json", hf_dir);
+        tj = read_json(path);
+        assert_string_equal(json_str(tj, "tokenizer_class"), "PreTrainedTokenizerFast");
+        assert_string_equal(json_str(tj, "bos_token"), "<|endoftext|>");
+        assert_string_equal(json_str(tj, "eos_token"), "<|endoftext|>");
+        cJSON_Delete(tj);
+        bpe_gguf_free(&vocab);
+        bpe_free(&tok);
+        // Hugging Face's forward on the files gives ./eval's loss
+        if (!have_torch()) {
+            fprintf(stderr, "python3-torch is not installed: Hugging Face's forward not run\n");
+        } else {
+            double c_eval, hf;
+            hf_losses(w, hf_dir, &c_eval, &hf);
+            fprintf(stderr, "%s: ./eval %.6f, Hugging Face's %s in PyTorch (float64) %.6f\n", RUNS[i], c_eval,
+                    llama ? "LlamaForCausalLM" : "GPT2LMHeadModel", hf);
+            assert_true(c_eval > 0.5);
+            assert_float_equal(hf, c_eval, 1e-5 * c_eval);   // float32 against float64
+            if (llama) {   // and q, k left in our pair order: the loss moves (the check can fail)
+                StFile *good;
+                snprintf(path, sizeof path, "%s/model.safetensors", hf_dir);
+                assert_int_equal(st_open(&good, path, err, sizeof err), 0);
+                int n = st_num_tensors(good);
+                StTensorOut *t = calloc((size_t)n, sizeof *t);
+                assert_non_null(t);
+                for (int k = 0; k < n; k++) {
+                    const StTensor *g = st_tensor_at(good, k);
+                    int layer;
+                    char which;
+                    t[k] = (StTensorOut){.name = g->name, .dtype = g->dtype, .ndim = g->ndim, .data = g->data};
+                    memcpy(t[k].shape, g->shape, sizeof t[k].shape);
+                    if (sscanf(g->name, "model.layers.%d.self_attn.%c_proj.weight", &layer, &which) == 2 &&
+                        (which == 'q' || which == 'k')) {
+                        char nm[64];
+                        snprintf(nm, sizeof nm, "h.%d.attn.c_attn.weight", layer);
+                        t[k].data = params + gpt_find_param(m, nm)->offset + (which == 'k' ? (size_t)C * C : 0);
+                    }
+                }
+                char bad_dir[700];
+                snprintf(bad_dir, sizeof bad_dir, "%s-unpermuted", hf_dir);
+                assert_int_equal(run("mkdir -p %s && cp %s/config.json %s/", bad_dir, hf_dir, bad_dir), 0);
+                snprintf(path, sizeof path, "%s/model.safetensors", bad_dir);
+                assert_int_equal(st_write(path, t, n, (const StMeta[]){{"format", "pt"}}, 1, ATOMIC_REPLACE, err,
+                                          sizeof err), 0);
+                free(t);
+                st_close(good);
+                double c2, hf_bad;
+                hf_losses(w, bad_dir, &c2, &hf_bad);
+                fprintf(stderr, "  q and k unpermuted: %.6f\n", hf_bad);
+                assert_true(fabs(hf_bad - c_eval) > 1e-4);
+            }
+        }
+        gpt_free(m);
+    }
+}
+
+// --format hf: the other blocks and schemes, a scaled rope and --context-length
+// refused in one line (exit 2), the directory's files by --out's rules.
+static void test_export_hf_refusals(void **state) {
+    (void)state;
+    char w[512], tk[512], out_dir[600], cmd[2048];
+    snprintf(tk, sizeof tk, "%s/data/tokenizer.bin", dir);
+    snprintf(out_dir, sizeof out_dir, "%s/hf-refused", dir);
+    static const struct { const char *model, *flags, *msg; } CASES[] = {
+        {"rope", "", "--format hf writes block=gpt2 as GPT2LMHeadModel, whose positions are a learned table: "
+                     "pos=rope is not written"},
+        {"alibi", "", "pos=alibi is not written"},
+        {"llama-alibi", "", "--format hf writes block=llama as LlamaForCausalLM, which rotates q and k (rope): "
+                            "pos=alibi has no home there"},
+        {"llama-rope8", "", "LlamaForCausalLM rotates every dim of a head: rope_dims = 8 of head_dim 16"},
+        {"hf-llama", "--rope_scaling=yarn --rope_scaling_factor=4", "rope_scaling=yarn is not written"},
+        {"hf-llama", "--context-length 64", "--context-length is for GGUF files"},
+        {"hf-llama", "--format gguff", "--format: 'gguff' is not gguf or hf"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        weights_of(CASES[i].model, w, sizeof w);
+        snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s --format hf --out %s %s", w, tk, out_dir,
+                 CASES[i].flags);
+        expect_one_line_exit2(cmd, CASES[i].msg);
+    }
+    assert_int_equal(run("test -e %s", out_dir), 1);   // nothing made
+    // --out: a regular file is not a directory; an existing file in it only with --overwrite
+    weights_of("hf-llama", w, sizeof w);
+    assert_int_equal(run("echo old > %s/hf-file && mkdir -p %s/hf-old && echo old > %s/hf-old/tokenizer.json", dir,
+                         dir, dir), 0);
+    snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s --format hf --out %s/hf-file", w, tk, dir);
+    expect_one_line_exit2(cmd, "hf-file: exists and is not a directory");
+    snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s --format hf --out %s/hf-old", w, tk, dir);
+    expect_one_line_exit2(cmd, "hf-old/tokenizer.json: exists; pass --overwrite to replace it");
+    assert_int_equal(run("ls %s/hf-old", dir), 0);
+    assert_string_equal(out, "tokenizer.json\n");   // refused before anything was written
+    assert_int_equal(run("./export --weights %s --tokenizer %s --format hf --out %s/hf-old --overwrite", w, tk, dir), 0);
+    assert_int_equal(run("ls %s/hf-old", dir), 0);
+    assert_string_equal(out, "config.json\nmodel.safetensors\ntokenizer.json\ntokenizer_config.json\n");
+}
+
 // Refused in one line naming the weights file (exit 2), bad files exit 1, and
 // --out is left as it was, even with --overwrite.
 static void test_export_refusals(void **state) {
@@ -717,7 +1033,8 @@ int main(void) {
         cmocka_unit_test(test_gguf_layout), cmocka_unit_test(test_gpt2_alphabet),
         cmocka_unit_test(test_neox_permutation), cmocka_unit_test(test_export_schemes),
         cmocka_unit_test(test_export_llama), cmocka_unit_test(test_export_rope_scalings),
-        cmocka_unit_test(test_export_context_length), cmocka_unit_test(test_export_refusals),
+        cmocka_unit_test(test_export_context_length), cmocka_unit_test(test_export_hf),
+        cmocka_unit_test(test_export_hf_refusals), cmocka_unit_test(test_export_refusals),
         cmocka_unit_test(test_export_unknown_option_one_line), cmocka_unit_test(test_export_output_rules),
         cmocka_unit_test(test_export_refuses_device), cmocka_unit_test(test_export_file_size_limit),
     };

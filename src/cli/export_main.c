@@ -1,7 +1,9 @@
 // export_main.c: ./export, a trained model and its tokenizer as one GGUF
-// file that llama.cpp runs (docs/FORMAT.md, "Running a model in llama.cpp").
+// file that llama.cpp runs (docs/FORMAT.md, "Running a model in llama.cpp"),
+// or with --format hf as a Hugging Face model directory (format/hf_model.h).
 //
 //   ./export --weights RUN/model.safetensors --tokenizer data/kjv/tokenizer.bin --out model.gguf
+//   ./export --weights RUN/model.safetensors --tokenizer data/kjv/tokenizer.bin --format hf --out DIR
 //
 // The architecture llama.cpp runs it as follows from pos (format/gguf_model.h);
 // a scheme or rope scaling with no exact home there is refused in one line
@@ -10,10 +12,14 @@
 // rope model can be written with llama.cpp's own YaRN or linear scaling. The
 // file is written atomically: a failure leaves --out as it was. An existing
 // --out is replaced only with --overwrite, and never when it is one of the
-// inputs or not a regular file (cli/cli.h); that is checked first.
+// inputs or not a regular file (cli/cli.h); that is checked first. With
+// --format hf the rules hold for each of the directory's four files, and a
+// missing directory is made (its parent must exist).
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "format/gguf.h"
@@ -21,6 +27,7 @@
 #include "data/bpe.h"
 #include "data/bpe_gpt2.h"
 #include "format/gguf_model.h"
+#include "format/hf_model.h"
 #include "format/weights_file.h"
 #include "cli/footprint.h"
 #include "cli/model_overrides.h"
@@ -33,7 +40,7 @@
 typedef struct {
     ModelOverrides overrides;
     const char *weights, *tokenizer, *out;
-    int context_length, overwrite;
+    int context_length, overwrite, hf;   // hf: --format hf
 } ExportArgs;
 
 static void usage(FILE *out) {
@@ -41,7 +48,12 @@ static void usage(FILE *out) {
         "usage: ./export --weights FILE --tokenizer FILE --out FILE.gguf [options]\n"
         "  --weights FILE         safetensors weights (RUN_DIR/model.safetensors)\n"
         "  --tokenizer FILE       the model's tokenizer, written by ./prepare\n"
-        "  --out FILE             the GGUF file to write (llama.cpp's format)\n"
+        "  --out FILE             the GGUF file to write (llama.cpp's format); --format hf: the directory\n"
+        "  --format gguf|hf       gguf (default): one file for llama.cpp; hf: a Hugging Face model\n"
+        "                         directory (config.json, model.safetensors, tokenizer.json,\n"
+        "                         tokenizer_config.json): GPT2LMHeadModel for block=gpt2 with\n"
+        "                         pos=learned, LlamaForCausalLM for block=llama with rope over the\n"
+        "                         whole head, unscaled; others refused\n"
         "  --overwrite            replace FILE if it exists (a regular file, not one of the inputs)\n"
         "  --context-length N     llama.cpp's context_length, and the rows of the position table of\n"
         "                         sinusoidal and none; at most 1048576 = 2^20 (the table is N x d_model\n"
@@ -60,7 +72,8 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
     model_overrides_take_or_exit("export", &argc, argv, &a->overrides);
     static const struct option opts[] = {
         {"weights", 1, 0, 'w'}, {"tokenizer", 1, 0, 'k'}, {"out", 1, 0, 'o'},
-        {"context-length", 1, 0, 'c'}, {"overwrite", 0, 0, 'O'}, {"help", 0, 0, 'h'}, {0, 0, 0, 0}};
+        {"context-length", 1, 0, 'c'}, {"overwrite", 0, 0, 'O'}, {"format", 1, 0, 'f'}, {"help", 0, 0, 'h'},
+        {0, 0, 0, 0}};
     int c, idx = 0;
     while ((c = cli_getopt("export", argc, argv, opts, &idx)) != -1) {
         switch (c) {
@@ -68,6 +81,13 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
         case 'k': a->tokenizer = optarg; break;
         case 'o': a->out = optarg; break;
         case 'O': a->overwrite = 1; break;
+        case 'f':
+            if (strcmp(optarg, "gguf") && strcmp(optarg, "hf")) {
+                fprintf(stderr, "export: --format: '%s' is not gguf or hf\n", optarg);
+                exit(2);
+            }
+            a->hf = !strcmp(optarg, "hf");
+            break;
         case 'c': {
             char *end;
             long v = strtol(optarg, &end, 10);
@@ -89,16 +109,62 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
     }
     char err[1024];
     const char *inputs[] = {a->weights, a->tokenizer};
-    if (cli_check_output(a->out, a->overwrite, inputs, 2, err, sizeof err) != 0) {
+    if (!a->hf && cli_check_output(a->out, a->overwrite, inputs, 2, err, sizeof err) != 0) {
         fprintf(stderr, "export: %s\n", err);
         exit(2);
     }
+}
+
+// --format hf, checked before any work: --out a directory or nothing yet, and each
+// of its four files by --out's rules (cli_check_output); no --context-length.
+static void check_hf_args(const ExportArgs *a) {
+    char err[1024], path[4096];
+    const char *inputs[] = {a->weights, a->tokenizer};
+    struct stat st;
+    if (a->context_length) {
+        fprintf(stderr, "export: --context-length is for GGUF files: --format hf writes block_size\n");
+        exit(2);
+    }
+    if (stat(a->out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "export: %s: exists and is not a directory (--format hf writes a directory)\n", a->out);
+        exit(2);
+    }
+    for (int i = 0; i < HF_N_FILES; i++) {
+        snprintf(path, sizeof path, "%s/%s", a->out, HF_FILES[i]);
+        if (cli_check_output(path, a->overwrite, inputs, 2, err, sizeof err) != 0) {
+            fprintf(stderr, "export: %s\n", err);
+            exit(2);
+        }
+    }
+}
+
+// --format hf: the directory's four files (hf_model.h). rc as main's.
+static int export_hf(GPT *model, const Tokenizer *tok, const ExportArgs *a) {
+    char err[1024];
+    const char *why = hf_model_refusal(gpt_config(model));
+    if (why) {
+        fprintf(stderr, "export: %s: %s; nothing written\n", a->weights, why);
+        return 2;
+    }
+    if (mkdir(a->out, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "export: %s: cannot create the directory: %s\n", a->out, strerror(errno));
+        return 1;
+    }
+    if (hf_model_write(model, tok, a->out, a->overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, err, sizeof err) != 0) {
+        fprintf(stderr, "export: %s\n", err);
+        return 1;
+    }
+    fprintf(stderr, "export: %s (%spos=%s) -> %s/: Hugging Face %s\n", a->weights,
+            gpt_config(model)->block == BLOCK_LLAMA ? "block=llama, " : "", pos_kind_name(gpt_config(model)->pos),
+            a->out, gpt_config(model)->block == BLOCK_LLAMA ? "LlamaForCausalLM" : "GPT2LMHeadModel");
+    return 0;
 }
 
 int main(int argc, char **argv) {
     cli_start();
     ExportArgs a;
     parse_args(argc, argv, &a);
+    if (a.hf) check_hf_args(&a);
     char err[1024];
     Tokenizer tok;
     GPT *model = NULL;
@@ -112,7 +178,8 @@ int main(int argc, char **argv) {
     GPTConfig file_cfg;
     Footprint need;
     if (gpt_load_probe(a.weights, 0, &file_cfg, err, sizeof err) ||
-        footprint_export(&need, &file_cfg, a.context_length, err, sizeof err) ||
+        (a.hf ? footprint_export_hf(&need, &file_cfg, err, sizeof err)
+              : footprint_export(&need, &file_cfg, a.context_length, err, sizeof err)) ||
         footprint_check(&need, 1, err, sizeof err)) {
         fprintf(stderr, "export: %s\n", err);
         goto done;
@@ -125,6 +192,10 @@ int main(int argc, char **argv) {
     }
     if (gpt_check_tokenizer(model, a.weights, tok.vocab_size, bpe_checksum(&tok), a.tokenizer, err, sizeof err)) {
         fprintf(stderr, "export: %s\n", err);
+        goto done;
+    }
+    if (a.hf) {
+        rc = export_hf(model, &tok, &a);
         goto done;
     }
     // A long table or a large file shows progress on stderr (cli/meter.h), as ./eval and ./sample do.

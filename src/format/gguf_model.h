@@ -71,6 +71,7 @@ void gguf_model_free(GgufModel *m);
 // first R rows of q and of k, NEOX pairs row i with row i + R/2 where ours
 // pairs 2i with 2i + 1, so row i < R/2 takes our row 2i and row R/2 + i our
 // row 2i + 1; every other row (v, dims >= R) stays. C = d_model, D = head_dim.
+// (Hugging Face's Llama pairs rows the same way with R = D: hf_model.c.)
 int gguf_neox_source_row(int r, int C, int D, int R);
 
 #endif
