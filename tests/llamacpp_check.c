@@ -1,6 +1,6 @@
 // llamacpp_check.c: ropelab's exported models run in llama.cpp itself, through
 // node-llama-cpp (tests/llamacpp/: package.json, the committed lock file,
-// check.mjs). Run by `make test-llamacpp` (which installs the npm packages
+// check.mjs), and its Hugging Face tokenizer in tokenizers.js (hf_tokenize.mjs). Run by `make test-llamacpp` (which installs the npm packages
 // with `npm ci` and makes the default corpus and the `make run` model first),
 // from the repository root.
 //
@@ -17,7 +17,8 @@
 // for the block=llama models, and at 4T with llama.cpp's own YaRN (factor 4)
 // against ropelab's rope_scaling=yarn for the `make run` model and the llama
 // rope model; the whole corpus tokenised by both, every difference counted
-// and explained.
+// and explained; and the tokenizer of a Hugging Face export (./export --format
+// hf) in Hugging Face's tokenizers.js (hf_tokenize.mjs), the corpus likewise.
 //
 // The tolerance. llama.cpp computes in float32 like ropelab, but for one
 // step: ggml's GELU reads a float16 table (GGML_GELU_FP16: y = f16(gelu(f16(x))),
@@ -116,8 +117,9 @@ static void doubles_of(const cJSON *a, double *v, int n) {
     cJSON_ArrayForEach(x, a) v[i++] = x->valuedouble;
 }
 
-// Runs check.mjs on the request (which this frees); returns the parsed response.
-static cJSON *llama(cJSON *request, const char *name) {
+// Runs the client tests/llamacpp/SCRIPT on the request (which this frees); returns
+// the parsed response.
+static cJSON *node_client(const char *script, cJSON *request, const char *name) {
     char req[512], resp[512];
     snprintf(req, sizeof req, "%s/%s.request.json", dir, name);
     snprintf(resp, sizeof resp, "%s/%s.response.json", dir, name);
@@ -128,13 +130,15 @@ static cJSON *llama(cJSON *request, const char *name) {
     fclose(f);
     free(text);
     cJSON_Delete(request);
-    if (run("node tests/llamacpp/check.mjs %s > %s", req, resp) != 0) fail_msg("llama.cpp (check.mjs) failed:\n%s", out);
+    if (run("node tests/llamacpp/%s %s > %s", script, req, resp) != 0) fail_msg("node %s failed:\n%s", script, out);
     char *body = read_file(resp, NULL);
     cJSON *r = cJSON_Parse(body);
     free(body);
     if (!r) fail_msg("%s: not JSON", resp);
     return r;
 }
+// llama.cpp (check.mjs)
+static cJSON *llama(cJSON *request, const char *name) { return node_client("check.mjs", request, name); }
 
 static cJSON *new_request(const char *gguf, int context, int V) {
     cJSON *r = cJSON_CreateObject();
@@ -670,19 +674,15 @@ static void diff_encodings(const uint8_t *text, const int *a, int na, const int 
     }
 }
 
-static void test_corpus_tokenisation(void **s) {
-    (void)s;
-    char gguf[512];
-    snprintf(gguf, sizeof gguf, "%s/tokenizer.gguf", dir);
-    if (run("./export --weights %s --tokenizer %s/tokenizer.bin --out %s", MAKE_RUN_MODEL, DATA, gguf) != 0)
-        fail_msg("./export failed: %s", out);
-    size_t len;
-    char *text = read_file("data/kjv.txt", &len);
-    assert_int_equal(strlen(text), len);   // text: no NUL byte
-    cJSON *req = new_request(gguf, 256, tok.vocab_size), *texts = cJSON_AddArrayToObject(req, "tokenize");
+// The corpus (data/kjv.txt) as one text, then each of its lines without its
+// newline, added to the array texts; returns the corpus (free it) and its size
+// and line count.
+static char *corpus_texts(cJSON *texts, size_t *len, int *n_lines) {
+    char *text = read_file("data/kjv.txt", len);
+    assert_int_equal(strlen(text), *len);   // text: no NUL byte
     cJSON_AddItemToArray(texts, cJSON_CreateString(text));
-    int n_lines = 0;
-    for (char *line = text; *line; n_lines++) {   // each line, without its newline
+    *n_lines = 0;
+    for (char *line = text; *line; (*n_lines)++) {
         size_t n = strcspn(line, "\n");
         char save = line[n];
         line[n] = 0;
@@ -690,7 +690,12 @@ static void test_corpus_tokenisation(void **s) {
         line[n] = save;
         line += n + (save == '\n');
     }
-    cJSON *resp = llama(req, "corpus"), *ids = cJSON_GetObjectItem(resp, "tokenize");
+    return text;
+}
+
+// who's encodings of corpus_texts (ids: the array of id arrays) against ours: every
+// span where the two differ, counted by kind; each must be one docs/FORMAT.md names.
+static void compare_corpus(const char *who, char *text, size_t len, int n_lines, const cJSON *ids) {
     long whole_kinds[4] = {0}, whole_bytes = 0, line_kinds[4] = {0}, line_bytes = 0, lines_differ = 0;
     int n_ours, n_theirs, *ours = encode(text, &n_ours), *theirs = ints_of(cJSON_GetArrayItem(ids, 0), &n_theirs);
     diff_encodings((const uint8_t *)text, ours, n_ours, theirs, n_theirs, whole_kinds, &whole_bytes);
@@ -710,15 +715,74 @@ static void test_corpus_tokenisation(void **s) {
         line[n] = save;
         line += n + (save == '\n');
     }
-    cJSON_Delete(resp);
-    print_message("data/kjv.txt (%zu bytes, %d lines) encoded by llama.cpp and by ropelab: as one text, %ld spans "
+    print_message("data/kjv.txt (%zu bytes, %d lines) encoded by %s and by ropelab: as one text, %ld spans "
                   "differ (%ld bytes: %ld contractions, %ld newline runs, %ld non-ASCII, %ld other); line by line, "
                   "%ld of %d lines differ (%ld bytes: %ld contractions, %ld newline runs, %ld non-ASCII, %ld other)\n",
-                  len, n_lines, whole_kinds[0] + whole_kinds[1] + whole_kinds[2] + whole_kinds[3], whole_bytes,
+                  len, n_lines, who, whole_kinds[0] + whole_kinds[1] + whole_kinds[2] + whole_kinds[3], whole_bytes,
                   whole_kinds[0], whole_kinds[1], whole_kinds[2], whole_kinds[3], lines_differ, n_lines, line_bytes,
                   line_kinds[0], line_kinds[1], line_kinds[2], line_kinds[3]);
     assert_int_equal(whole_kinds[3], 0);   // every difference is one docs/FORMAT.md names
     assert_int_equal(line_kinds[3], 0);
+}
+
+static void test_corpus_tokenisation(void **s) {
+    (void)s;
+    char gguf[512];
+    snprintf(gguf, sizeof gguf, "%s/tokenizer.gguf", dir);
+    if (run("./export --weights %s --tokenizer %s/tokenizer.bin --out %s", MAKE_RUN_MODEL, DATA, gguf) != 0)
+        fail_msg("./export failed: %s", out);
+    size_t len;
+    int n_lines;
+    cJSON *req = new_request(gguf, 256, tok.vocab_size);
+    char *text = corpus_texts(cJSON_AddArrayToObject(req, "tokenize"), &len, &n_lines);
+    cJSON *resp = llama(req, "corpus");
+    compare_corpus("llama.cpp", text, len, n_lines, cJSON_GetObjectItem(resp, "tokenize"));
+    cJSON_Delete(resp);
+    free(text);
+}
+
+// The tokenizer of a Hugging Face export (./export --format hf: tokenizer.json,
+// tokenizer_config.json) in Hugging Face's own tokenizer code, tokenizers.js
+// (hf_tokenize.mjs): the corpus and each line encode as ours but for the
+// differences of GPT-2's regex that llama.cpp's "gpt-2" pre-tokenizer has too
+// (the same kinds, counted); with the special tokens, <|endoftext|> first; and
+// our ids of the test text decode to the text.
+static void test_hf_tokenizer(void **s) {
+    (void)s;
+    char run_dir[512], hf_dir[600];   // a block=llama rope model (any: only the tokenizer is read)
+    snprintf(run_dir, sizeof run_dir, "%s/hf-tokenizer", dir);
+    snprintf(hf_dir, sizeof hf_dir, "%s/hf", run_dir);
+    if (run("./train configs/tiny.ini --block=llama --pos=rope --steps=1 --eval_every=0 --save_every=0 --quiet "
+            "--out_dir=%s", run_dir) != 0)
+        fail_msg("./train failed: %s", out);
+    if (run("./export --weights %s/model.safetensors --tokenizer %s/tokenizer.bin --format hf --out %s", run_dir,
+            DATA, hf_dir) != 0)
+        fail_msg("./export --format hf failed: %s", out);
+    size_t len;
+    int n_lines, n_text, n;
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "dir", hf_dir);
+    cJSON *texts = cJSON_AddArrayToObject(req, "tokenize");
+    char *text = corpus_texts(texts, &len, &n_lines);
+    cJSON_AddItemToArray(texts, cJSON_CreateString(TEST_TEXT));
+    int *text_ids = encode(TEST_TEXT, &n_text);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "decode"), int_array(text_ids, n_text));
+    cJSON *resp = node_client("hf_tokenize.mjs", req, "hf-tokenizer");
+    const cJSON *ids = cJSON_GetObjectItem(resp, "tokenize");
+    compare_corpus("Hugging Face's tokenizers.js", text, len, n_lines, ids);
+    int *got = ints_of(cJSON_GetArrayItem(ids, n_lines + 1), &n);
+    expect_same_ids("the test text tokenised by tokenizers.js", text_ids, n_text, got, n);
+    free(got);
+    got = ints_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "tokenize_special"), n_lines + 1), &n);
+    assert_true(n == n_text + 1 && got[0] == tok.eot_id);   // the post-processor puts <|endoftext|> first
+    expect_same_ids("the test text with its special tokens", text_ids, n_text, got + 1, n - 1);
+    free(got);
+    const char *decoded = cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "decode"), 0)->valuestring;
+    if (strcmp(decoded, TEST_TEXT) != 0) fail_msg("tokenizers.js decodes our ids as\n%s\nnot\n%s", decoded, TEST_TEXT);
+    print_message("the test text (%d tokens): tokenizers.js's ids are ours, <|endoftext|> first with the special "
+                  "tokens, and ours decode to the text\n", n_text);
+    cJSON_Delete(resp);
+    free(text_ids);
     free(text);
 }
 
@@ -729,7 +793,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_make_run_model), cmocka_unit_test(test_rope), cmocka_unit_test(test_learned),
         cmocka_unit_test(test_sinusoidal), cmocka_unit_test(test_none), cmocka_unit_test(test_alibi),
-        cmocka_unit_test(test_llama_rope), cmocka_unit_test(test_llama_alibi), cmocka_unit_test(test_yarn_4T), cmocka_unit_test(test_corpus_tokenisation),
+        cmocka_unit_test(test_llama_rope), cmocka_unit_test(test_llama_alibi), cmocka_unit_test(test_yarn_4T),
+        cmocka_unit_test(test_corpus_tokenisation), cmocka_unit_test(test_hf_tokenizer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
