@@ -5,7 +5,7 @@
 // from the repository root.
 //
 // For every block and scheme that exports (block=gpt2: rope, learned,
-// sinusoidal, none, alibi; block=llama: rope, alibi), a model trained here on
+// sinusoidal, none, alibi; block=llama: rope, partial rope, alibi), a model trained here on
 // the default corpus, and the `make run` model:
 //   - llama.cpp's tokenisation of the prompt and of a test text is ours;
 //   - llama.cpp's greedy continuation of the prompt is ours for 64 tokens, and
@@ -604,14 +604,21 @@ static void test_none(void **s)       { (void)s; train_and_check("none", "--pos=
 static void test_alibi(void **s)      { (void)s; train_and_check("alibi", "--pos=alibi --n_head=6 --d_model=48", NULL, 0); }
 
 // block=llama: rope as llama.cpp's llama (adjacent pairs, no permutation), also
-// at 4T with llama.cpp's YaRN; alibi (6 heads) as its refact. Each also scores
-// the validation windows of T against ./eval.
+// at 4T with llama.cpp's YaRN; partial rotary (8 of 16 dims) as its chatglm;
+// alibi (6 heads) as its refact. Each also scores the validation windows of T
+// against ./eval.
 static void test_llama_rope(void **s) {
     (void)s;
     char w[600];
     train_and_check("llama-rope", "--block=llama --pos=rope", w, sizeof w);
     check_windows("llama-rope", w, 1);
     check_windows("llama-rope", w, 4);
+}
+static void test_llama_rope_partial(void **s) {
+    (void)s;
+    char w[600];
+    train_and_check("llama-rope8", "--block=llama --pos=rope --rope_dims=8", w, sizeof w);
+    check_windows("llama-rope8", w, 1);
 }
 static void test_llama_alibi(void **s) {
     (void)s;
@@ -793,7 +800,8 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_make_run_model), cmocka_unit_test(test_rope), cmocka_unit_test(test_learned),
         cmocka_unit_test(test_sinusoidal), cmocka_unit_test(test_none), cmocka_unit_test(test_alibi),
-        cmocka_unit_test(test_llama_rope), cmocka_unit_test(test_llama_alibi), cmocka_unit_test(test_yarn_4T),
+        cmocka_unit_test(test_llama_rope), cmocka_unit_test(test_llama_rope_partial),
+        cmocka_unit_test(test_llama_alibi), cmocka_unit_test(test_yarn_4T),
         cmocka_unit_test(test_corpus_tokenisation), cmocka_unit_test(test_hf_tokenizer),
     };
     return cmocka_run_group_tests(tests, setup, teardown);

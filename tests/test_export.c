@@ -304,8 +304,8 @@ static int group_setup(void **state) {
             fprintf(stderr, "./train failed: %s\n", out);
             return -1;
         }
-    // block=llama: rope over the whole head (llama.cpp's llama), alibi (refact), and
-    // three it refuses: partial rotary, a position table, no positions
+    // block=llama: rope over the whole head (llama.cpp's llama), alibi (refact),
+    // partial rotary (chatglm), and two it refuses: a position table, no positions
     static const char *const LLAMA[][2] = {
         {"llama", "--pos=rope"}, {"llama-alibi", "--pos=alibi"}, {"llama-rope8", "--pos=rope --rope_dims=8"},
         {"llama-learned", "--pos=learned"}, {"llama-none", "--pos=none"},
@@ -421,14 +421,17 @@ static void test_export_schemes(void **state) {
     free(g.buf);
 }
 
-// block=llama: rope as llama.cpp's llama, alibi as its refact. Our fused matrices
+// block=llama: rope as llama.cpp's llama, alibi as its refact: our fused matrices
 // cut by rows (c_attn into q, k, v; c_fc into gate, then up), nothing permuted, no
-// bias, no output.weight (llama.cpp ties the head to token_embd itself).
+// bias, no output.weight (llama.cpp ties the head to token_embd itself). Partial
+// rotary as chatglm: c_attn and c_fc whole, output.weight = wte.
 static void test_export_llama(void **state) {
     (void)state;
-    static const char *const RUNS[] = {"llama", "llama-alibi"}, *const ARCH[] = {"llama", "refact"};
+    static const char *const RUNS[] = {"llama", "llama-alibi", "llama-rope8"};
+    static const char *const ARCH[] = {"llama", "refact", "chatglm"};
     char gguf[600], key[128], s[256], err[256], w[512];
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < 3; i++) {
+        int chatglm = i == 2;
         export_ok(RUNS[i], "", gguf, sizeof gguf);
         assert_non_null(strstr(out, "(block=llama, pos="));
         weights_of(RUNS[i], w, sizeof w);
@@ -452,7 +455,7 @@ static void test_export_llama(void **state) {
         assert_true(kv_f32(&g, ARCH_KEY("attention.layer_norm_rms_epsilon")) == 1e-5f);
         assert_false(has_kv(&g, ARCH_KEY("attention.layer_norm_epsilon")));
         if (cfg->pos == POS_ROPE) {
-            assert_int_equal(kv_u32(&g, ARCH_KEY("rope.dimension_count")), D);   // the whole head
+            assert_int_equal(kv_u32(&g, ARCH_KEY("rope.dimension_count")), chatglm ? 8 : D);   // R
             assert_true(kv_f32(&g, ARCH_KEY("rope.freq_base")) == cfg->rope_base);
             kv_str(&g, ARCH_KEY("rope.scaling.type"), s, sizeof s);
             assert_string_equal(s, "none");
@@ -465,8 +468,8 @@ static void test_export_llama(void **state) {
         kv_str(&g, "tokenizer.ggml.model", s, sizeof s);
         assert_string_equal(s, "gpt2");
         assert_int_equal(kv_array_n(&g, "tokenizer.ggml.tokens"), V);
-        // the tensors: 2 + 9 per layer, each ours (or a block of its rows) as it is
-        assert_int_equal(g.n_tensors, 2 + 9 * L);
+        // the tensors: 2 + 9 per layer (chatglm: 3 + 6), each ours (or a block of its rows) as it is
+        assert_int_equal(g.n_tensors, chatglm ? 3 + 6 * L : 2 + 9 * L);
 #define P(name) (params + gpt_find_param(m, name)->offset)
         assert_memory_equal(tensor(&g, "token_embd.weight", C, V), P("wte"), (size_t)V * C * 4);
         assert_memory_equal(tensor(&g, "output_norm.weight", C, 0), P("ln_f.weight"), (size_t)C * 4);
@@ -475,14 +478,23 @@ static void test_export_llama(void **state) {
 #define OURS(x) (snprintf(ours, sizeof ours, "h.%d.%s", l, x), P(ours))
 #define THEIRS(x) (snprintf(theirs, sizeof theirs, "blk.%d.%s", l, x), theirs)
             assert_memory_equal(tensor(&g, THEIRS("attn_norm.weight"), C, 0), OURS("ln_1.weight"), (size_t)C * 4);
-            const float *qkv = OURS("attn.c_attn.weight");
+            const float *qkv = OURS("attn.c_attn.weight"), *fc = OURS("mlp.c_fc.weight");
+            if (chatglm) {   // fused, as ours: [q; k; v] and [gate; up]
+                assert_memory_equal(tensor(&g, THEIRS("attn_qkv.weight"), C, 3 * C), qkv, (size_t)3 * C * C * 4);
+                assert_memory_equal(tensor(&g, THEIRS("ffn_up.weight"), C, 2 * F), fc, (size_t)2 * F * C * 4);
+                assert_false(has_tensor(&g, THEIRS("attn_q.weight")));
+                assert_false(has_tensor(&g, THEIRS("ffn_gate.weight")));
+                assert_memory_equal(tensor(&g, THEIRS("ffn_down.weight"), F, C), OURS("mlp.c_proj.weight"),
+                                    (size_t)C * F * 4);
+                continue;
+            }
             assert_memory_equal(tensor(&g, THEIRS("attn_q.weight"), C, C), qkv, (size_t)C * C * 4);
             assert_memory_equal(tensor(&g, THEIRS("attn_k.weight"), C, C), qkv + (size_t)C * C, (size_t)C * C * 4);
             assert_memory_equal(tensor(&g, THEIRS("attn_v.weight"), C, C), qkv + (size_t)2 * C * C, (size_t)C * C * 4);
             assert_memory_equal(tensor(&g, THEIRS("attn_output.weight"), C, C), OURS("attn.c_proj.weight"),
                                 (size_t)C * C * 4);
             assert_memory_equal(tensor(&g, THEIRS("ffn_norm.weight"), C, 0), OURS("ln_2.weight"), (size_t)C * 4);
-            const float *fc = OURS("mlp.c_fc.weight");   // [gate; up]: silu's input first
+            // fc = [gate; up]: silu's input first
             assert_memory_equal(tensor(&g, THEIRS("ffn_gate.weight"), C, F), fc, (size_t)F * C * 4);
             assert_memory_equal(tensor(&g, THEIRS("ffn_up.weight"), C, F), fc + (size_t)F * C, (size_t)F * C * 4);
             assert_memory_equal(tensor(&g, THEIRS("ffn_down.weight"), F, C), OURS("mlp.c_proj.weight"),
@@ -491,8 +503,9 @@ static void test_export_llama(void **state) {
 #undef OURS
 #undef THEIRS
         }
+        if (chatglm) assert_memory_equal(tensor(&g, "output.weight", C, V), P("wte"), (size_t)V * C * 4);
+        else assert_false(has_tensor(&g, "output.weight"));
 #undef P
-        assert_false(has_tensor(&g, "output.weight"));
         assert_false(has_tensor(&g, "position_embd.weight"));
         for (uint64_t t = 0; t < g.n_tensors; t++) assert_null(strstr(g.t[t].name, ".bias"));
         free(g.buf);
@@ -887,8 +900,6 @@ static void test_export_refusals(void **state) {
     fclose(f);
     static const struct { const char *model, *flags, *msg; int code; } CASES[] = {
         {"t5", "", "pos=t5 has no home in llama.cpp", 2},
-        {"llama-rope8", "", "block=llama with rope_dims below head_dim has no home in llama.cpp: its llama "
-                            "architecture rotates every dim of a head", 2},
         {"llama-learned", "", "block=llama with a position table (pos=learned, sinusoidal) has no home", 2},
         {"llama-none", "", "block=llama with pos=none has no home in llama.cpp", 2},
         {"rope", "--rope_scaling=yarn_paper --rope_scaling_factor=4", "rope_scaling=yarn_paper has no home", 2},

@@ -62,8 +62,8 @@ static void usage(FILE *out) {
         "                         rope_scaling_factor x the original length L (rope_original_length,\n"
         "                         else block_size): Hugging Face's s x L, said on stderr\n"
         "block=gpt2: pos=learned, sinusoidal, none run as llama.cpp's gpt2, rope as gptneox, alibi as\n"
-        "mpt. block=llama: rope (rope_dims = head_dim) as llama, alibi as refact; its other schemes\n"
-        "have no home there and are refused, as t5 is for both blocks.\n");
+        "mpt. block=llama: rope as llama (rope_dims < head_dim: chatglm), alibi as refact; its other\n"
+        "schemes have no home there and are refused, as t5 is for both blocks.\n");
     model_overrides_usage(out);
 }
 

@@ -38,6 +38,13 @@ static const NameMap LLAMA_LAYER_NAMES[] = {
     {"mlp.c_fc.weight", "ffn_gate.weight", 0, 2}, {"mlp.c_fc.weight", "ffn_up.weight", 1, 2},
     {"mlp.c_proj.weight", "ffn_down.weight", 0, 1},
 };
+// block=llama with partial rotary, as chatglm: c_attn and c_fc whole (chatglm's ffn_up is
+// [gate; up] stacked, silu's input first, as ours)
+static const NameMap CHATGLM_LAYER_NAMES[] = {
+    {"ln_1.weight", "attn_norm.weight", 0, 1},         {"attn.c_attn.weight", "attn_qkv.weight", 0, 1},
+    {"attn.c_proj.weight", "attn_output.weight", 0, 1}, {"ln_2.weight", "ffn_norm.weight", 0, 1},
+    {"mlp.c_fc.weight", "ffn_up.weight", 0, 1},        {"mlp.c_proj.weight", "ffn_down.weight", 0, 1},
+};
 static const NameMap TOP_NAMES[] = {
     {"wte", "token_embd.weight", 0, 1}, {"wpe", "position_embd.weight", 0, 1},
     {"ln_f.weight", "output_norm.weight", 0, 1}, {"ln_f.bias", "output_norm.bias", 0, 1},
@@ -63,12 +70,6 @@ const char *gguf_model_refusal(const GPTConfig *cfg) {
         case POS_NONE:
             return "block=llama with pos=none has no home in llama.cpp: its architectures with RMSNorm and SwiGLU "
                    "rotate q and k in every layer, or all but every fourth (smollm3, llama4)";
-        case POS_ROPE:
-            if (cfg->rope_dims != cfg->d_model / cfg->n_head)
-                return "block=llama with rope_dims below head_dim has no home in llama.cpp: its llama "
-                       "architecture rotates every dim of a head (it refuses a smaller rope.dimension_count: "
-                       "'invalid n_rot')";
-            break;
         default:
             break;
         }
@@ -111,18 +112,27 @@ static void add_f32(GgufModel *m, const char *key, float v) { add_kv(m, key, GGU
 static void add_bool(GgufModel *m, const char *key, int v) { add_kv(m, key, GGUF_KV_BOOL)->boolean = v; }
 static void add_str(GgufModel *m, const char *key, const char *v) { add_kv(m, key, GGUF_KV_STRING)->str = v; }
 
+static const char *architecture(const GPTConfig *cfg) {
+    if (cfg->block == BLOCK_LLAMA)
+        return cfg->pos == POS_ALIBI ? "refact" : cfg->rope_dims < cfg->d_model / cfg->n_head ? "chatglm" : "llama";
+    return cfg->pos == POS_ROPE ? "gptneox" : cfg->pos == POS_ALIBI ? "mpt" : "gpt2";
+}
+
 // The tensors of our entry e under llama.cpp's names, in the table's order, into
 // t (at most MAX_PARTS); their count, 0 for a name not in the tables.
-static int map_tensor(const ParamEntry *e, const float *data, int block, GgufTensor *t) {
+static int map_tensor(const GPTConfig *cfg, const ParamEntry *e, const float *data, GgufTensor *t) {
     const NameMap *names = TOP_NAMES;
     size_t n_names = sizeof TOP_NAMES / sizeof TOP_NAMES[0];
     const char *ours = e->name;
     char prefix[32] = "";
     int layer, at = 0, n = 0;
     if (sscanf(e->name, "h.%d.%n", &layer, &at) == 1 && at > 0) {
-        names = block == BLOCK_LLAMA ? LLAMA_LAYER_NAMES : GPT2_LAYER_NAMES;
-        n_names = block == BLOCK_LLAMA ? sizeof LLAMA_LAYER_NAMES / sizeof LLAMA_LAYER_NAMES[0]
-                                       : sizeof GPT2_LAYER_NAMES / sizeof GPT2_LAYER_NAMES[0];
+        const char *arch = architecture(cfg);
+#define USE(table) (names = table, n_names = sizeof table / sizeof table[0])
+        if (cfg->block == BLOCK_GPT2) USE(GPT2_LAYER_NAMES);
+        else if (!strcmp(arch, "chatglm")) USE(CHATGLM_LAYER_NAMES);
+        else USE(LLAMA_LAYER_NAMES);
+#undef USE
         ours = e->name + at;
         snprintf(prefix, sizeof prefix, "blk.%d.", layer);
     }
@@ -149,11 +159,6 @@ static size_t owned_floats(const GPTConfig *cfg, int n_ctx) {
 
 size_t gguf_model_bytes(const GPTConfig *cfg, int context_length) {
     return owned_floats(cfg, context_length > 0 ? context_length : cfg->block_size) * sizeof(float);
-}
-
-static const char *architecture(const GPTConfig *cfg) {
-    if (cfg->block == BLOCK_LLAMA) return cfg->pos == POS_ALIBI ? "refact" : "llama";
-    return cfg->pos == POS_ROPE ? "gptneox" : cfg->pos == POS_ALIBI ? "mpt" : "gpt2";
 }
 
 int gguf_model_describe(GPT *model, int context_length, GgufModel *out, Meter *meter, char *err, size_t errlen) {
@@ -185,6 +190,7 @@ int gguf_model_describe(GPT *model, int context_length, GgufModel *out, Meter *m
     int table = !llama && (cfg->pos == POS_SINUSOIDAL || cfg->pos == POS_NONE);   // position_embd made here
     int neox = !llama && cfg->pos == POS_ROPE;
     out->arch = architecture(cfg);
+    int chatglm = !strcmp(out->arch, "chatglm");
 
     const ParamEntry *entries;
     int n_entries = gpt_param_entries(model, &entries);
@@ -201,7 +207,7 @@ int gguf_model_describe(GPT *model, int context_length, GgufModel *out, Meter *m
     for (int i = 0; i < n_entries; i++) {
         const ParamEntry *e = &entries[i];
         GgufTensor *t = &out->tensors[out->n_tensors];
-        int n = map_tensor(e, params + e->offset, cfg->block, t);
+        int n = map_tensor(cfg, e, params + e->offset, t);
         if (n == 0) {   // a tensor of a scheme refused above
             snprintf(err, errlen, "tensor %s has no llama.cpp name", e->name);
             gguf_model_free(out);
@@ -232,7 +238,7 @@ int gguf_model_describe(GPT *model, int context_length, GgufModel *out, Meter *m
             next += (size_t)n_ctx * C;
         }
     }
-    if (neox) {   // gptneox always reads an output matrix: the tied head is wte
+    if (neox || chatglm) {   // gptneox (and chatglm before 2025) always read an output matrix: wte
         GgufTensor *o = &out->tensors[out->n_tensors++];
         *o = out->tensors[0];
         snprintf(o->name, sizeof o->name, "output.weight");

@@ -14,14 +14,18 @@
 //                                       output = wte (gptneox has no tied head)
 //   alibi                      mpt      attention.max_alibi_bias = 8: ggml's slopes
 //                                       2^(-8(h+1)/P), then 2^(-4(2k+1)/P), are ours
-// block=llama (RMSNorm, SwiGLU, no biases, tied head; c_attn split into
-// attn_q, attn_k, attn_v and c_fc into ffn_gate, ffn_up):
+// block=llama (RMSNorm, SwiGLU, no biases, tied head):
 //   rope, R = head_dim         llama    rope.dimension_count = D; its rope (LLAMA_ROPE_TYPE_NORM)
-//                                       rotates adjacent pairs (2i, 2i+1), ours: no permutation
-//   alibi                      refact   ALiBi with max bias 8 (fixed in llama.cpp), as mpt
-//   rope with R < D, learned, sinusoidal, none: refused (llama checks n_rot = head_dim, and
-//                              no architecture with RMSNorm and SwiGLU has a position table
-//                              or no positions)
+//                                       rotates adjacent pairs (2i, 2i+1), ours: no permutation;
+//                                       c_attn cut into attn_q, attn_k, attn_v and c_fc into
+//                                       ffn_gate, ffn_up
+//   rope, R < head_dim         chatglm  the same rope over the first R dims (llama refuses
+//                                       rope.dimension_count < D); attn_qkv = c_attn and ffn_up =
+//                                       c_fc = [gate; up] whole, its SwiGLU's order; output = wte
+//   alibi                      refact   ALiBi with max bias 8 (fixed in llama.cpp), as mpt; the
+//                                       tensors as llama's
+//   learned, sinusoidal, none  refused: no architecture with RMSNorm and SwiGLU has a position
+//                              table or no positions
 // Either block: t5 refused (llama.cpp's t5 is the encoder-decoder model; no
 // decoder of it has a relative-position bias table).
 //
