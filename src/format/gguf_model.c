@@ -238,7 +238,7 @@ int gguf_model_describe(GPT *model, int context_length, GgufModel *out, Meter *m
             next += (size_t)n_ctx * C;
         }
     }
-    if (neox || chatglm) {   // gptneox (and chatglm before 2025) always read an output matrix: wte
+    if (neox || chatglm) {   // gptneox (and chatglm in early 2025) always read an output matrix: wte
         GgufTensor *o = &out->tensors[out->n_tensors++];
         *o = out->tensors[0];
         snprintf(o->name, sizeof o->name, "output.weight");
