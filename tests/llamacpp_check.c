@@ -1,24 +1,28 @@
 // llamacpp_check.c: ropelab's exported models run in llama.cpp itself, through
 // node-llama-cpp (tests/llamacpp/: package.json, the committed lock file,
-// check.mjs). Run by `make test-llamacpp` (which installs the npm packages
+// check.mjs), and its Hugging Face tokenizer in tokenizers.js (hf_tokenize.mjs). Run by `make test-llamacpp` (which installs the npm packages
 // with `npm ci` and makes the default corpus and the `make run` model first),
 // from the repository root.
 //
-// For every scheme that exports (rope, learned, sinusoidal, none, alibi), a
-// model trained here on the default corpus, and the `make run` model:
+// For every block and scheme that exports (block=gpt2: rope, learned,
+// sinusoidal, none, alibi; block=llama: rope, partial rope, alibi), a model trained here on
+// the default corpus, and the `make run` model:
 //   - llama.cpp's tokenisation of the prompt and of a test text is ours;
 //   - llama.cpp's greedy continuation of the prompt is ours for 64 tokens, and
 //     ./sample --temperature 0 prints the same text;
 //   - at each of those 64 steps, and at every position of the test text (real
 //     text: small models' greedy text loops), llama.cpp's log-probabilities of
 //     every token likelier than e^-20 are ours, to the tolerance below.
-// And: llama.cpp's own YaRN at 4T (factor 4) on validation windows against
-// ropelab's rope_scaling=yarn on the same tokens; the whole corpus tokenised
-// by both with the default tokenizer (the byte-class rule, a file of version 1),
-// every difference counted and explained; and three tokenizers of ./prepare's
-// default rule, GPT-2's regex (the KJV, 2 MB of GCIDE, a text of every
-// character of Unicode with vocabulary 600), each corpus tokenised by both
-// as one text and line by line: not one difference.
+// And: validation windows scored by llama.cpp against ropelab and ./eval, at T
+// for the block=llama models, and at 4T with llama.cpp's own YaRN (factor 4)
+// against ropelab's rope_scaling=yarn for the `make run` model and the llama
+// rope model; the whole corpus tokenised by both with the default tokenizer
+// (the byte-class rule, a file of version 1), every difference counted and
+// explained; the tokenizer of a Hugging Face export (./export --format hf) in
+// Hugging Face's tokenizers.js (hf_tokenize.mjs), the corpus likewise; and
+// three tokenizers of ./prepare's default rule, GPT-2's regex (the KJV, 2 MB
+// of GCIDE, a text of every character of Unicode with vocabulary 600), each
+// corpus tokenised by both as one text and line by line: not one difference.
 //
 // The tolerance. llama.cpp computes in float32 like ropelab, but for one
 // step: ggml's GELU reads a float16 table (GGML_GELU_FP16: y = f16(gelu(f16(x))),
@@ -39,7 +43,9 @@
 // and a prompt is used only if at every step our greedy token leads the next by
 // more than tol: then llama.cpp's greedy choice must be ours, and a different
 // one is an error, never a near-tie. (Measured: llama - ours - (B - A), the
-// part B does not predict, is reported; about a tenth of B - A.)
+// part B does not predict, is reported; about a tenth of B - A.) block=llama
+// has no GELU, and ggml's SwiGLU and RMSNorm are float32 (silu with its own
+// expf): there B = A and the tolerance is float32's alone, 2 max |ours - A|.
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -115,8 +121,9 @@ static void doubles_of(const cJSON *a, double *v, int n) {
     cJSON_ArrayForEach(x, a) v[i++] = x->valuedouble;
 }
 
-// Runs check.mjs on the request (which this frees); returns the parsed response.
-static cJSON *llama(cJSON *request, const char *name) {
+// Runs the client tests/llamacpp/SCRIPT on the request (which this frees); returns
+// the parsed response.
+static cJSON *node_client(const char *script, cJSON *request, const char *name) {
     char req[512], resp[512];
     snprintf(req, sizeof req, "%s/%s.request.json", dir, name);
     snprintf(resp, sizeof resp, "%s/%s.response.json", dir, name);
@@ -127,13 +134,15 @@ static cJSON *llama(cJSON *request, const char *name) {
     fclose(f);
     free(text);
     cJSON_Delete(request);
-    if (run("node tests/llamacpp/check.mjs %s > %s", req, resp) != 0) fail_msg("llama.cpp (check.mjs) failed:\n%s", out);
+    if (run("node tests/llamacpp/%s %s > %s", script, req, resp) != 0) fail_msg("node %s failed:\n%s", script, out);
     char *body = read_file(resp, NULL);
     cJSON *r = cJSON_Parse(body);
     free(body);
     if (!r) fail_msg("%s: not JSON", resp);
     return r;
 }
+// llama.cpp (check.mjs)
+static cJSON *llama(cJSON *request, const char *name) { return node_client("check.mjs", request, name); }
 
 static cJSON *new_request(const char *gguf, int context, int V) {
     cJSON *r = cJSON_CreateObject();
@@ -216,12 +225,53 @@ static int argmax(const double *x, int n) {
     return best;
 }
 
+// node-llama-cpp's probabilities (AddonContext.cpp) are a softmax in float of
+// llama.cpp's float logits l, sorted from the largest: p_i = fl(e_i / S) with
+// e_i = expf(fl(l_i - max)) and S their float sum in that order. Against the
+// exact log-softmax of the same logits its rounding moves log p_i by at most
+//   2^-24 |d_i|       d_i = l_i - max rounded to float (half an ulp of it)
+//   + 2^-23 + 2^-24   expf (within an ulp) and the division (half an ulp)
+//   + log S's error   each term's own error as above, weighted by p_j, and each
+//                     addition's rounding, at most min(e_k, 2^-24 S_k) for the k-th
+//                     (S_k the partial sum: a term below half an ulp of S_k is lost,
+//                     no more)
+// Relative to another token a of the same row S cancels: 2^-24 (|d_i| + |d_a|)
+// + 2 (2^-23 + 2^-24). d and p are taken from ropelab's log-probabilities
+// (logp, V entries: its float run's, or the double model's), which differ from
+// llama.cpp's far below what would change these bounds.
+#define ULP24 (1.0 / 16777216.0)   // 2^-24
+static double softmax_rounding_rel(const double *logp, int i, int a) {
+    return ULP24 * (fabs(logp[i] - logp[a]) + 6.0);
+}
+static int by_desc(const void *x, const void *y) {
+    double a = *(const double *)x, b = *(const double *)y;
+    return (a < b) - (a > b);
+}
+static double softmax_rounding_abs(const double *logp, int i, int V, double *scratch) {
+    double mx = -INFINITY, S = 0, own = 0, added = 0;
+    for (int v = 0; v < V; v++) mx = fmax(mx, logp[v]);
+    for (int v = 0; v < V; v++) {
+        scratch[v] = exp(logp[v] - mx);
+        S += scratch[v];
+        own += exp(logp[v]) * (ULP24 * fabs(logp[v] - mx) + 2 * ULP24);
+    }
+    qsort(scratch, (size_t)V, sizeof *scratch, by_desc);
+    double partial = scratch[0];
+    for (int k = 1; k < V; k++) {
+        partial += scratch[k];
+        added += fmin(scratch[k], ULP24 * partial);
+    }
+    return ULP24 * fabs(logp[i] - mx) + 3 * ULP24 + own + added / S;
+}
+
 // Step g's numbers, every token v of our log-probability > LOGP_FLOOR, relative
 // to our greedy token a: x_v - x_a for x = ours (O), double A, double B, llama (Lc).
-typedef struct { double gelu, f32, margin, mismatch, llama_vs_ours; } StepErr;
+// excess: |llama - ours| less node-llama-cpp's softmax rounding of that token
+// (softmax_rounding_rel), the part the tolerance 2 gelu + 2 f32 bounds.
+typedef struct { double gelu, f32, margin, mismatch, llama_vs_ours, excess; } StepErr;
 
 static StepErr step_errors(const double *O, const double *A, const double *B, const double *Lc, int a, int V) {
-    StepErr e = {0, 0, INFINITY, 0, 0};
+    StepErr e = {0, 0, INFINITY, 0, 0, 0};
     for (int v = 0; v < V; v++) {
         if (O[v] <= LOGP_FLOOR || v == a) continue;
         double o = O[v] - O[a], ra = A[v] - A[a], rb = B[v] - B[a];
@@ -232,6 +282,7 @@ static StepErr step_errors(const double *O, const double *A, const double *B, co
             double l = Lc[v] - Lc[a];
             e.mismatch = fmax(e.mismatch, fabs((l - o) - (rb - ra)));
             e.llama_vs_ours = fmax(e.llama_vs_ours, fabs(l - o));
+            e.excess = fmax(e.excess, fabs(l - o) - softmax_rounding_rel(O, v, a));
         }
     }
     return e;
@@ -336,9 +387,10 @@ static void check_model(const char *label, const char *weights) {
         doubles_of(row, Lc, V);
         size_t r = (size_t)(n_prompt + g) * V;
         StepErr e = step_errors(O + (size_t)g * V, A + r, B + r, Lc, seq[1 + n_prompt + g], V);
-        if (e.llama_vs_ours > 2 * e.gelu + 2 * e.f32)
-            fail_msg("%s, step %d: llama.cpp's log-probabilities differ from ropelab's by %.3g; allowed 2 x the float16 "
-                     "GELU's %.3g + 2 x float32's %.3g", label, g, e.llama_vs_ours, e.gelu, e.f32);
+        if (e.excess > 2 * e.gelu + 2 * e.f32)
+            fail_msg("%s, step %d: llama.cpp's log-probabilities differ from ropelab's by %.3g (%.3g past the float "
+                     "softmax's rounding); allowed 2 x the float16 GELU's %.3g + 2 x float32's %.3g", label, g,
+                     e.llama_vs_ours, e.excess, e.gelu, e.f32);
         max_gelu = fmax(max_gelu, e.gelu);
         max_f32 = fmax(max_f32, e.f32);
         max_mismatch = fmax(max_mismatch, e.mismatch);
@@ -358,9 +410,10 @@ static void check_model(const char *label, const char *weights) {
         doubles_of(row, Lc, V);
         size_t r = (size_t)t * V;
         StepErr e = step_errors(TO + r, TA + r, TB + r, Lc, argmax(TO + r, V), V);
-        if (e.llama_vs_ours > 2 * e.gelu + 2 * e.f32)
-            fail_msg("%s, test text position %d: llama.cpp's log-probabilities differ from ropelab's by %.3g; "
-                     "allowed 2 x the float16 GELU's %.3g + 2 x float32's %.3g", label, t, e.llama_vs_ours, e.gelu, e.f32);
+        if (e.excess > 2 * e.gelu + 2 * e.f32)
+            fail_msg("%s, test text position %d: llama.cpp's log-probabilities differ from ropelab's by %.3g (%.3g "
+                     "past the float softmax's rounding); allowed 2 x the float16 GELU's %.3g + 2 x float32's %.3g",
+                     label, t, e.llama_vs_ours, e.excess, e.gelu, e.f32);
         text_diff = fmax(text_diff, e.llama_vs_ours);
     }
     free(TO); free(TA); free(TB); free(tseq);
@@ -419,56 +472,44 @@ static int teardown(void **state) {
     return remove_data_dir(state);
 }
 
-// A small model of the scheme, trained here on the default corpus (2 layers of
-// width 64, T = 128, 150 steps: seconds, and text that is not one repeated word).
-static void train_and_check(const char *pos, const char *flags) {
-    char run_dir[512], weights[600];
-    snprintf(run_dir, sizeof run_dir, "%s/%s", dir, pos);
-    snprintf(weights, sizeof weights, "%s/model.safetensors", run_dir);
-    if (run("./train configs/small.ini --pos=%s --n_layer=2 --d_model=64 --n_head=4 --steps=150 --batch_size=8 "
-            "--eval_every=0 --save_every=0 --quiet --out_dir=%s %s", pos, run_dir, flags) != 0)
+// A small model, trained here on the default corpus (2 layers of width 64,
+// T = 128, 150 steps: seconds, and text that is not one repeated word), into
+// dir/label (weights: its model.safetensors, if not NULL).
+static void train_and_check(const char *label, const char *flags, char *weights, size_t n) {
+    char run_dir[512], w[600];
+    snprintf(run_dir, sizeof run_dir, "%s/%s", dir, label);
+    snprintf(w, sizeof w, "%s/model.safetensors", run_dir);
+    if (run("./train configs/small.ini --n_layer=2 --d_model=64 --n_head=4 --steps=150 --batch_size=8 "
+            "--eval_every=0 --save_every=0 --quiet --out_dir=%s %s", run_dir, flags) != 0)
         fail_msg("./train failed: %s", out);
-    check_model(pos, weights);
+    check_model(label, w);
+    if (weights) snprintf(weights, n, "%s", w);
 }
 
-// rope with partial rotary (8 of 16 dims: NEOX's rotation of the first
-// rope.dimension_count dims, the rest passed through), alibi with 6 heads (the
-// slopes of 4 heads, then every other slope of 8)
-static void test_rope(void **s)       { (void)s; train_and_check("rope", "--rope_dims=8"); }
-static void test_learned(void **s)    { (void)s; train_and_check("learned", ""); }
-static void test_sinusoidal(void **s) { (void)s; train_and_check("sinusoidal", ""); }
-static void test_none(void **s)       { (void)s; train_and_check("none", ""); }
-static void test_alibi(void **s)      { (void)s; train_and_check("alibi", "--n_head=6 --d_model=48"); }
-
-// The model `make run` trains (configs/small.ini, rope).
-static void test_make_run_model(void **s) {
-    (void)s;
-    struct stat st;
-    if (stat(MAKE_RUN_MODEL, &st) != 0) fail_msg("%s is missing: make test-llamacpp runs make run first", MAKE_RUN_MODEL);
-    check_model("make-run", MAKE_RUN_MODEL);
-}
-
-// llama.cpp's own YaRN (the GGUF's rope.scaling keys: type yarn, factor 4, original
-// context T) on the make run model at 4T, against ropelab's rope_scaling=yarn on the
-// same validation windows (./eval's first K windows of 4T tokens): the mean loss and
-// every next token's log-probability, to the tolerance of the greedy checks, with
-// B - A taken as its largest over the position's tokens above e^-20 (a single
-// token's can be near 0 by chance) and float32's as its largest over the window.
-static void test_yarn_4T(void **s) {
-    (void)s;
-    enum { K = 2, FACTOR = 4 };
-    char err[256], gguf[512];
+// The K first validation windows of n = factor x T tokens (./eval's), scored by
+// llama.cpp and by ropelab: every next token's log-probability within the
+// tolerance of the greedy checks, with B - A taken as its largest over the
+// position's tokens above e^-20 (a single token's can be near 0 by chance) and
+// float32's as its largest over the window; and ./eval prints ropelab's mean.
+// factor > 1: the model exported with llama.cpp's own YaRN (the GGUF's
+// rope.scaling keys: type yarn, the factor, original context T) against
+// ropelab's rope_scaling=yarn, and yarn_paper's loss printed beside them.
+static void check_windows(const char *label, const char *weights, int factor) {
+    enum { K = 2 };
+    char err[256], gguf[512], scaling[128] = "";
     GPT *m;
-    if (gpt_load(&m, MAKE_RUN_MODEL, 0, err, sizeof err)) fail_msg("%s (make test-llamacpp runs make run first)", err);
+    if (gpt_load(&m, weights, 0, err, sizeof err)) fail_msg("%s", err);
     GPTConfig cfg = *gpt_config(m);
-    int T = cfg.block_size, n = FACTOR * T, V = cfg.vocab_size;
-    cfg.rope_scaling = ROPE_SCALING_YARN;
-    cfg.rope_scaling_factor = FACTOR;
-    assert_int_equal(gpt_reconfigure(m, &cfg, err, sizeof err), 0);
+    int T = cfg.block_size, n = factor * T, V = cfg.vocab_size;
+    if (factor > 1) {
+        snprintf(scaling, sizeof scaling, "--rope_scaling=yarn --rope_scaling_factor=%d", factor);
+        cfg.rope_scaling = ROPE_SCALING_YARN;
+        cfg.rope_scaling_factor = factor;
+        assert_int_equal(gpt_reconfigure(m, &cfg, err, sizeof err), 0);
+    }
     assert_int_equal(gpt_alloc_activations(m, 1, n, err, sizeof err), 0);
-    snprintf(gguf, sizeof gguf, "%s/yarn.gguf", dir);
-    if (run("./export --weights %s --tokenizer %s/tokenizer.bin --out %s --rope_scaling=yarn --rope_scaling_factor=%d",
-            MAKE_RUN_MODEL, DATA, gguf, FACTOR) != 0)
+    snprintf(gguf, sizeof gguf, "%s/%s-%dT.gguf", dir, label, factor);
+    if (run("./export --weights %s --tokenizer %s/tokenizer.bin --out %s %s", weights, DATA, gguf, scaling) != 0)
         fail_msg("./export failed: %s", out);
 
     TokenFile val;
@@ -477,9 +518,10 @@ static void test_yarn_4T(void **s) {
     int *win = malloc((size_t)K * (n + 1) * sizeof *win);
     double *A = malloc((size_t)n * V * sizeof *A), *B = malloc((size_t)n * V * sizeof *B);
     double *ours = malloc((size_t)K * n * sizeof *ours), *gelu = malloc((size_t)K * n * sizeof *gelu);
-    double *f32 = malloc((size_t)K * sizeof *f32);
+    double *f32 = malloc((size_t)K * sizeof *f32), *soft = malloc((size_t)K * n * sizeof *soft);
+    double *scratch = malloc((size_t)V * sizeof *scratch);
     assert_non_null(win); assert_non_null(A); assert_non_null(B); assert_non_null(ours);
-    assert_non_null(gelu); assert_non_null(f32);
+    assert_non_null(gelu); assert_non_null(f32); assert_non_null(soft); assert_non_null(scratch);
     // a context one longer than the window: node-llama-cpp shifts a full context before its last token
     cJSON *req = new_request(gguf, n + 1, V), *score = cJSON_AddArrayToObject(req, "score");
     double sum_ours = 0, pred = 0;   // pred: the float16 GELU's share of the summed log-probabilities
@@ -499,6 +541,7 @@ static void test_yarn_4T(void **s) {
             for (int v = 0; v < V; v++)
                 if (A[r + v] > LOGP_FLOOR) gelu[k] = fmax(gelu[k], fabs(B[r + v] - A[r + v]));
             f32[w] = fmax(f32[w], fabs(ours[k] - A[r + x[t + 1]]));
+            soft[k] = softmax_rounding_abs(A + r, x[t + 1], V, scratch);
             pred += B[r + x[t + 1]] - A[r + x[t + 1]];
             sum_ours += losses[t];
         }
@@ -508,47 +551,102 @@ static void test_yarn_4T(void **s) {
         cJSON_AddBoolToObject(sc, "targets", 1);
         cJSON_AddItemToArray(score, sc);
     }
-    cJSON *resp = llama(req, "yarn");
-    double sum_llama = 0, tol = 0;
+    char name[128];
+    snprintf(name, sizeof name, "%s-%dT", label, factor);
+    cJSON *resp = llama(req, name);
+    double sum_llama = 0, tol = 0, tol_soft = 0;
     double *l_win = malloc((size_t)n * sizeof *l_win);
     assert_non_null(l_win);
     for (int w = 0; w < K; w++) {
         doubles_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "score"), w), l_win, n);
         for (int t = 0; t < n; t++) {
             size_t k = (size_t)w * n + t;
-            double l = l_win[t], allowed = 2 * gelu[k] + 2 * f32[w];
+            double l = l_win[t], allowed = 2 * gelu[k] + 2 * f32[w] + soft[k];
             if (fabs(l - ours[k]) > allowed)
-                fail_msg("yarn at %d: window %d, position %d: llama.cpp's log-probability of the next token %.6f, "
-                         "ropelab's %.6f; allowed %.3g", n, w, t, l, ours[k], allowed);
+                fail_msg("%s at %d: window %d, position %d: llama.cpp's log-probability of the next token %.6f, "
+                         "ropelab's %.6f; allowed %.3g", label, n, w, t, l, ours[k], allowed);
             sum_llama -= l;
             tol += allowed;
+            tol_soft += soft[k];
         }
     }
     cJSON_Delete(resp);
     free(l_win);
     double loss_ours = sum_ours / (K * n), loss_llama = sum_llama / (K * n);
     // ./eval on the same windows prints ropelab's mean; and the paper's ramp for comparison
-    double loss_eval, loss_paper;
+    double loss_eval, loss_paper = NAN;
     char *at;
-    if (run("./eval --weights %s --data %s/val.bin --seq-len %d --batch-size 1 --batches %d --threads 1 "
-            "--rope_scaling=yarn --rope_scaling_factor=%d", MAKE_RUN_MODEL, DATA, n, K, FACTOR) != 0 ||
-        !(at = strstr(out, "loss=")))
+    if (run("./eval --weights %s --data %s/val.bin --seq-len %d --batch-size 1 --batches %d --threads 1 %s",
+            weights, DATA, n, K, scaling) != 0 || !(at = strstr(out, "loss=")))
         fail_msg("./eval failed: %s", out);
     loss_eval = atof(at + 5);
-    if (run("./eval --weights %s --data %s/val.bin --seq-len %d --batch-size 1 --batches %d --threads 1 "
-            "--rope_scaling=yarn_paper --rope_scaling_factor=%d", MAKE_RUN_MODEL, DATA, n, K, FACTOR) != 0 ||
-        !(at = strstr(out, "loss=")))
-        fail_msg("./eval failed: %s", out);
-    loss_paper = atof(at + 5);
+    if (factor > 1) {
+        if (run("./eval --weights %s --data %s/val.bin --seq-len %d --batch-size 1 --batches %d --threads 1 "
+                "--rope_scaling=yarn_paper --rope_scaling_factor=%d", weights, DATA, n, K, factor) != 0 ||
+            !(at = strstr(out, "loss=")))
+            fail_msg("./eval failed: %s", out);
+        loss_paper = atof(at + 5);
+    }
     assert_true(fabs(loss_eval - loss_ours) < 1e-5);   // printed with 6 decimals
-    print_message("yarn at 4T = %d (factor %d, L = %d), %d windows of val.bin: llama.cpp %.6f, ./eval "
-                  "--rope_scaling=yarn %.6f (in-process %.6f; the float16 GELU predicts %+.2e, what is left %+.2e, "
-                  "allowed %.2e per token on average); --rope_scaling=yarn_paper %.6f\n", n, FACTOR, T, K,
-                  loss_llama, loss_eval, loss_ours, -pred / (K * n), loss_llama - loss_ours + pred / (K * n),
-                  tol / (K * n), loss_paper);
+    print_message("%s at %s%d (factor %d, T = %d), %d windows of val.bin: llama.cpp %.6f, ./eval %s %.6f "
+                  "(in-process %.6f; the float16 GELU predicts %+.2e, what is left %+.2e, allowed %.2e per token "
+                  "on average, of which %.2e the float softmax's rounding)", label, factor > 1 ? "4T = " : "T = ", n,
+                  factor, T, K, loss_llama, factor > 1 ? "--rope_scaling=yarn" : "", loss_eval, loss_ours,
+                  -pred / (K * n), loss_llama - loss_ours + pred / (K * n), tol / (K * n), tol_soft / (K * n));
+    if (factor > 1) print_message("; --rope_scaling=yarn_paper %.6f", loss_paper);
+    print_message("\n");
     tokens_close(&val);
-    free(win); free(A); free(B); free(ours); free(gelu); free(f32);
+    free(win); free(A); free(B); free(ours); free(gelu); free(f32); free(soft); free(scratch);
     gpt_free(m);
+}
+
+// rope with partial rotary (8 of 16 dims: NEOX's rotation of the first
+// rope.dimension_count dims, the rest passed through), alibi with 6 heads (the
+// slopes of 4 heads, then every other slope of 8)
+static void test_rope(void **s)       { (void)s; train_and_check("rope", "--pos=rope --rope_dims=8", NULL, 0); }
+static void test_learned(void **s)    { (void)s; train_and_check("learned", "--pos=learned", NULL, 0); }
+static void test_sinusoidal(void **s) { (void)s; train_and_check("sinusoidal", "--pos=sinusoidal", NULL, 0); }
+static void test_none(void **s)       { (void)s; train_and_check("none", "--pos=none", NULL, 0); }
+static void test_alibi(void **s)      { (void)s; train_and_check("alibi", "--pos=alibi --n_head=6 --d_model=48", NULL, 0); }
+
+// block=llama: rope as llama.cpp's llama (adjacent pairs, no permutation), also
+// at 4T with llama.cpp's YaRN; partial rotary (8 of 16 dims) as its chatglm;
+// alibi (6 heads) as its refact. Each also scores the validation windows of T
+// against ./eval.
+static void test_llama_rope(void **s) {
+    (void)s;
+    char w[600];
+    train_and_check("llama-rope", "--block=llama --pos=rope", w, sizeof w);
+    check_windows("llama-rope", w, 1);
+    check_windows("llama-rope", w, 4);
+}
+static void test_llama_rope_partial(void **s) {
+    (void)s;
+    char w[600];
+    train_and_check("llama-rope8", "--block=llama --pos=rope --rope_dims=8", w, sizeof w);
+    check_windows("llama-rope8", w, 1);
+}
+static void test_llama_alibi(void **s) {
+    (void)s;
+    char w[600];
+    train_and_check("llama-alibi", "--block=llama --pos=alibi --n_head=6 --d_model=48", w, sizeof w);
+    check_windows("llama-alibi", w, 1);
+}
+
+// The model `make run` trains (configs/small.ini, rope).
+static void test_make_run_model(void **s) {
+    (void)s;
+    struct stat st;
+    if (stat(MAKE_RUN_MODEL, &st) != 0) fail_msg("%s is missing: make test-llamacpp runs make run first", MAKE_RUN_MODEL);
+    check_model("make-run", MAKE_RUN_MODEL);
+}
+
+// llama.cpp's own YaRN at 4T on the make run model (check_windows).
+static void test_yarn_4T(void **s) {
+    (void)s;
+    struct stat st;
+    if (stat(MAKE_RUN_MODEL, &st) != 0) fail_msg("%s is missing: make test-llamacpp runs make run first", MAKE_RUN_MODEL);
+    check_windows("make-run", MAKE_RUN_MODEL, 4);
 }
 
 // Where llama.cpp's pre-tokenizer ("gpt-2": GPT-2's regex) cuts a text other than
@@ -594,19 +692,15 @@ static void diff_encodings(const Tokenizer *t, const uint8_t *text, const int *a
     }
 }
 
-static void test_corpus_tokenisation(void **s) {
-    (void)s;
-    char gguf[512];
-    snprintf(gguf, sizeof gguf, "%s/tokenizer.gguf", dir);
-    if (run("./export --weights %s --tokenizer %s/tokenizer.bin --out %s", MAKE_RUN_MODEL, DATA, gguf) != 0)
-        fail_msg("./export failed: %s", out);
-    size_t len;
-    char *text = read_file("data/kjv.txt", &len);
-    assert_int_equal(strlen(text), len);   // text: no NUL byte
-    cJSON *req = new_request(gguf, 256, tok.vocab_size), *texts = cJSON_AddArrayToObject(req, "tokenize");
+// The corpus (data/kjv.txt) as one text, then each of its lines without its
+// newline, added to the array texts; returns the corpus (free it) and its size
+// and line count.
+static char *corpus_texts(cJSON *texts, size_t *len, int *n_lines) {
+    char *text = read_file("data/kjv.txt", len);
+    assert_int_equal(strlen(text), *len);   // text: no NUL byte
     cJSON_AddItemToArray(texts, cJSON_CreateString(text));
-    int n_lines = 0;
-    for (char *line = text; *line; n_lines++) {   // each line, without its newline
+    *n_lines = 0;
+    for (char *line = text; *line; (*n_lines)++) {
         size_t n = strcspn(line, "\n");
         char save = line[n];
         line[n] = 0;
@@ -614,7 +708,12 @@ static void test_corpus_tokenisation(void **s) {
         line[n] = save;
         line += n + (save == '\n');
     }
-    cJSON *resp = llama(req, "corpus"), *ids = cJSON_GetObjectItem(resp, "tokenize");
+    return text;
+}
+
+// who's encodings of corpus_texts (ids: the array of id arrays) against ours: every
+// span where the two differ, counted by kind; each must be one docs/FORMAT.md names.
+static void compare_corpus(const char *who, char *text, size_t len, int n_lines, const cJSON *ids) {
     long whole_kinds[4] = {0}, whole_bytes = 0, line_kinds[4] = {0}, line_bytes = 0, lines_differ = 0;
     int n_ours, n_theirs, *ours = encode(text, &n_ours), *theirs = ints_of(cJSON_GetArrayItem(ids, 0), &n_theirs);
     diff_encodings(&tok, (const uint8_t *)text, ours, n_ours, theirs, n_theirs, whole_kinds, &whole_bytes, NULL);
@@ -634,15 +733,74 @@ static void test_corpus_tokenisation(void **s) {
         line[n] = save;
         line += n + (save == '\n');
     }
-    cJSON_Delete(resp);
-    print_message("data/kjv.txt (%zu bytes, %d lines) encoded by llama.cpp and by ropelab: as one text, %ld spans "
+    print_message("data/kjv.txt (%zu bytes, %d lines) encoded by %s and by ropelab: as one text, %ld spans "
                   "differ (%ld bytes: %ld contractions, %ld newline runs, %ld non-ASCII, %ld other); line by line, "
                   "%ld of %d lines differ (%ld bytes: %ld contractions, %ld newline runs, %ld non-ASCII, %ld other)\n",
-                  len, n_lines, whole_kinds[0] + whole_kinds[1] + whole_kinds[2] + whole_kinds[3], whole_bytes,
+                  len, n_lines, who, whole_kinds[0] + whole_kinds[1] + whole_kinds[2] + whole_kinds[3], whole_bytes,
                   whole_kinds[0], whole_kinds[1], whole_kinds[2], whole_kinds[3], lines_differ, n_lines, line_bytes,
                   line_kinds[0], line_kinds[1], line_kinds[2], line_kinds[3]);
     assert_int_equal(whole_kinds[3], 0);   // every difference is one docs/FORMAT.md names
     assert_int_equal(line_kinds[3], 0);
+}
+
+static void test_corpus_tokenisation(void **s) {
+    (void)s;
+    char gguf[512];
+    snprintf(gguf, sizeof gguf, "%s/tokenizer.gguf", dir);
+    if (run("./export --weights %s --tokenizer %s/tokenizer.bin --out %s", MAKE_RUN_MODEL, DATA, gguf) != 0)
+        fail_msg("./export failed: %s", out);
+    size_t len;
+    int n_lines;
+    cJSON *req = new_request(gguf, 256, tok.vocab_size);
+    char *text = corpus_texts(cJSON_AddArrayToObject(req, "tokenize"), &len, &n_lines);
+    cJSON *resp = llama(req, "corpus");
+    compare_corpus("llama.cpp", text, len, n_lines, cJSON_GetObjectItem(resp, "tokenize"));
+    cJSON_Delete(resp);
+    free(text);
+}
+
+// The tokenizer of a Hugging Face export (./export --format hf: tokenizer.json,
+// tokenizer_config.json) in Hugging Face's own tokenizer code, tokenizers.js
+// (hf_tokenize.mjs): the corpus and each line encode as ours but for the
+// differences of GPT-2's regex that llama.cpp's "gpt-2" pre-tokenizer has too
+// (the same kinds, counted); with the special tokens, <|endoftext|> first; and
+// our ids of the test text decode to the text.
+static void test_hf_tokenizer(void **s) {
+    (void)s;
+    char run_dir[512], hf_dir[600];   // a block=llama rope model (any: only the tokenizer is read)
+    snprintf(run_dir, sizeof run_dir, "%s/hf-tokenizer", dir);
+    snprintf(hf_dir, sizeof hf_dir, "%s/hf", run_dir);
+    if (run("./train configs/tiny.ini --block=llama --pos=rope --steps=1 --eval_every=0 --save_every=0 --quiet "
+            "--out_dir=%s", run_dir) != 0)
+        fail_msg("./train failed: %s", out);
+    if (run("./export --weights %s/model.safetensors --tokenizer %s/tokenizer.bin --format hf --out %s", run_dir,
+            DATA, hf_dir) != 0)
+        fail_msg("./export --format hf failed: %s", out);
+    size_t len;
+    int n_lines, n_text, n;
+    cJSON *req = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "dir", hf_dir);
+    cJSON *texts = cJSON_AddArrayToObject(req, "tokenize");
+    char *text = corpus_texts(texts, &len, &n_lines);
+    cJSON_AddItemToArray(texts, cJSON_CreateString(TEST_TEXT));
+    int *text_ids = encode(TEST_TEXT, &n_text);
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "decode"), int_array(text_ids, n_text));
+    cJSON *resp = node_client("hf_tokenize.mjs", req, "hf-tokenizer");
+    const cJSON *ids = cJSON_GetObjectItem(resp, "tokenize");
+    compare_corpus("Hugging Face's tokenizers.js", text, len, n_lines, ids);
+    int *got = ints_of(cJSON_GetArrayItem(ids, n_lines + 1), &n);
+    expect_same_ids("the test text tokenised by tokenizers.js", text_ids, n_text, got, n);
+    free(got);
+    got = ints_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "tokenize_special"), n_lines + 1), &n);
+    assert_true(n == n_text + 1 && got[0] == tok.eot_id);   // the post-processor puts <|endoftext|> first
+    expect_same_ids("the test text with its special tokens", text_ids, n_text, got + 1, n - 1);
+    free(got);
+    const char *decoded = cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "decode"), 0)->valuestring;
+    if (strcmp(decoded, TEST_TEXT) != 0) fail_msg("tokenizers.js decodes our ids as\n%s\nnot\n%s", decoded, TEST_TEXT);
+    print_message("the test text (%d tokens): tokenizers.js's ids are ours, <|endoftext|> first with the special "
+                  "tokens, and ours decode to the text\n", n_text);
+    cJSON_Delete(resp);
+    free(text_ids);
     free(text);
 }
 
@@ -805,7 +963,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_make_run_model), cmocka_unit_test(test_rope), cmocka_unit_test(test_learned),
         cmocka_unit_test(test_sinusoidal), cmocka_unit_test(test_none), cmocka_unit_test(test_alibi),
-        cmocka_unit_test(test_yarn_4T), cmocka_unit_test(test_corpus_tokenisation),
+        cmocka_unit_test(test_llama_rope), cmocka_unit_test(test_llama_rope_partial),
+        cmocka_unit_test(test_llama_alibi), cmocka_unit_test(test_yarn_4T),
+        cmocka_unit_test(test_corpus_tokenisation), cmocka_unit_test(test_hf_tokenizer),
         cmocka_unit_test(test_gpt2_tokenizer_kjv), cmocka_unit_test(test_gpt2_tokenizer_gcide),
         cmocka_unit_test(test_gpt2_tokenizer_unicode),
     };

@@ -1,7 +1,8 @@
-// llamacpp_ref.h: ropelab's model in double precision, optionally with the
-// one step where llama.cpp's CPU arithmetic is not float32: ggml's GELU, a
-// table lookup in float16 (GGML_GELU_FP16: y = f16(gelu(f16(x))) for
-// |x| < 10). tests/llamacpp_check.c uses the two to say how far llama.cpp's
+// llamacpp_ref.h: ropelab's model in double precision (either block),
+// optionally with the one step where llama.cpp's CPU arithmetic is not
+// float32: ggml's GELU, a table lookup in float16 (GGML_GELU_FP16:
+// y = f16(gelu(f16(x))) for |x| < 10). block=llama has no GELU: ggml's
+// SwiGLU computes silu in float32, so there the two are the same. tests/llamacpp_check.c uses the two to say how far llama.cpp's
 // log-probabilities may be from ropelab's (docs/FORMAT.md derives it).
 // The maths is docs/FORMAT.md's "The model", written again from it; the
 // positional tables are ropelab's (pos.h), as the model defines them.
@@ -28,6 +29,11 @@ static const float *ref_layer_param(GPT *m, int l, const char *name) {
     return ref_param(m, full);
 }
 
+// A bias: block=llama has none (NULL).
+static const float *ref_layer_bias(GPT *m, int l, const char *name) {
+    return gpt_config(m)->block == BLOCK_LLAMA ? NULL : ref_layer_param(m, l, name);
+}
+
 // ggml's GELU (ggml-cpu vec.h): the tanh form in float on a float16 input,
 // rounded to float16; 0 at x <= -10 and x itself at x >= 10.
 static double ref_gelu_ggml(double x) {
@@ -41,7 +47,15 @@ static double ref_gelu_ggml(double x) {
 
 static double ref_gelu(double x) { return 0.5 * x * (1.0 + tanh(sqrt(2.0 / M_PI) * (x + 0.044715 * x * x * x))); }
 
+// The block's norm: LayerNorm (gpt2), or RMSNorm when b is NULL (llama).
 static void ref_layernorm(double *out, const double *x, const float *w, const float *b, int C) {
+    if (!b) {   // RMSNorm: x / sqrt(mean(x^2) + 1e-5) * w
+        double ms = 0;
+        for (int c = 0; c < C; c++) ms += x[c] * x[c];
+        double rstd = 1.0 / sqrt(ms / C + 1e-5);
+        for (int c = 0; c < C; c++) out[c] = x[c] * rstd * w[c];
+        return;
+    }
     double mu = 0, var = 0;
     for (int c = 0; c < C; c++) mu += x[c];
     mu /= C;
@@ -64,9 +78,10 @@ static void ref_linear(double *y, const double *x, const float *W, const float *
 static void ref_logprobs(GPT *m, const int *tok, int n, int ggml_gelu, double *out) {
     const GPTConfig *cfg = gpt_config(m);
     int C = cfg->d_model, H = cfg->n_head, D = C / H, V = cfg->vocab_size, L = cfg->n_layer, R = cfg->rope_dims;
+    int F = gpt_mlp_hidden(cfg), FC = gpt_mlp_fc_width(cfg), llama = cfg->block == BLOCK_LLAMA;
     double *x = calloc((size_t)n * C, sizeof *x), *a = malloc((size_t)C * sizeof *a);
     double *qkv = malloc((size_t)n * 3 * C * sizeof *qkv), *y = malloc((size_t)n * C * sizeof *y);
-    double *h = malloc((size_t)4 * C * sizeof *h), *o = malloc((size_t)C * sizeof *o), *p = malloc((size_t)n * sizeof *p);
+    double *h = malloc((size_t)FC * sizeof *h), *o = malloc((size_t)C * sizeof *o), *p = malloc((size_t)n * sizeof *p);
     float *pe = malloc((size_t)n * C * sizeof *pe), slopes[256];
     double theta[8192], mscale = 1.0;
     assert_non_null(x); assert_non_null(qkv); assert_non_null(pe);
@@ -81,8 +96,8 @@ static void ref_logprobs(GPT *m, const int *tok, int n, int ggml_gelu, double *o
     for (int l = 0; l < L; l++) {
         for (int t = 0; t < n; t++) {
             double *u = qkv + (size_t)t * 3 * C;
-            ref_layernorm(a, x + (size_t)t * C, ref_layer_param(m, l, "ln_1.weight"), ref_layer_param(m, l, "ln_1.bias"), C);
-            ref_linear(u, a, ref_layer_param(m, l, "attn.c_attn.weight"), ref_layer_param(m, l, "attn.c_attn.bias"), 3 * C, C);
+            ref_layernorm(a, x + (size_t)t * C, ref_layer_param(m, l, "ln_1.weight"), ref_layer_bias(m, l, "ln_1.bias"), C);
+            ref_linear(u, a, ref_layer_param(m, l, "attn.c_attn.weight"), ref_layer_bias(m, l, "attn.c_attn.bias"), 3 * C, C);
             for (int part = 0; cfg->pos == POS_ROPE && part < 2; part++)   // q, k: pairs (2i, 2i+1)
                 for (int hh = 0; hh < H; hh++)
                     for (int i = 0; i < R / 2; i++) {
@@ -113,18 +128,21 @@ static void ref_logprobs(GPT *m, const int *tok, int n, int ggml_gelu, double *o
         for (int t = 0; t < n; t++) {
             double *xt = x + (size_t)t * C;
             ref_linear(o, y + (size_t)t * C, ref_layer_param(m, l, "attn.c_proj.weight"),
-                       ref_layer_param(m, l, "attn.c_proj.bias"), C, C);
+                       ref_layer_bias(m, l, "attn.c_proj.bias"), C, C);
             for (int c = 0; c < C; c++) xt[c] += o[c];
-            ref_layernorm(a, xt, ref_layer_param(m, l, "ln_2.weight"), ref_layer_param(m, l, "ln_2.bias"), C);
-            ref_linear(h, a, ref_layer_param(m, l, "mlp.c_fc.weight"), ref_layer_param(m, l, "mlp.c_fc.bias"), 4 * C, C);
-            for (int k = 0; k < 4 * C; k++) h[k] = ggml_gelu ? ref_gelu_ggml(h[k]) : ref_gelu(h[k]);
-            ref_linear(o, h, ref_layer_param(m, l, "mlp.c_proj.weight"), ref_layer_param(m, l, "mlp.c_proj.bias"), C, 4 * C);
+            ref_layernorm(a, xt, ref_layer_param(m, l, "ln_2.weight"), ref_layer_bias(m, l, "ln_2.bias"), C);
+            ref_linear(h, a, ref_layer_param(m, l, "mlp.c_fc.weight"), ref_layer_bias(m, l, "mlp.c_fc.bias"), FC, C);
+            if (llama)   // SwiGLU: h = [gate | up] -> silu(gate) * up
+                for (int k = 0; k < F; k++) h[k] = h[k] / (1.0 + exp(-h[k])) * h[F + k];
+            else
+                for (int k = 0; k < F; k++) h[k] = ggml_gelu ? ref_gelu_ggml(h[k]) : ref_gelu(h[k]);
+            ref_linear(o, h, ref_layer_param(m, l, "mlp.c_proj.weight"), ref_layer_bias(m, l, "mlp.c_proj.bias"), C, F);
             for (int c = 0; c < C; c++) xt[c] += o[c];
         }
     }
     for (int t = 0; t < n; t++) {
         double *z = out + (size_t)t * V, mx = -INFINITY, sum = 0;
-        ref_layernorm(a, x + (size_t)t * C, ref_param(m, "ln_f.weight"), ref_param(m, "ln_f.bias"), C);
+        ref_layernorm(a, x + (size_t)t * C, ref_param(m, "ln_f.weight"), llama ? NULL : ref_param(m, "ln_f.bias"), C);
         ref_linear(z, a, wte, NULL, V, C);
         for (int v = 0; v < V; v++) if (z[v] > mx) mx = z[v];
         for (int v = 0; v < V; v++) sum += exp(z[v] - mx);

@@ -1,8 +1,9 @@
 // test_export.c: ./export and its parts, without llama.cpp (tests/llamacpp_check.c
 // runs the files in llama.cpp itself): the GGUF container read back by a reader
 // written here from the specification, GPT-2's byte alphabet, the NEOX row
-// permutation against our rotation, every scheme's file (architecture, keys,
-// tensors), and every refusal (one line, exit 2; a bad file exit 1; nothing written).
+// permutation against our rotation, every block's and scheme's file
+// (architecture, keys, tensors), context_length (a scaled rope's s x L), and
+// every refusal (one line, exit 2; a bad file exit 1; nothing written).
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,10 +15,12 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <cjson/cJSON.h>
 
 #include "format/gguf.h"
 #include "data/bpe_gpt2.h"
 #include "format/gguf_model.h"
+#include "format/safetensors.h"
 #include "model/pos.h"
 #include "format/weights_file.h"
 #include "util_gradcheck.h"
@@ -105,6 +108,11 @@ static void gguf_read(Gguf *g, const char *path) {
     }
 }
 
+static int has_kv(const Gguf *g, const char *key) {
+    for (uint64_t i = 0; i < g->n_kv; i++)
+        if (strcmp(g->kv[i].key, key) == 0) return 1;
+    return 0;
+}
 static int kv_find(const Gguf *g, const char *key) {
     for (uint64_t i = 0; i < g->n_kv; i++)
         if (strcmp(g->kv[i].key, key) == 0) return (int)i;
@@ -296,11 +304,27 @@ static int group_setup(void **state) {
             fprintf(stderr, "./train failed: %s\n", out);
             return -1;
         }
-    if (run("./train configs/tiny.ini %s --block=llama --steps=2 --eval_every=0 --quiet --threads=1 --out_dir=%s/llama",
-            data_args, dir) != 0) {
-        fprintf(stderr, "./train failed: %s\n", out);
-        return -1;
-    }
+    // block=llama: rope over the whole head (llama.cpp's llama), alibi (refact),
+    // partial rotary (chatglm), and two it refuses: a position table, no positions
+    static const char *const LLAMA[][2] = {
+        {"llama", "--pos=rope"}, {"llama-alibi", "--pos=alibi"}, {"llama-rope8", "--pos=rope --rope_dims=8"},
+        {"llama-learned", "--pos=learned"}, {"llama-none", "--pos=none"},
+    };
+    for (size_t i = 0; i < sizeof LLAMA / sizeof LLAMA[0]; i++)
+        if (run("./train configs/tiny.ini %s --block=llama %s --steps=2 --eval_every=0 --quiet --threads=1 "
+                "--out_dir=%s/%s", data_args, LLAMA[i][1], dir, LLAMA[i][0]) != 0) {
+            fprintf(stderr, "./train failed: %s\n", out);
+            return -1;
+        }
+    // --format hf: trained long enough (60 steps) that a wrong layout moves the loss
+    // far past float32 rounding, which two steps from the initial weights would not
+    static const char *const HF[][2] = {{"hf-learned", "--pos=learned"}, {"hf-llama", "--block=llama --pos=rope"}};
+    for (size_t i = 0; i < sizeof HF / sizeof HF[0]; i++)
+        if (run("./train configs/tiny.ini %s %s --steps=60 --eval_every=0 --quiet --threads=1 --out_dir=%s/%s",
+                data_args, HF[i][1], dir, HF[i][0]) != 0) {
+            fprintf(stderr, "./train failed: %s\n", out);
+            return -1;
+        }
     return 0;
 }
 
@@ -397,6 +421,98 @@ static void test_export_schemes(void **state) {
     free(g.buf);
 }
 
+// block=llama: rope as llama.cpp's llama, alibi as its refact: our fused matrices
+// cut by rows (c_attn into q, k, v; c_fc into gate, then up), nothing permuted, no
+// bias, no output.weight (llama.cpp ties the head to token_embd itself). Partial
+// rotary as chatglm: c_attn and c_fc whole, output.weight = wte.
+static void test_export_llama(void **state) {
+    (void)state;
+    static const char *const RUNS[] = {"llama", "llama-alibi", "llama-rope8"};
+    static const char *const ARCH[] = {"llama", "refact", "chatglm"};
+    char gguf[600], key[128], s[256], err[256], w[512];
+    for (int i = 0; i < 3; i++) {
+        int chatglm = i == 2;
+        export_ok(RUNS[i], "", gguf, sizeof gguf);
+        assert_non_null(strstr(out, "(block=llama, pos="));
+        weights_of(RUNS[i], w, sizeof w);
+        GPT *m;
+        assert_int_equal(gpt_load(&m, w, 0, err, sizeof err), 0);
+        const GPTConfig *cfg = gpt_config(m);
+        int C = cfg->d_model, V = cfg->vocab_size, T = cfg->block_size, L = cfg->n_layer, D = C / cfg->n_head;
+        int F = gpt_mlp_hidden(cfg);
+        assert_int_equal(F, 88);   // tiny.ini's C = 32: 8C/3 rounded up to 8k, not 4C
+        const float *params = gpt_params(m);
+        Gguf g;
+        gguf_read(&g, gguf);
+        kv_str(&g, "general.architecture", s, sizeof s);
+        assert_string_equal(s, ARCH[i]);
+#define ARCH_KEY(k) (snprintf(key, sizeof key, "%s.%s", ARCH[i], k), key)
+        assert_int_equal(kv_u32(&g, ARCH_KEY("context_length")), T);
+        assert_int_equal(kv_u32(&g, ARCH_KEY("embedding_length")), C);
+        assert_int_equal(kv_u32(&g, ARCH_KEY("block_count")), L);
+        assert_int_equal(kv_u32(&g, ARCH_KEY("feed_forward_length")), F);
+        assert_int_equal(kv_u32(&g, ARCH_KEY("attention.head_count")), cfg->n_head);
+        assert_true(kv_f32(&g, ARCH_KEY("attention.layer_norm_rms_epsilon")) == 1e-5f);
+        assert_false(has_kv(&g, ARCH_KEY("attention.layer_norm_epsilon")));
+        if (cfg->pos == POS_ROPE) {
+            assert_int_equal(kv_u32(&g, ARCH_KEY("rope.dimension_count")), chatglm ? 8 : D);   // R
+            assert_true(kv_f32(&g, ARCH_KEY("rope.freq_base")) == cfg->rope_base);
+            kv_str(&g, ARCH_KEY("rope.scaling.type"), s, sizeof s);
+            assert_string_equal(s, "none");
+            assert_false(has_kv(&g, ARCH_KEY("use_parallel_residual")));
+        } else {
+            assert_true(kv_f32(&g, ARCH_KEY("attention.max_alibi_bias")) == 8.0f);
+            assert_false(has_kv(&g, ARCH_KEY("rope.dimension_count")));
+        }
+#undef ARCH_KEY
+        kv_str(&g, "tokenizer.ggml.model", s, sizeof s);
+        assert_string_equal(s, "gpt2");
+        assert_int_equal(kv_array_n(&g, "tokenizer.ggml.tokens"), V);
+        // the tensors: 2 + 9 per layer (chatglm: 3 + 6), each ours (or a block of its rows) as it is
+        assert_int_equal(g.n_tensors, chatglm ? 3 + 6 * L : 2 + 9 * L);
+#define P(name) (params + gpt_find_param(m, name)->offset)
+        assert_memory_equal(tensor(&g, "token_embd.weight", C, V), P("wte"), (size_t)V * C * 4);
+        assert_memory_equal(tensor(&g, "output_norm.weight", C, 0), P("ln_f.weight"), (size_t)C * 4);
+        for (int l = 0; l < L; l++) {
+            char ours[96], theirs[96];
+#define OURS(x) (snprintf(ours, sizeof ours, "h.%d.%s", l, x), P(ours))
+#define THEIRS(x) (snprintf(theirs, sizeof theirs, "blk.%d.%s", l, x), theirs)
+            assert_memory_equal(tensor(&g, THEIRS("attn_norm.weight"), C, 0), OURS("ln_1.weight"), (size_t)C * 4);
+            const float *qkv = OURS("attn.c_attn.weight"), *fc = OURS("mlp.c_fc.weight");
+            if (chatglm) {   // fused, as ours: [q; k; v] and [gate; up]
+                assert_memory_equal(tensor(&g, THEIRS("attn_qkv.weight"), C, 3 * C), qkv, (size_t)3 * C * C * 4);
+                assert_memory_equal(tensor(&g, THEIRS("ffn_up.weight"), C, 2 * F), fc, (size_t)2 * F * C * 4);
+                assert_false(has_tensor(&g, THEIRS("attn_q.weight")));
+                assert_false(has_tensor(&g, THEIRS("ffn_gate.weight")));
+                assert_memory_equal(tensor(&g, THEIRS("ffn_down.weight"), F, C), OURS("mlp.c_proj.weight"),
+                                    (size_t)C * F * 4);
+                continue;
+            }
+            assert_memory_equal(tensor(&g, THEIRS("attn_q.weight"), C, C), qkv, (size_t)C * C * 4);
+            assert_memory_equal(tensor(&g, THEIRS("attn_k.weight"), C, C), qkv + (size_t)C * C, (size_t)C * C * 4);
+            assert_memory_equal(tensor(&g, THEIRS("attn_v.weight"), C, C), qkv + (size_t)2 * C * C, (size_t)C * C * 4);
+            assert_memory_equal(tensor(&g, THEIRS("attn_output.weight"), C, C), OURS("attn.c_proj.weight"),
+                                (size_t)C * C * 4);
+            assert_memory_equal(tensor(&g, THEIRS("ffn_norm.weight"), C, 0), OURS("ln_2.weight"), (size_t)C * 4);
+            // fc = [gate; up]: silu's input first
+            assert_memory_equal(tensor(&g, THEIRS("ffn_gate.weight"), C, F), fc, (size_t)F * C * 4);
+            assert_memory_equal(tensor(&g, THEIRS("ffn_up.weight"), C, F), fc + (size_t)F * C, (size_t)F * C * 4);
+            assert_memory_equal(tensor(&g, THEIRS("ffn_down.weight"), F, C), OURS("mlp.c_proj.weight"),
+                                (size_t)C * F * 4);
+            assert_false(has_tensor(&g, THEIRS("attn_qkv.weight")));
+#undef OURS
+#undef THEIRS
+        }
+        if (chatglm) assert_memory_equal(tensor(&g, "output.weight", C, V), P("wte"), (size_t)V * C * 4);
+        else assert_false(has_tensor(&g, "output.weight"));
+#undef P
+        assert_false(has_tensor(&g, "position_embd.weight"));
+        for (uint64_t t = 0; t < g.n_tensors; t++) assert_null(strstr(g.t[t].name, ".bias"));
+        free(g.buf);
+        gpt_free(m);
+    }
+}
+
 // A rope model with llama.cpp's own scalings: yarn and linear as rope.scaling.*,
 // ntk as the scaled base.
 static void test_export_rope_scalings(void **state) {
@@ -427,25 +543,365 @@ static void test_export_rope_scalings(void **state) {
     free(g.buf);
 }
 
+// A scaled rope's context_length is s x L (Hugging Face's max_position_embeddings
+// of a scaled model), L = rope_original_length or block_size, said on stderr;
+// --context-length N writes N; unscaled, block_size. Both blocks.
+static void test_export_context_length(void **state) {
+    (void)state;
+    static const struct { const char *model, *arch, *flags; unsigned want; const char *note; } CASES[] = {
+        {"rope", "gptneox", "", 32, NULL},   // tiny.ini's block_size
+        {"rope", "gptneox", "--rope_scaling=yarn --rope_scaling_factor=4", 128,
+         "export: note: context_length = 128, rope_scaling_factor 4 x the original length 32 (Hugging Face's "
+         "convention; --context-length N writes N)\n"},
+        {"rope", "gptneox", "--rope_scaling=yarn --rope_scaling_factor=4 --rope_original_length=16", 64,
+         "context_length = 64, rope_scaling_factor 4 x the original length 16"},
+        {"rope", "gptneox", "--rope_scaling=linear --rope_scaling_factor=2.5", 80,
+         "context_length = 80, rope_scaling_factor 2.5 x the original length 32"},
+        {"rope", "gptneox", "--rope_scaling=ntk --rope_scaling_factor=4", 128,
+         "context_length = 128, rope_scaling_factor 4 x the original length 32"},
+        {"rope", "gptneox", "--rope_scaling=yarn --rope_scaling_factor=4 --context-length 100", 100, NULL},
+        {"llama", "llama", "--rope_scaling=yarn --rope_scaling_factor=8", 256,
+         "context_length = 256, rope_scaling_factor 8 x the original length 32"},
+    };
+    char gguf[600], key[64];
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        export_ok(CASES[i].model, CASES[i].flags, gguf, sizeof gguf);
+        if (CASES[i].note ? !strstr(out, CASES[i].note) : strstr(out, "note: context_length") != NULL)
+            fail_msg("./export %s: want %s%s on stderr:\n%s", CASES[i].flags, CASES[i].note ? "" : "no note",
+                     CASES[i].note ? CASES[i].note : "", out);
+        Gguf g;
+        gguf_read(&g, gguf);
+        snprintf(key, sizeof key, "%s.context_length", CASES[i].arch);
+        assert_int_equal(kv_u32(&g, key), CASES[i].want);
+        if (strstr(CASES[i].flags, "yarn")) {   // the maths' own length stays L
+            snprintf(key, sizeof key, "%s.rope.scaling.original_context_length", CASES[i].arch);
+            assert_int_equal(kv_u32(&g, key), strstr(CASES[i].flags, "original_length=16") ? 16 : 32);
+        }
+        free(g.buf);
+    }
+}
+
+// ---------------------------------------------------------------- ./export --format hf
+
+static void expect_one_line_exit2(const char *cmd_flags, const char *want);
+
+static cJSON *read_json(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) fail_msg("%s: cannot open", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    buf[n] = 0;
+    cJSON *j = cJSON_Parse(buf);
+    free(buf);
+    if (!j) fail_msg("%s: not JSON", path);
+    return j;
+}
+static double json_num(const cJSON *o, const char *key) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsNumber(x)) fail_msg("%s: not a number", key);
+    return x->valuedouble;
+}
+static const char *json_str(const cJSON *o, const char *key) {
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(o, key);
+    if (!cJSON_IsString(x)) fail_msg("%s: not a string", key);
+    return x->valuestring;
+}
+
+// Tensor name of an open safetensors file: F32 of shape [s0] or [s0, s1]; its data.
+static const float *st_tensor(const StFile *f, const char *name, int64_t s0, int64_t s1) {
+    const StTensor *t = st_find(f, name);
+    if (!t) fail_msg("%s missing", name);
+    assert_int_equal(t->dtype, ST_F32);
+    assert_int_equal(t->ndim, s1 ? 2 : 1);
+    if (t->shape[0] != s0 || (s1 && t->shape[1] != s1))
+        fail_msg("%s: shape [%lld, %lld], want [%lld, %lld]", name, (long long)t->shape[0],
+                 (long long)(s1 ? t->shape[1] : 0), (long long)s0, (long long)s1);
+    return t->data;
+}
+
+// Runs cmd and returns the number after "key=" in its output (NAN if absent).
+static double number_after(const char *cmd, const char *key) {
+    if (run("%s", cmd) != 0) fail_msg("%s failed:\n%s", cmd, out);
+    const char *at = strstr(out, key);
+    return at ? atof(at + strlen(key)) : NAN;
+}
+
+static int have_torch(void) { return system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0; }
+
+// The loss of ./eval on the test corpus and that of scripts/torch/hf_eval.py (Hugging
+// Face's class, in float64) on the export in hf_dir, on the same windows.
+static void hf_losses(const char *weights, const char *hf_dir, double *c_eval, double *hf) {
+    char cmd[2048];
+    snprintf(cmd, sizeof cmd, "./eval --weights %s --data %s/data/val.bin --batch-size 4 --batches 2 --threads 1",
+             weights, dir);
+    *c_eval = number_after(cmd, " loss=");
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/torch/hf_eval.py --dir %s --data %s/data/val.bin "
+             "--batch-size 4 --batches 2", hf_dir, dir);
+    *hf = number_after(cmd, "hf_eval: loss=");
+}
+
+// block=gpt2 with learned positions as GPT2LMHeadModel (every linear weight
+// transposed), block=llama with rope as LlamaForCausalLM (c_attn and c_fc cut,
+// q and k permuted to rotate-half pairs); config, weights and tokenizer checked
+// here, and the loss of Hugging Face's forward (scripts/torch/hf_eval.py, in
+// float64) on the files against ./eval's, where python3-torch is installed.
+static void test_export_hf(void **state) {
+    (void)state;
+    static const char *const RUNS[] = {"hf-learned", "hf-llama"};
+    char w[512], hf_dir[600], path[800], err[256];
+    for (int i = 0; i < 2; i++) {
+        int llama = i == 1;
+        weights_of(RUNS[i], w, sizeof w);
+        snprintf(hf_dir, sizeof hf_dir, "%s/%s-out", dir, RUNS[i]);   // made by ./export
+        if (run("./export --weights %s --tokenizer %s/data/tokenizer.bin --format hf --out %s", w, dir, hf_dir) != 0)
+            fail_msg("./export --format hf: %s", out);
+        assert_non_null(strstr(out, llama ? "Hugging Face LlamaForCausalLM" : "Hugging Face GPT2LMHeadModel"));
+        GPT *m;
+        assert_int_equal(gpt_load(&m, w, 0, err, sizeof err), 0);
+        const GPTConfig *cfg = gpt_config(m);
+        int C = cfg->d_model, V = cfg->vocab_size, T = cfg->block_size, L = cfg->n_layer, H = cfg->n_head;
+        int D = C / H, F = gpt_mlp_hidden(cfg);
+        const float *params = gpt_params(m);
+#define P(name) (params + gpt_find_param(m, name)->offset)
+        // config.json
+        snprintf(path, sizeof path, "%s/config.json", hf_dir);
+        cJSON *c = read_json(path);
+        assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(c, "architectures"), 0)->valuestring,
+                            llama ? "LlamaForCausalLM" : "GPT2LMHeadModel");
+        assert_string_equal(json_str(c, "model_type"), llama ? "llama" : "gpt2");
+        assert_int_equal(json_num(c, "vocab_size"), V);
+        assert_int_equal(json_num(c, "bos_token_id"), V - 1);
+        assert_int_equal(json_num(c, "eos_token_id"), V - 1);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(c, "tie_word_embeddings")));
+        if (llama) {
+            assert_int_equal(json_num(c, "hidden_size"), C);
+            assert_int_equal(json_num(c, "intermediate_size"), F);
+            assert_int_equal(json_num(c, "num_hidden_layers"), L);
+            assert_int_equal(json_num(c, "num_attention_heads"), H);
+            assert_int_equal(json_num(c, "num_key_value_heads"), H);
+            assert_int_equal(json_num(c, "max_position_embeddings"), T);
+            assert_true(json_num(c, "rms_norm_eps") == 1e-5);
+            assert_true(json_num(c, "rope_theta") == cfg->rope_base);
+            assert_string_equal(json_str(c, "hidden_act"), "silu");
+            assert_true(cJSON_IsNull(cJSON_GetObjectItem(c, "rope_scaling")));
+        } else {
+            assert_int_equal(json_num(c, "n_embd"), C);
+            assert_int_equal(json_num(c, "n_layer"), L);
+            assert_int_equal(json_num(c, "n_head"), H);
+            assert_int_equal(json_num(c, "n_positions"), T);
+            assert_true(json_num(c, "layer_norm_epsilon") == 1e-5);
+            assert_string_equal(json_str(c, "activation_function"), "gelu_new");
+        }
+        cJSON_Delete(c);
+        // model.safetensors: every tensor under its name, in its layout, nothing else
+        StFile *f;
+        snprintf(path, sizeof path, "%s/model.safetensors", hf_dir);
+        assert_int_equal(st_open(&f, path, err, sizeof err), 0);
+        assert_string_equal(st_meta(f, "format"), "pt");
+        assert_int_equal(st_num_tensors(f), llama ? 2 + 9 * L : 4 + 12 * L);
+        assert_null(st_find(f, "lm_head.weight"));   // tied
+        char name[128], ours[96];
+#define THEIRS(...) (snprintf(name, sizeof name, __VA_ARGS__), name)
+#define OURS(l, x) (snprintf(ours, sizeof ours, "h.%d.%s", l, x), P(ours))
+        if (llama) {
+            assert_memory_equal(st_tensor(f, "model.embed_tokens.weight", V, C), P("wte"), (size_t)V * C * 4);
+            assert_memory_equal(st_tensor(f, "model.norm.weight", C, 0), P("ln_f.weight"), (size_t)C * 4);
+            for (int l = 0; l < L; l++) {
+                const float *qkv = OURS(l, "attn.c_attn.weight"), *fc = OURS(l, "mlp.c_fc.weight");
+                // rotate-half: within head h, row j < D/2 is our row 2j, row D/2 + j our row 2j + 1
+                for (int part = 0; part < 2; part++) {
+                    const float *hf = st_tensor(f, THEIRS("model.layers.%d.self_attn.%s_proj.weight", l,
+                                                          part ? "k" : "q"), C, C);
+                    for (int h = 0; h < H; h++)
+                        for (int j = 0; j < D; j++) {
+                            int src = part * C + h * D + (j < D / 2 ? 2 * j : 2 * (j - D / 2) + 1);
+                            assert_memory_equal(hf + (size_t)(h * D + j) * C, qkv + (size_t)src * C, (size_t)C * 4);
+                        }
+                }
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.self_attn.v_proj.weight", l), C, C),
+                                    qkv + (size_t)2 * C * C, (size_t)C * C * 4);
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.self_attn.o_proj.weight", l), C, C),
+                                    OURS(l, "attn.c_proj.weight"), (size_t)C * C * 4);
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.input_layernorm.weight", l), C, 0),
+                                    OURS(l, "ln_1.weight"), (size_t)C * 4);
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.post_attention_layernorm.weight", l), C, 0),
+                                    OURS(l, "ln_2.weight"), (size_t)C * 4);
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.mlp.gate_proj.weight", l), F, C), fc,
+                                    (size_t)F * C * 4);
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.mlp.up_proj.weight", l), F, C),
+                                    fc + (size_t)F * C, (size_t)F * C * 4);
+                assert_memory_equal(st_tensor(f, THEIRS("model.layers.%d.mlp.down_proj.weight", l), C, F),
+                                    OURS(l, "mlp.c_proj.weight"), (size_t)C * F * 4);
+            }
+        } else {
+            assert_memory_equal(st_tensor(f, "transformer.wte.weight", V, C), P("wte"), (size_t)V * C * 4);
+            assert_memory_equal(st_tensor(f, "transformer.wpe.weight", T, C), P("wpe"), (size_t)T * C * 4);
+            assert_memory_equal(st_tensor(f, "transformer.ln_f.bias", C, 0), P("ln_f.bias"), (size_t)C * 4);
+            static const struct { const char *name; int rows, cols; } MATS[] = {   // rows, cols in units of C
+                {"attn.c_attn", 3, 1}, {"attn.c_proj", 1, 1}, {"mlp.c_fc", 4, 1}, {"mlp.c_proj", 1, 4}};
+            for (int l = 0; l < L; l++)
+                for (int k = 0; k < 4; k++) {   // Conv1D: [in, out], ours transposed
+                    int rows = MATS[k].rows * C, cols = MATS[k].cols * C;
+                    char ours_w[64];
+                    snprintf(ours_w, sizeof ours_w, "%s.weight", MATS[k].name);
+                    const float *o = OURS(l, ours_w);
+                    const float *hf = st_tensor(f, THEIRS("transformer.h.%d.%s.weight", l, MATS[k].name), cols, rows);
+                    for (int r = 0; r < rows; r++)
+                        for (int cc = 0; cc < cols; cc++)
+                            if (hf[(size_t)cc * rows + r] != o[(size_t)r * cols + cc])
+                                fail_msg("%s [%d, %d] is not ours transposed", name, cc, r);
+                    snprintf(ours_w, sizeof ours_w, "%s.bias", MATS[k].name);
+                    assert_memory_equal(st_tensor(f, THEIRS("transformer.h.%d.%s.bias", l, MATS[k].name), rows, 0),
+                                        OURS(l, ours_w), (size_t)rows * 4);
+                }
+        }
+#undef THEIRS
+#undef OURS
+#undef P
+        st_close(f);
+        // tokenizer.json: the GGUF's vocabulary and merges, byte-level BPE
+        BpeGguf vocab;
+        Tokenizer tok;
+        snprintf(path, sizeof path, "%s/data/tokenizer.bin", dir);
+        assert_int_equal(bpe_load(&tok, path, err, sizeof err), 0);
+        assert_int_equal(bpe_gguf(&tok, &vocab, err, sizeof err), 0);
+        snprintf(path, sizeof path, "%s/tokenizer.json", hf_dir);
+        cJSON *tj = read_json(path), *model = cJSON_GetObjectItem(tj, "model");
+        assert_string_equal(json_str(model, "type"), "BPE");
+        cJSON *vj = cJSON_GetObjectItem(model, "vocab"), *mj = cJSON_GetObjectItem(model, "merges");
+        assert_int_equal(cJSON_GetArraySize(vj), V);
+        int id = 0;
+        for (const cJSON *x = vj->child; x; x = x->next, id++) {   // in id order, each the GGUF's text
+            assert_string_equal(x->string, vocab.tokens[id]);
+            assert_int_equal(x->valueint, id);
+        }
+        assert_int_equal(json_num(vj, "\xC4\xA0"), ' ');   // "Ġ": the space byte
+        assert_int_equal(json_num(vj, "<|endoftext|>"), V - 1);
+        assert_int_equal(cJSON_GetArraySize(mj), tok.n_merges);
+        id = 0;
+        for (const cJSON *x = mj->child; x; x = x->next, id++) assert_string_equal(x->valuestring, vocab.merges[id]);
+        assert_string_equal(json_str(cJSON_GetObjectItem(tj, "pre_tokenizer"), "type"), "ByteLevel");
+        const cJSON *added = cJSON_GetArrayItem(cJSON_GetObjectItem(tj, "added_tokens"), 0);
+        assert_int_equal(json_num(added, "id"), V - 1);
+        assert_true(cJSON_IsTrue(cJSON_GetObjectItem(added, "special")));
+        cJSON_Delete(tj);
+        snprintf(path, sizeof path, "%s/tokenizer_config.json", hf_dir);
+        tj = read_json(path);
+        assert_string_equal(json_str(tj, "tokenizer_class"), "PreTrainedTokenizerFast");
+        assert_string_equal(json_str(tj, "bos_token"), "<|endoftext|>");
+        assert_string_equal(json_str(tj, "eos_token"), "<|endoftext|>");
+        cJSON_Delete(tj);
+        bpe_gguf_free(&vocab);
+        bpe_free(&tok);
+        // Hugging Face's forward on the files gives ./eval's loss
+        if (!have_torch()) {
+            fprintf(stderr, "python3-torch is not installed: Hugging Face's forward not run\n");
+        } else {
+            double c_eval, hf;
+            hf_losses(w, hf_dir, &c_eval, &hf);
+            fprintf(stderr, "%s: ./eval %.6f, Hugging Face's %s in PyTorch (float64) %.6f\n", RUNS[i], c_eval,
+                    llama ? "LlamaForCausalLM" : "GPT2LMHeadModel", hf);
+            assert_true(c_eval > 0.5);
+            assert_float_equal(hf, c_eval, 1e-5 * c_eval);   // float32 against float64
+            if (llama) {   // and q, k left in our pair order: the loss moves (the check can fail)
+                StFile *good;
+                snprintf(path, sizeof path, "%s/model.safetensors", hf_dir);
+                assert_int_equal(st_open(&good, path, err, sizeof err), 0);
+                int n = st_num_tensors(good);
+                StTensorOut *t = calloc((size_t)n, sizeof *t);
+                assert_non_null(t);
+                for (int k = 0; k < n; k++) {
+                    const StTensor *g = st_tensor_at(good, k);
+                    int layer;
+                    char which;
+                    t[k] = (StTensorOut){.name = g->name, .dtype = g->dtype, .ndim = g->ndim, .data = g->data};
+                    memcpy(t[k].shape, g->shape, sizeof t[k].shape);
+                    if (sscanf(g->name, "model.layers.%d.self_attn.%c_proj.weight", &layer, &which) == 2 &&
+                        (which == 'q' || which == 'k')) {
+                        char nm[64];
+                        snprintf(nm, sizeof nm, "h.%d.attn.c_attn.weight", layer);
+                        t[k].data = params + gpt_find_param(m, nm)->offset + (which == 'k' ? (size_t)C * C : 0);
+                    }
+                }
+                char bad_dir[700];
+                snprintf(bad_dir, sizeof bad_dir, "%s-unpermuted", hf_dir);
+                assert_int_equal(run("mkdir -p %s && cp %s/config.json %s/", bad_dir, hf_dir, bad_dir), 0);
+                snprintf(path, sizeof path, "%s/model.safetensors", bad_dir);
+                assert_int_equal(st_write(path, t, n, (const StMeta[]){{"format", "pt"}}, 1, ATOMIC_REPLACE, err,
+                                          sizeof err), 0);
+                free(t);
+                st_close(good);
+                double c2, hf_bad;
+                hf_losses(w, bad_dir, &c2, &hf_bad);
+                fprintf(stderr, "  q and k unpermuted: %.6f\n", hf_bad);
+                assert_true(fabs(hf_bad - c_eval) > 1e-4);
+            }
+        }
+        gpt_free(m);
+    }
+}
+
+// --format hf: the other blocks and schemes, a scaled rope and --context-length
+// refused in one line (exit 2), the directory's files by --out's rules.
+static void test_export_hf_refusals(void **state) {
+    (void)state;
+    char w[512], tk[512], out_dir[600], cmd[2048];
+    snprintf(tk, sizeof tk, "%s/data/tokenizer.bin", dir);
+    snprintf(out_dir, sizeof out_dir, "%s/hf-refused", dir);
+    static const struct { const char *model, *flags, *msg; } CASES[] = {
+        {"rope", "", "--format hf writes block=gpt2 as GPT2LMHeadModel, whose positions are a learned table: "
+                     "pos=rope is not written"},
+        {"alibi", "", "pos=alibi is not written"},
+        {"llama-alibi", "", "--format hf writes block=llama as LlamaForCausalLM, which rotates q and k (rope): "
+                            "pos=alibi has no home there"},
+        {"llama-rope8", "", "LlamaForCausalLM rotates every dim of a head: rope_dims = 8 of head_dim 16"},
+        {"hf-llama", "--rope_scaling=yarn --rope_scaling_factor=4", "rope_scaling=yarn is not written"},
+        {"hf-llama", "--context-length 64", "--context-length is for GGUF files"},
+        {"hf-llama", "--format gguff", "--format: 'gguff' is not one of gguf|hf"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
+        weights_of(CASES[i].model, w, sizeof w);
+        snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s --format hf --out %s %s", w, tk, out_dir,
+                 CASES[i].flags);
+        expect_one_line_exit2(cmd, CASES[i].msg);
+    }
+    assert_int_equal(run("test -e %s", out_dir), 1);   // nothing made
+    // --out: a regular file is not a directory; an existing file in it only with --overwrite
+    weights_of("hf-llama", w, sizeof w);
+    assert_int_equal(run("echo old > %s/hf-file && mkdir -p %s/hf-old && echo old > %s/hf-old/tokenizer.json", dir,
+                         dir, dir), 0);
+    snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s --format hf --out %s/hf-file", w, tk, dir);
+    expect_one_line_exit2(cmd, "hf-file: exists and is not a directory");
+    snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s --format hf --out %s/hf-old", w, tk, dir);
+    expect_one_line_exit2(cmd, "hf-old/tokenizer.json: exists; pass --overwrite to replace it");
+    assert_int_equal(run("ls %s/hf-old", dir), 0);
+    assert_string_equal(out, "tokenizer.json\n");   // refused before anything was written
+    assert_int_equal(run("./export --weights %s --tokenizer %s --format hf --out %s/hf-old --overwrite", w, tk, dir), 0);
+    assert_int_equal(run("ls %s/hf-old", dir), 0);
+    assert_string_equal(out, "config.json\nmodel.safetensors\ntokenizer.json\ntokenizer_config.json\n");
+}
+
 // Refused in one line naming the weights file (exit 2), bad files exit 1, and
 // --out is left as it was, even with --overwrite.
 static void test_export_refusals(void **state) {
     (void)state;
-    char keep[512], w_rope[512], w_t5[512], w_alibi[512], w_learned[512], w_llama[512], tk[512];
+    char keep[512], w_rope[512], w[512], tk[512];
     snprintf(keep, sizeof keep, "%s/keep.gguf", dir);
     snprintf(tk, sizeof tk, "%s/data/tokenizer.bin", dir);
     weights_of("rope", w_rope, sizeof w_rope);
-    weights_of("t5", w_t5, sizeof w_t5);
-    weights_of("alibi", w_alibi, sizeof w_alibi);
-    weights_of("learned", w_learned, sizeof w_learned);
-    weights_of("llama", w_llama, sizeof w_llama);
     FILE *f = fopen(keep, "w");
     assert_non_null(f);
     fputs("old", f);
     fclose(f);
-    static const struct { const char *weights_kind, *flags, *msg; int code; } CASES[] = {
+    static const struct { const char *model, *flags, *msg; int code; } CASES[] = {
         {"t5", "", "pos=t5 has no home in llama.cpp", 2},
-        {"llama", "", "block=llama is not exported yet", 2},
+        {"llama-learned", "", "block=llama with a position table (pos=learned, sinusoidal) has no home", 2},
+        {"llama-none", "", "block=llama with pos=none has no home in llama.cpp", 2},
         {"rope", "--rope_scaling=yarn_paper --rope_scaling_factor=4", "rope_scaling=yarn_paper has no home", 2},
         {"rope", "--rope_scaling=dynamic --rope_scaling_factor=2", "rope_scaling=dynamic has no home", 2},
         {"rope", "--rope_scaling=yarn --rope_scaling_factor=4 --rope_yarn_beta_fast=16", "llama.cpp reads no beta", 2},
@@ -454,9 +910,7 @@ static void test_export_refusals(void **state) {
         {"rope", "--context-length 0", "export: --context-length: 0 is out of range [1, 1048576]", 2},
     };
     for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++) {
-        const char *w = !strcmp(CASES[i].weights_kind, "t5") ? w_t5 : !strcmp(CASES[i].weights_kind, "rope") ? w_rope
-                      : !strcmp(CASES[i].weights_kind, "alibi") ? w_alibi
-                      : !strcmp(CASES[i].weights_kind, "llama") ? w_llama : w_learned;
+        weights_of(CASES[i].model, w, sizeof w);
         int rc = run("./export --weights %s --tokenizer %s --out %s --overwrite %s", w, tk, keep, CASES[i].flags);
         if (rc != CASES[i].code || !strstr(out, CASES[i].msg) || strchr(out, '\n') != out + strlen(out) - 1)
             fail_msg("./export %s: exit %d, want %d and one line with '%s':\n%s", CASES[i].flags, rc, CASES[i].code,
@@ -643,7 +1097,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_gguf_layout), cmocka_unit_test(test_gpt2_alphabet),
         cmocka_unit_test(test_neox_permutation), cmocka_unit_test(test_export_schemes),
-        cmocka_unit_test(test_export_rope_scalings), cmocka_unit_test(test_export_refusals),
+        cmocka_unit_test(test_export_llama), cmocka_unit_test(test_export_rope_scalings),
+        cmocka_unit_test(test_export_context_length), cmocka_unit_test(test_export_hf),
+        cmocka_unit_test(test_export_hf_refusals), cmocka_unit_test(test_export_refusals),
         cmocka_unit_test(test_export_unknown_option_one_line),
         cmocka_unit_test(test_export_strict_numbers), cmocka_unit_test(test_export_output_rules),
         cmocka_unit_test(test_export_refuses_device), cmocka_unit_test(test_export_file_size_limit),

@@ -1,7 +1,9 @@
 // export_main.c: ./export, a trained model and its tokenizer as one GGUF
-// file that llama.cpp runs (docs/FORMAT.md, "Running a model in llama.cpp").
+// file that llama.cpp runs (docs/FORMAT.md, "Running a model in llama.cpp"),
+// or with --format hf as a Hugging Face model directory (format/hf_model.h).
 //
 //   ./export --weights RUN/model.safetensors --tokenizer data/kjv/tokenizer.bin --out model.gguf
+//   ./export --weights RUN/model.safetensors --tokenizer data/kjv/tokenizer.bin --format hf --out DIR
 //
 // The architecture llama.cpp runs it as follows from pos (format/gguf_model.h);
 // a scheme or rope scaling with no exact home there is refused in one line
@@ -10,11 +12,15 @@
 // rope model can be written with llama.cpp's own YaRN or linear scaling. The
 // file is written atomically: a failure leaves --out as it was. An existing
 // --out is replaced only with --overwrite, and never when it is one of the
-// inputs or not a regular file (cli/cli.h); that is checked first.
+// inputs or not a regular file (cli/cli.h); that is checked first. With
+// --format hf the rules hold for each of the directory's four files, and a
+// missing directory is made (its parent must exist).
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "format/gguf.h"
@@ -22,6 +28,7 @@
 #include "data/bpe.h"
 #include "data/bpe_gpt2.h"
 #include "format/gguf_model.h"
+#include "format/hf_model.h"
 #include "format/weights_file.h"
 #include "cli/footprint.h"
 #include "cli/model_overrides.h"
@@ -34,7 +41,8 @@
 typedef struct {
     ModelOverrides overrides;
     const char *weights, *tokenizer, *out;
-    int context_length, overwrite;
+    char format[8];                      // --format: gguf or hf
+    int context_length, overwrite, hf;   // hf: --format hf
 } ExportArgs;
 
 static void parse_args(int argc, char **argv, ExportArgs *a) {
@@ -47,14 +55,21 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
         {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "FILE", .min = 1, .required = 1,
          .help = "the model's tokenizer, written by ./prepare"},
         {.name = "out", .type = OPT_ARG, .offset = F(out), .arg = "FILE", .min = 1, .required = 1,
-         .help = "the GGUF file to write (llama.cpp's format)"},
+         .help = "the GGUF file to write (llama.cpp's format); --format hf: the directory"},
+        {.name = "format", .type = OPT_STR, .offset = F(format), .arg = "F", .def = "gguf", .choices = "gguf|hf",
+         .help = "gguf: one file for llama.cpp; hf: a Hugging Face model directory (config.json, "
+                 "model.safetensors, tokenizer.json, tokenizer_config.json): GPT2LMHeadModel for block=gpt2 with "
+                 "pos=learned, LlamaForCausalLM for block=llama with rope over the whole head, unscaled; others "
+                 "refused"},
         {.name = "overwrite", .type = OPT_FLAG, .offset = F(overwrite),
          .help = "replace FILE if it exists (a regular file, not one of the inputs)"},
         {.name = "context-length", .type = OPT_INT, .offset = F(context_length), .arg = "N", .min = 1,
          .max = EXPORT_MAX_CONTEXT,
          .help = "llama.cpp's context_length, and the rows of the position table of sinusoidal and none (default: "
-                 "block_size; learned: block_size only; at most 2^20: the table is N x d_model floats, in memory "
-                 "and in the file)"},
+                 "block_size; learned: block_size only; with --rope_scaling=linear, ntk or yarn, "
+                 "rope_scaling_factor x the original length L (rope_original_length, else block_size): Hugging "
+                 "Face's s x L, said on stderr; at most 2^20: the table is N x d_model floats, in memory and in "
+                 "the file)"},
     };
 #undef F
     static const CliSpec spec = {
@@ -62,23 +77,71 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
         .usage = "usage: ./export --weights FILE --tokenizer FILE --out FILE.gguf [options]\n",
         .opts = flags,
         .n_opts = (int)(sizeof flags / sizeof flags[0]),
-        .about = "pos=learned, sinusoidal, none run as llama.cpp's gpt2, rope as gptneox, alibi as mpt;\n"
-                 "t5 has no home there and is refused.\n",
+        .about = "block=gpt2: pos=learned, sinusoidal, none run as llama.cpp's gpt2, rope as gptneox, alibi as\n"
+                 "mpt. block=llama: rope as llama (rope_dims < head_dim: chatglm), alibi as refact; its other\n"
+                 "schemes have no home there and are refused, as t5 is for both blocks.\n",
         .help_more = model_overrides_usage,
     };
     cli_parse_or_exit(&spec, argc, argv, a, NULL, NULL);
+    a->hf = !strcmp(a->format, "hf");
     char err[ERR_MAX];
     const char *inputs[] = {a->weights, a->tokenizer};
-    if (cli_check_output(a->out, a->overwrite, inputs, 2, err, sizeof err) != 0) {
+    if (!a->hf && cli_check_output(a->out, a->overwrite, inputs, 2, err, sizeof err) != 0) {
         fprintf(stderr, "export: %s\n", err);
         exit(2);
     }
+}
+
+// --format hf, checked before any work: --out a directory or nothing yet, and each
+// of its four files by --out's rules (cli_check_output); no --context-length.
+static void check_hf_args(const ExportArgs *a) {
+    char err[ERR_MAX], path[4096];
+    const char *inputs[] = {a->weights, a->tokenizer};
+    struct stat st;
+    if (a->context_length) {
+        fprintf(stderr, "export: --context-length is for GGUF files: --format hf writes block_size\n");
+        exit(2);
+    }
+    if (stat(a->out, &st) == 0 && !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "export: %s: exists and is not a directory (--format hf writes a directory)\n", a->out);
+        exit(2);
+    }
+    for (int i = 0; i < HF_N_FILES; i++) {
+        snprintf(path, sizeof path, "%s/%s", a->out, HF_FILES[i]);
+        if (cli_check_output(path, a->overwrite, inputs, 2, err, sizeof err) != 0) {
+            fprintf(stderr, "export: %s\n", err);
+            exit(2);
+        }
+    }
+}
+
+// --format hf: the directory's four files (hf_model.h). rc as main's.
+static int export_hf(GPT *model, const Tokenizer *tok, const ExportArgs *a) {
+    char err[ERR_MAX];
+    const char *why = hf_model_refusal(gpt_config(model));
+    if (why) {
+        fprintf(stderr, "export: %s: %s; nothing written\n", a->weights, why);
+        return 2;
+    }
+    if (mkdir(a->out, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "export: %s: cannot create the directory: %s\n", a->out, strerror(errno));
+        return 1;
+    }
+    if (hf_model_write(model, tok, a->out, a->overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, err, sizeof err) != 0) {
+        fprintf(stderr, "export: %s\n", err);
+        return 1;
+    }
+    fprintf(stderr, "export: %s (%spos=%s) -> %s/: Hugging Face %s\n", a->weights,
+            gpt_config(model)->block == BLOCK_LLAMA ? "block=llama, " : "", pos_kind_name(gpt_config(model)->pos),
+            a->out, gpt_config(model)->block == BLOCK_LLAMA ? "LlamaForCausalLM" : "GPT2LMHeadModel");
+    return 0;
 }
 
 int main(int argc, char **argv) {
     cli_start();
     ExportArgs a;
     parse_args(argc, argv, &a);
+    if (a.hf) check_hf_args(&a);
     char err[ERR_MAX];
     Tokenizer tok;
     GPT *model = NULL;
@@ -92,7 +155,8 @@ int main(int argc, char **argv) {
     GPTConfig file_cfg;
     Footprint need;
     if (gpt_load_probe(a.weights, 0, &file_cfg, err, sizeof err) ||
-        footprint_export(&need, &file_cfg, a.context_length, err, sizeof err) ||
+        (a.hf ? footprint_export_hf(&need, &file_cfg, err, sizeof err)
+              : footprint_export(&need, &file_cfg, a.context_length, err, sizeof err)) ||
         footprint_check(&need, 1, err, sizeof err)) {
         fprintf(stderr, "export: %s\n", err);
         goto done;
@@ -107,6 +171,10 @@ int main(int argc, char **argv) {
         fprintf(stderr, "export: %s\n", err);
         goto done;
     }
+    if (a.hf) {
+        rc = export_hf(model, &tok, &a);
+        goto done;
+    }
     // A long table or a large file shows progress on stderr (cli/meter.h), as ./eval and ./sample do.
     Meter meter;
     meter_start(&meter, "export");
@@ -118,6 +186,7 @@ int main(int argc, char **argv) {
         rc = described == -1 ? 2 : 1;
         goto done;
     }
+    if (gm.note[0]) fprintf(stderr, "export: note: %s\n", gm.note);
     if (bpe_gguf(&tok, &vocab, err, sizeof err)) { fprintf(stderr, "export: %s\n", err); goto done; }
     if (vocab.n_duplicates > 0)
         fprintf(stderr, "export: note: %s has %d tokens whose bytes another token has too; llama.cpp encodes "
@@ -140,8 +209,9 @@ int main(int argc, char **argv) {
         fprintf(stderr, "export: %s\n", err);
         goto done;
     }
-    fprintf(stderr, "export: %s (pos=%s) -> %s: llama.cpp architecture %s, %d tensors, %d tokens\n", a.weights,
-            pos_kind_name(gpt_config(model)->pos), a.out, gm.arch, gm.n_tensors, tok.vocab_size);
+    fprintf(stderr, "export: %s (%spos=%s) -> %s: llama.cpp architecture %s, %d tensors, %d tokens\n", a.weights,
+            gpt_config(model)->block == BLOCK_LLAMA ? "block=llama, " : "", pos_kind_name(gpt_config(model)->pos),
+            a.out, gm.arch, gm.n_tensors, tok.vocab_size);
     rc = 0;
 done:
     bpe_gguf_free(&vocab);

@@ -6,6 +6,7 @@
 
 #include "common/memory.h"
 #include "format/gguf_model.h"
+#include "format/hf_model.h"
 #include "train/adamw.h"
 
 // The model's buffers but the activations and the engine's: what exists from
@@ -61,6 +62,15 @@ int footprint_export(Footprint *f, const GPTConfig *cfg, int context_length, cha
                  n_ctx);
     else
         snprintf(f->what, sizeof f->what, "the model's %zu parameters and the exported tensors", m->n_params);
+    return 0;
+}
+
+int footprint_export_hf(Footprint *f, const GPTConfig *cfg, char *err, size_t errlen) {
+    memset(f, 0, sizeof *f);
+    if (gpt_memory(cfg, GPT_MATMUL_OPENBLAS, GPT_FP32, 0, 0, 0, 1, &f->model, err, errlen) != 0) return -1;
+    f->work = hf_model_bytes(cfg);
+    f->bytes = model_base(&f->model) + f->work;
+    snprintf(f->what, sizeof f->what, "the model's %zu parameters and the exported tensors", f->model.n_params);
     return 0;
 }
 

@@ -4,7 +4,7 @@
 // (common/memory.h): the one memory check of ./train, ./eval, ./sample and
 // ./export. Each figure is the sum of the bytes the program's allocations
 // will take, from the functions those allocations size themselves with
-// (gpt_memory, kv_cache_bytes, gguf_model_bytes, adamw_bytes), so the
+// (gpt_memory, kv_cache_bytes, gguf_model_bytes, hf_model_bytes, adamw_bytes), so the
 // estimate cannot drift from them. Weights files and checkpoints are read
 // tensor by tensor into buffers counted here (weights_file.h), so reading
 // one adds nothing. A buffer freed
@@ -43,6 +43,8 @@ int footprint_sample(Footprint *f, const GPTConfig *cfg, int max_len, GPTMatmul 
 // ./export: the model loaded, then the tensors the export makes for
 // context_length (0: block_size): rope's permuted c_attn, the position table.
 int footprint_export(Footprint *f, const GPTConfig *cfg, int context_length, char *err, size_t errlen);
+// ./export --format hf: the model loaded, then its transposed or permuted tensors.
+int footprint_export_hf(Footprint *f, const GPTConfig *cfg, char *err, size_t errlen);
 
 // f->bytes against the limits (mem_check_processes: `processes` such
 // processes on this machine, the ranks of an MPI run). 0, or -1 with the

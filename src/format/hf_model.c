@@ -1,0 +1,387 @@
+// hf_model.c: a trained model as a Hugging Face model directory (see
+// hf_model.h for the classes; docs/FORMAT.md has the tables).
+//
+// The weights: each of Hugging Face's tensors is one of ours (or a block of
+// its rows), as it is, transposed, or with its rows permuted, by the tables
+// below. The configuration and the tokenizer are JSON (cJSON), in the forms
+// transformers' GPT2Config / LlamaConfig and the tokenizers library read.
+#include "format/hf_model.h"
+
+#include <cjson/cJSON.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data/bpe_gpt2.h"
+#include "format/gguf_model.h"
+#include "format/safetensors.h"
+#include "model/layers.h"
+
+const char *const HF_FILES[HF_N_FILES] = {"config.json", "model.safetensors", "tokenizer.json",
+                                          "tokenizer_config.json"};
+
+// How a tensor of Hugging Face's is made from ours (a [rows, cols] row-major matrix, or a vector):
+//   AS_IS       the same bytes
+//   TRANSPOSED  [cols, rows]: GPT-2's Conv1D keeps a weight as [in, out]
+//   ROWS        rows part*rows/parts .. (part+1)*rows/parts - 1: one of a fused matrix's blocks
+//   ROTATE_HALF those rows, then within each head row i < D/2 is our row 2i and row D/2 + i our
+//               row 2i + 1: Llama's rotate-half pairs (i, i + D/2) are our adjacent pairs (2i, 2i+1)
+typedef enum { AS_IS, TRANSPOSED, ROWS, ROTATE_HALF } Layout;
+typedef struct { const char *ours, *theirs; Layout layout; int part, parts; } HfName;
+
+// block=gpt2, pos=learned: GPT2LMHeadModel (transformer.h.{l}.* for a layer's h.{l}.*).
+static const HfName GPT2_TOP[] = {
+    {"wte", "transformer.wte.weight", AS_IS, 0, 1},           {"wpe", "transformer.wpe.weight", AS_IS, 0, 1},
+    {"ln_f.weight", "transformer.ln_f.weight", AS_IS, 0, 1},  {"ln_f.bias", "transformer.ln_f.bias", AS_IS, 0, 1},
+};
+static const HfName GPT2_LAYER[] = {
+    {"ln_1.weight", "ln_1.weight", AS_IS, 0, 1},               {"ln_1.bias", "ln_1.bias", AS_IS, 0, 1},
+    {"attn.c_attn.weight", "attn.c_attn.weight", TRANSPOSED, 0, 1},
+    {"attn.c_attn.bias", "attn.c_attn.bias", AS_IS, 0, 1},
+    {"attn.c_proj.weight", "attn.c_proj.weight", TRANSPOSED, 0, 1},
+    {"attn.c_proj.bias", "attn.c_proj.bias", AS_IS, 0, 1},
+    {"ln_2.weight", "ln_2.weight", AS_IS, 0, 1},               {"ln_2.bias", "ln_2.bias", AS_IS, 0, 1},
+    {"mlp.c_fc.weight", "mlp.c_fc.weight", TRANSPOSED, 0, 1},  {"mlp.c_fc.bias", "mlp.c_fc.bias", AS_IS, 0, 1},
+    {"mlp.c_proj.weight", "mlp.c_proj.weight", TRANSPOSED, 0, 1},
+    {"mlp.c_proj.bias", "mlp.c_proj.bias", AS_IS, 0, 1},
+};
+// block=llama, pos=rope: LlamaForCausalLM (model.layers.{l}.*); c_attn's rows are q, k, v,
+// c_fc's gate (silu's input), then up.
+static const HfName LLAMA_TOP[] = {
+    {"wte", "model.embed_tokens.weight", AS_IS, 0, 1}, {"ln_f.weight", "model.norm.weight", AS_IS, 0, 1},
+};
+static const HfName LLAMA_LAYER[] = {
+    {"ln_1.weight", "input_layernorm.weight", AS_IS, 0, 1},
+    {"attn.c_attn.weight", "self_attn.q_proj.weight", ROTATE_HALF, 0, 3},
+    {"attn.c_attn.weight", "self_attn.k_proj.weight", ROTATE_HALF, 1, 3},
+    {"attn.c_attn.weight", "self_attn.v_proj.weight", ROWS, 2, 3},
+    {"attn.c_proj.weight", "self_attn.o_proj.weight", AS_IS, 0, 1},
+    {"ln_2.weight", "post_attention_layernorm.weight", AS_IS, 0, 1},
+    {"mlp.c_fc.weight", "mlp.gate_proj.weight", ROWS, 0, 2},
+    {"mlp.c_fc.weight", "mlp.up_proj.weight", ROWS, 1, 2},
+    {"mlp.c_proj.weight", "mlp.down_proj.weight", AS_IS, 0, 1},
+};
+#define MAX_PARTS 3   // the most tensors of theirs one of ours becomes (c_attn: q, k, v)
+#define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+static char refusal[256];   // hf_model_refusal's message (one export per process)
+
+const char *hf_model_refusal(const GPTConfig *cfg) {
+    int D = cfg->d_model / cfg->n_head;
+    if (cfg->block == BLOCK_GPT2 && cfg->pos != POS_LEARNED)
+        snprintf(refusal, sizeof refusal, "--format hf writes block=gpt2 as GPT2LMHeadModel, whose positions are "
+                 "a learned table: pos=%s is not written (docs/FORMAT.md has GPT-NeoX's mapping for rope)",
+                 pos_kind_name(cfg->pos));
+    else if (cfg->block == BLOCK_LLAMA && cfg->pos != POS_ROPE)
+        snprintf(refusal, sizeof refusal, "--format hf writes block=llama as LlamaForCausalLM, which rotates q "
+                 "and k (rope): pos=%s has no home there", pos_kind_name(cfg->pos));
+    else if (cfg->block == BLOCK_LLAMA && cfg->rope_dims != D)
+        snprintf(refusal, sizeof refusal, "--format hf: LlamaForCausalLM rotates every dim of a head: "
+                 "rope_dims = %d of head_dim %d has no home there", cfg->rope_dims, D);
+    else if (cfg->pos == POS_ROPE && cfg->rope_scaling != ROPE_SCALING_NONE)
+        snprintf(refusal, sizeof refusal, "--format hf writes the unscaled model: rope_scaling=%s is not "
+                 "written (Hugging Face's rope_scaling is not mapped yet)",
+                 cfg->rope_scaling == ROPE_SCALING_LINEAR ? "linear" : cfg->rope_scaling == ROPE_SCALING_NTK ? "ntk"
+                 : cfg->rope_scaling == ROPE_SCALING_YARN ? "yarn" : cfg->rope_scaling == ROPE_SCALING_YARN_PAPER
+                 ? "yarn_paper" : "dynamic");
+    else
+        return NULL;
+    return refusal;
+}
+
+// The floats made here: GPT-2's four transposed matrices per layer, Llama's permuted q and k.
+static size_t made_floats(const GPTConfig *cfg) {
+    size_t C = cfg->d_model, L = cfg->n_layer;
+    return cfg->block == BLOCK_LLAMA ? L * 2 * C * C : L * 12 * C * C;
+}
+
+size_t hf_model_bytes(const GPTConfig *cfg) { return made_floats(cfg) * sizeof(float); }
+
+// The tensors of our entry e under Hugging Face's names (into names[], up to
+// MAX_PARTS), made into *next where the layout asks; their count, 0 for a name
+// not in the tables.
+static int map_tensor(const GPTConfig *cfg, const ParamEntry *e, const float *data, StTensorOut *t,
+                      char (*names)[96], float **next) {
+    int llama = cfg->block == BLOCK_LLAMA, layer, at = 0, n = 0;
+    const HfName *table = llama ? LLAMA_TOP : GPT2_TOP;
+    size_t n_table = llama ? N_OF(LLAMA_TOP) : N_OF(GPT2_TOP);
+    const char *ours = e->name;
+    char prefix[48] = "";
+    if (sscanf(e->name, "h.%d.%n", &layer, &at) == 1 && at > 0) {
+        table = llama ? LLAMA_LAYER : GPT2_LAYER;
+        n_table = llama ? N_OF(LLAMA_LAYER) : N_OF(GPT2_LAYER);
+        ours = e->name + at;
+        snprintf(prefix, sizeof prefix, llama ? "model.layers.%d." : "transformer.h.%d.", layer);
+    }
+    int C = cfg->d_model, D = C / cfg->n_head;
+    for (size_t i = 0; i < n_table && n < MAX_PARTS; i++) {
+        const HfName *m = &table[i];
+        if (strcmp(ours, m->ours) != 0) continue;
+        StTensorOut *o = &t[n];
+        snprintf(names[n], sizeof names[n], "%s%s", prefix, m->theirs);
+        n++;
+        size_t rows = (size_t)e->shape[0] / m->parts, cols = e->ndim == 2 ? (size_t)e->shape[1] : 1;
+        const float *src = data + (size_t)m->part * rows * cols;
+        o->name = names[n - 1];
+        o->dtype = ST_F32;
+        o->ndim = e->ndim;
+        o->shape[0] = (int64_t)rows;
+        o->shape[1] = (int64_t)cols;
+        o->data = src;
+        if (m->layout == TRANSPOSED) {   // [rows, cols] -> [cols, rows]
+            float *dst = *next;
+            for (size_t r = 0; r < rows; r++)
+                for (size_t c = 0; c < cols; c++) dst[c * rows + r] = src[r * cols + c];
+            o->shape[0] = (int64_t)cols;
+            o->shape[1] = (int64_t)rows;
+            o->data = dst;
+            *next += rows * cols;
+        } else if (m->layout == ROTATE_HALF) {   // q (part 0) or k (part 1): rows part*C .. part*C + C - 1
+            float *dst = *next;
+            for (size_t r = 0; r < rows; r++) {
+                int from = gguf_neox_source_row(m->part * C + (int)r, C, D, D) - m->part * C;
+                memcpy(dst + r * cols, src + (size_t)from * cols, cols * sizeof(float));
+            }
+            o->data = dst;
+            *next += rows * cols;
+        }
+    }
+    return n;
+}
+
+static int path_in(char *path, size_t n, const char *dir, const char *name, char *err, size_t errlen) {
+    if ((size_t)snprintf(path, n, "%s/%s", dir, name) >= n) {
+        snprintf(err, errlen, "%s: path too long", dir);
+        return -1;
+    }
+    return 0;
+}
+
+// root printed into dir/name, atomically; frees root.
+static int write_json(const char *dir, const char *name, cJSON *root, int formatted, AtomicMode mode, char *err,
+                      size_t errlen) {
+    char path[4096];
+    char *text = root ? (formatted ? cJSON_Print(root) : cJSON_PrintUnformatted(root)) : NULL;
+    cJSON_Delete(root);
+    if (!text) {
+        snprintf(err, errlen, "out of memory for %s", name);
+        return -2;
+    }
+    int rc = path_in(path, sizeof path, dir, name, err, errlen);
+    AtomicFile af;
+    FILE *f = rc == 0 ? atomic_open(&af, path, mode, err, errlen) : NULL;
+    if (f) {
+        size_t len = strlen(text);
+        int ok = fwrite(text, 1, len, f) == len && fputc('\n', f) != EOF;
+        rc = atomic_commit(&af, ok, err, errlen);
+    } else {
+        rc = -1;
+    }
+    cJSON_free(text);
+    return rc;
+}
+
+// config.json: GPT2Config or LlamaConfig.
+static cJSON *config_json(const GPTConfig *cfg, int eot) {
+    cJSON *c = cJSON_CreateObject();
+    int C = cfg->d_model, H = cfg->n_head;
+    if (cfg->block == BLOCK_LLAMA) {
+        cJSON_AddItemToObject(c, "architectures", cJSON_CreateStringArray((const char *[]){"LlamaForCausalLM"}, 1));
+        cJSON_AddStringToObject(c, "model_type", "llama");
+        cJSON_AddNumberToObject(c, "vocab_size", cfg->vocab_size);
+        cJSON_AddNumberToObject(c, "hidden_size", C);
+        cJSON_AddNumberToObject(c, "intermediate_size", gpt_mlp_hidden(cfg));
+        cJSON_AddNumberToObject(c, "num_hidden_layers", cfg->n_layer);
+        cJSON_AddNumberToObject(c, "num_attention_heads", H);
+        cJSON_AddNumberToObject(c, "num_key_value_heads", H);
+        cJSON_AddNumberToObject(c, "head_dim", C / H);
+        cJSON_AddStringToObject(c, "hidden_act", "silu");
+        cJSON_AddNumberToObject(c, "max_position_embeddings", cfg->block_size);
+        cJSON_AddNumberToObject(c, "rms_norm_eps", 1e-5);   // RMS_EPS (a float, 1e-5f, in the model)
+        cJSON_AddNumberToObject(c, "rope_theta", cfg->rope_base);
+        cJSON_AddNullToObject(c, "rope_scaling");
+        cJSON_AddFalseToObject(c, "attention_bias");
+        cJSON_AddFalseToObject(c, "mlp_bias");
+        cJSON_AddNumberToObject(c, "attention_dropout", 0.0);
+        cJSON_AddNumberToObject(c, "pretraining_tp", 1);
+    } else {
+        cJSON_AddItemToObject(c, "architectures", cJSON_CreateStringArray((const char *[]){"GPT2LMHeadModel"}, 1));
+        cJSON_AddStringToObject(c, "model_type", "gpt2");
+        cJSON_AddNumberToObject(c, "vocab_size", cfg->vocab_size);
+        cJSON_AddNumberToObject(c, "n_positions", cfg->block_size);
+        cJSON_AddNumberToObject(c, "n_embd", C);
+        cJSON_AddNumberToObject(c, "n_layer", cfg->n_layer);
+        cJSON_AddNumberToObject(c, "n_head", H);
+        cJSON_AddNullToObject(c, "n_inner");   // 4 n_embd
+        cJSON_AddStringToObject(c, "activation_function", "gelu_new");   // the tanh GELU
+        cJSON_AddNumberToObject(c, "layer_norm_epsilon", 1e-5);          // LN_EPS
+        cJSON_AddNumberToObject(c, "resid_pdrop", 0.0);
+        cJSON_AddNumberToObject(c, "embd_pdrop", 0.0);
+        cJSON_AddNumberToObject(c, "attn_pdrop", 0.0);
+        cJSON_AddTrueToObject(c, "scale_attn_weights");   // 1/sqrt(D)
+        cJSON_AddFalseToObject(c, "scale_attn_by_inverse_layer_idx");
+        cJSON_AddFalseToObject(c, "reorder_and_upcast_attn");
+    }
+    cJSON_AddNumberToObject(c, "initializer_range", 0.02);
+    cJSON_AddNumberToObject(c, "bos_token_id", eot);
+    cJSON_AddNumberToObject(c, "eos_token_id", eot);
+    cJSON_AddTrueToObject(c, "tie_word_embeddings");
+    cJSON_AddStringToObject(c, "torch_dtype", "float32");
+    cJSON_AddTrueToObject(c, "use_cache");
+    return c;
+}
+
+static cJSON *byte_level(int add_prefix_space, int trim_offsets) {
+    cJSON *b = cJSON_CreateObject();
+    cJSON_AddStringToObject(b, "type", "ByteLevel");
+    cJSON_AddBoolToObject(b, "add_prefix_space", add_prefix_space);
+    cJSON_AddBoolToObject(b, "trim_offsets", trim_offsets);
+    cJSON_AddTrueToObject(b, "use_regex");
+    return b;
+}
+
+static cJSON *eot_token(const char *text, int id, int with_id) {
+    cJSON *t = cJSON_CreateObject();
+    if (with_id) cJSON_AddNumberToObject(t, "id", id);
+    cJSON_AddStringToObject(t, "content", text);
+    cJSON_AddFalseToObject(t, "single_word");
+    cJSON_AddFalseToObject(t, "lstrip");
+    cJSON_AddFalseToObject(t, "rstrip");
+    cJSON_AddFalseToObject(t, "normalized");
+    cJSON_AddTrueToObject(t, "special");
+    return t;
+}
+
+// tokenizer.json: byte-level BPE in the tokenizers library's form. The vocabulary
+// and merges are the GGUF's (bpe_gguf: GPT-2's alphabet, merges "LEFT RIGHT" in
+// rank order); the pre-tokenizer is the one of the GGUF's tokenizer.ggml.pre;
+// <|endoftext|> is put before a text, as ./sample and the GGUF's add_bos_token do.
+static cJSON *tokenizer_json(const BpeGguf *g, int V, int M, const char *pre, char *err, size_t errlen) {
+    if (strcmp(pre, "gpt-2") != 0) {
+        snprintf(err, errlen, "no Hugging Face pre-tokenizer is written for tokenizer.ggml.pre = %s", pre);
+        return NULL;
+    }
+    const char *eot = g->tokens[V - 1];
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "version", "1.0");
+    cJSON_AddNullToObject(t, "truncation");
+    cJSON_AddNullToObject(t, "padding");
+    cJSON *added = cJSON_AddArrayToObject(t, "added_tokens");
+    cJSON_AddItemToArray(added, eot_token(eot, V - 1, 1));
+    cJSON_AddNullToObject(t, "normalizer");
+    cJSON_AddItemToObject(t, "pre_tokenizer", byte_level(0, 1));   // GPT-2's regex, no prefix space
+    cJSON *post = cJSON_AddObjectToObject(t, "post_processor");
+    cJSON_AddStringToObject(post, "type", "TemplateProcessing");
+    cJSON *single = cJSON_AddArrayToObject(post, "single");
+    cJSON *bos = cJSON_CreateObject(), *seq = cJSON_CreateObject(), *x;
+    x = cJSON_AddObjectToObject(bos, "SpecialToken");
+    cJSON_AddStringToObject(x, "id", eot);
+    cJSON_AddNumberToObject(x, "type_id", 0);
+    x = cJSON_AddObjectToObject(seq, "Sequence");
+    cJSON_AddStringToObject(x, "id", "A");
+    cJSON_AddNumberToObject(x, "type_id", 0);
+    cJSON_AddItemToArray(single, bos);
+    cJSON_AddItemToArray(single, seq);
+    cJSON *pair = cJSON_AddArrayToObject(post, "pair");
+    cJSON_AddItemToArray(pair, cJSON_Duplicate(bos, 1));
+    cJSON_AddItemToArray(pair, cJSON_Duplicate(seq, 1));
+    x = cJSON_CreateObject();
+    cJSON *xs = cJSON_AddObjectToObject(x, "Sequence");
+    cJSON_AddStringToObject(xs, "id", "B");
+    cJSON_AddNumberToObject(xs, "type_id", 1);
+    cJSON_AddItemToArray(pair, x);
+    cJSON *specials = cJSON_AddObjectToObject(post, "special_tokens"), *sp = cJSON_AddObjectToObject(specials, eot);
+    cJSON_AddStringToObject(sp, "id", eot);
+    cJSON_AddItemToObject(sp, "ids", cJSON_CreateIntArray((const int[]){V - 1}, 1));
+    cJSON_AddItemToObject(sp, "tokens", cJSON_CreateStringArray(&eot, 1));
+    cJSON_AddItemToObject(t, "decoder", byte_level(1, 1));
+    cJSON *model = cJSON_AddObjectToObject(t, "model");
+    cJSON_AddStringToObject(model, "type", "BPE");
+    cJSON_AddNullToObject(model, "dropout");
+    cJSON_AddNullToObject(model, "unk_token");
+    cJSON_AddStringToObject(model, "continuing_subword_prefix", "");
+    cJSON_AddStringToObject(model, "end_of_word_suffix", "");
+    cJSON_AddFalseToObject(model, "fuse_unk");
+    cJSON_AddFalseToObject(model, "byte_fallback");
+    cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
+    for (int id = 0; id < V; id++) cJSON_AddNumberToObject(vocab, g->tokens[id], id);
+    cJSON_AddItemToObject(model, "merges", cJSON_CreateStringArray((const char *const *)g->merges, M));
+    return t;
+}
+
+static cJSON *tokenizer_config_json(const char *eot, int V, int block_size) {
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "tokenizer_class", "PreTrainedTokenizerFast");
+    cJSON_AddStringToObject(c, "bos_token", eot);
+    cJSON_AddStringToObject(c, "eos_token", eot);
+    cJSON_AddNullToObject(c, "unk_token");
+    cJSON_AddTrueToObject(c, "add_bos_token");
+    cJSON_AddFalseToObject(c, "add_eos_token");
+    cJSON_AddFalseToObject(c, "clean_up_tokenization_spaces");
+    cJSON_AddNumberToObject(c, "model_max_length", block_size);
+    cJSON *decoder = cJSON_AddObjectToObject(c, "added_tokens_decoder");
+    char id[16];
+    snprintf(id, sizeof id, "%d", V - 1);
+    cJSON_AddItemToObject(decoder, id, eot_token(eot, V - 1, 0));
+    return c;
+}
+
+int hf_model_write(GPT *model, const Tokenizer *tok, const char *dir, AtomicMode mode, char *err, size_t errlen) {
+    const GPTConfig *cfg = gpt_config(model);
+    const char *why = hf_model_refusal(cfg);
+    if (why) { snprintf(err, errlen, "%s", why); return -1; }
+    BpeGguf vocab;
+    if (bpe_gguf(tok, &vocab, err, errlen)) return -2;
+    int V = tok->vocab_size, rc = 0;
+    const char *pre = "";
+    for (int k = 0; k < BPE_GGUF_KV; k++)
+        if (strcmp(vocab.kv[k].key, "tokenizer.ggml.pre") == 0) pre = vocab.kv[k].str;
+    if (vocab.n_duplicates > 0) {   // a JSON vocabulary maps each text to one id
+        snprintf(err, errlen, "the tokenizer has %d tokens whose bytes another token has too: tokenizer.json's "
+                 "vocabulary (text -> id) cannot hold them", vocab.n_duplicates);
+        bpe_gguf_free(&vocab);
+        return -1;
+    }
+    cJSON *tok_json = tokenizer_json(&vocab, V, tok->n_merges, pre, err, errlen);
+    if (!tok_json) { bpe_gguf_free(&vocab); return -1; }
+
+    const ParamEntry *entries;
+    int n_entries = gpt_param_entries(model, &entries);
+    const float *params = gpt_params(model);
+    StTensorOut *t = calloc((size_t)n_entries * MAX_PARTS, sizeof *t);
+    char (*names)[96] = calloc((size_t)n_entries * MAX_PARTS, sizeof *names);
+    float *made = malloc(hf_model_bytes(cfg) ? hf_model_bytes(cfg) : 1), *next = made;
+    int n = 0;
+    if (!t || !names || !made) {
+        snprintf(err, errlen, "out of memory for the exported tensors");
+        rc = -2;
+        goto done;
+    }
+    for (int i = 0; i < n_entries; i++) {
+        int k = map_tensor(cfg, &entries[i], params + entries[i].offset, t + n, names + n, &next);
+        if (k == 0) {
+            snprintf(err, errlen, "tensor %s has no Hugging Face name", entries[i].name);
+            rc = -1;
+            goto done;
+        }
+        n += k;
+    }
+    char path[4096];
+    const StMeta meta[] = {{"format", "pt"}};
+    rc = write_json(dir, HF_FILES[0], config_json(cfg, tok->eot_id), 1, mode, err, errlen);
+    if (rc == 0 && (rc = path_in(path, sizeof path, dir, HF_FILES[1], err, errlen)) == 0)
+        rc = st_write(path, t, n, meta, 1, mode, err, errlen);
+    if (rc == 0) rc = write_json(dir, HF_FILES[2], tok_json, 0, mode, err, errlen);
+    else cJSON_Delete(tok_json);
+    tok_json = NULL;
+    if (rc == 0)
+        rc = write_json(dir, HF_FILES[3], tokenizer_config_json(vocab.tokens[V - 1], V, cfg->block_size), 1, mode,
+                        err, errlen);
+done:
+    cJSON_Delete(tok_json);
+    free(t);
+    free(names);
+    free(made);
+    bpe_gguf_free(&vocab);
+    return rc;
+}

@@ -1,0 +1,43 @@
+// hf_model.h: a trained model as a Hugging Face model directory, for
+// ./export --format hf (docs/FORMAT.md, "Hugging Face"):
+//
+//   config.json            the model class and its configuration
+//   model.safetensors      the weights under Hugging Face's names, in its layouts
+//   tokenizer.json         the tokenizer in the `tokenizers` library's format
+//   tokenizer_config.json  PreTrainedTokenizerFast, <|endoftext|> as bos and eos
+//
+// Two of Hugging Face's classes compute a ropelab model exactly:
+//   block=gpt2, pos=learned          GPT2LMHeadModel ("gelu_new" is the tanh GELU); every
+//                                    weight of a linear layer transposed (GPT-2's Conv1D
+//                                    stores [in, out])
+//   block=llama, pos=rope, R = D     LlamaForCausalLM; c_attn cut into q_proj, k_proj,
+//                                    v_proj and c_fc into gate_proj, up_proj by rows, the
+//                                    rows of each head of q and k permuted from our adjacent
+//                                    pairs to Llama's rotate-half (gguf_neox_source_row)
+// Both tie the head to the embedding (tie_word_embeddings, no lm_head.weight).
+// Every other block and scheme, and a scaled rope, is refused in one line.
+#ifndef ROPELAB_HF_MODEL_H
+#define ROPELAB_HF_MODEL_H
+
+#include <stddef.h>
+
+#include "common/atomic_file.h"
+#include "data/bpe.h"
+#include "model/gpt.h"
+
+// The files written into the directory, in the order they are written.
+#define HF_N_FILES 4
+extern const char *const HF_FILES[HF_N_FILES];
+
+// Why cfg cannot be exported (one line, no file name), or NULL if it can.
+const char *hf_model_refusal(const GPTConfig *cfg);
+// The bytes hf_model_write allocates for the tensors it makes (transposed or
+// permuted copies), from cfg alone.
+size_t hf_model_bytes(const GPTConfig *cfg);
+// Writes the four files into dir (which must exist), each atomically
+// (common/atomic_file.h: mode says whether an existing file is replaced); a
+// failure leaves the files written before it. 0; -1 with a message ("path:
+// problem", or a refusal without a path); -2 when out of memory.
+int hf_model_write(GPT *model, const Tokenizer *tok, const char *dir, AtomicMode mode, char *err, size_t errlen);
+
+#endif
