@@ -213,8 +213,17 @@ start_all=$(date +%s)
 
 T=$(sed -n 's/^[[:space:]]*block_size[[:space:]]*=[[:space:]]*\([0-9]*\).*/\1/p' "$config" | head -1)
 val_file=$(sed -n 's/^[[:space:]]*val_file[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p' "$config" | head -1)
-eval_flags=(--threads "$([ "$jobs" -gt 1 ] && echo 1 || echo 0)")
+eval_flags=()
 [ "$reproducible" = 1 ] && eval_flags+=(--reproducible)
+
+# The whole validation split's loss of DIR's model into DIR/final_eval.txt (with the
+# seconds it took), on THREADS threads (0: all); written whole or not at all.
+final_eval_of() {
+  local dir=$1 threads=$2 t0=$SECONDS
+  ./eval --weights "$dir/model.safetensors" --data "$val_file" --batch-size 8 --threads "$threads" \
+    "${eval_flags[@]}" > "$dir/final_eval.txt.tmp" && echo "eval_s=$((SECONDS - t0))" >> "$dir/final_eval.txt.tmp" &&
+    mv "$dir/final_eval.txt.tmp" "$dir/final_eval.txt"
+}
 
 # One run: fresh, or resumed from its checkpoint; RUN/done marks it finished.
 # With --final-eval, the whole validation split's loss is part of the run.
@@ -231,10 +240,7 @@ run_one() {
       return 1
   fi
   if [ "$final_eval" = 1 ]; then
-    local t0=$SECONDS
-    ./eval --weights "$dir/model.safetensors" --data "$val_file" --batch-size 8 "${eval_flags[@]}" \
-      > "$dir/final_eval.txt.tmp" && echo "eval_s=$((SECONDS - t0))" >> "$dir/final_eval.txt.tmp" &&
-      mv "$dir/final_eval.txt.tmp" "$dir/final_eval.txt" || return 1
+    final_eval_of "$dir" "$([ "$jobs" -gt 1 ] && echo 1 || echo 0)" || return 1
   fi
   touch "$dir/done"
 }
@@ -305,16 +311,12 @@ done
 while [ "$running" -gt 0 ]; do wait -n || failed=$((failed+1)); running=$((running-1)); done
 # --final-eval for runs finished before it was asked for (or by an older compare.sh).
 if [ "$final_eval" = 1 ]; then
-  eval_flags=(--threads 0 "${eval_flags[@]:2}")
   for seed in $(seq 1 "$seeds"); do
     for variant in "${vlist[@]}"; do
       dir="$out/$variant-s$seed"
       [ -f "$dir/done" ] && [ -f "$dir/model.safetensors" ] && [ ! -f "$dir/final_eval.txt" ] || continue
       echo "[compare] $variant seed $seed: the final model on the whole validation split"
-      t0=$SECONDS
-      ./eval --weights "$dir/model.safetensors" --data "$val_file" --batch-size 8 "${eval_flags[@]}" \
-        > "$dir/final_eval.txt.tmp" && echo "eval_s=$((SECONDS - t0))" >> "$dir/final_eval.txt.tmp" &&
-        mv "$dir/final_eval.txt.tmp" "$dir/final_eval.txt" || failed=$((failed+1))
+      final_eval_of "$dir" 0 || failed=$((failed+1))
     done
   done
 fi

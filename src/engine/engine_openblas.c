@@ -163,28 +163,36 @@ static void att_probs(float *s, const float *q, const float *k, size_t ld, const
     attention_block_probs(s, i0, rows, keys, bias_h, lse_in, lse_out);
 }
 
-// The task of one (batch b, head h) pair: where its head's columns start in
-// the packed (B,T,3C) qkv (q there, k at +C, v at +2C, row stride 3C), its
-// rows of a (B,T,C) tensor, and this thread's scratch.
+// One (batch b, head h) pair's view of attention's tensors: its head's
+// columns of the packed (B,T,3C) qkv (q there, k at +C, v at +2C, row stride
+// 3C), its row of the distance bias, where its rows start in a (B,T,C) tensor
+// and in the (B,H,T) lse, and this thread's scratch.
 typedef struct {
-    int b, h, D, nb;
-    size_t C3;            // qkv's row stride
-    float scale;          // 1/sqrt(D)
-    size_t qkv_off;       // head h of batch b in qkv (and dqkv)
-    size_t out_off;       // head h of batch b in a (B,T,C) tensor
-    float *scratch;       // scratch_floats(T) floats of this thread
-} AttTask;
+    int D, nb;                // head dimension, query rows per block
+    size_t C3;                // qkv's row stride
+    float scale;              // 1/sqrt(D)
+    const float *q, *k, *v;   // (T, D) each, row stride C3
+    const float *bias_h;      // (T) or NULL
+    size_t qkv_off;           // head h of batch b in qkv (and dqkv)
+    size_t out_off;           // head h of batch b in a (B,T,C) tensor
+    size_t lse_off;           // (b, h) in a (B,H,T) tensor
+    float *scratch;           // attention_scratch_floats(T) floats of this thread
+} AttHead;
 
-static AttTask att_task(int bh, float *scratch, int T, int C, int H) {
-    AttTask a;
-    a.b = bh / H;
-    a.h = bh % H;
+static AttHead att_head(int bh, float *scratch, const float *qkv, const float *bias, int T, int C, int H) {
+    AttHead a;
+    int b = bh / H, h = bh % H;
     a.D = C / H;
     a.nb = attention_block_rows(T);
     a.C3 = 3 * (size_t)C;
     a.scale = 1.0f / sqrtf((float)a.D);
-    a.qkv_off = (size_t)a.b * T * a.C3 + (size_t)a.h * a.D;
-    a.out_off = (size_t)a.b * T * C + (size_t)a.h * a.D;
+    a.qkv_off = (size_t)b * T * a.C3 + (size_t)h * a.D;
+    a.out_off = (size_t)b * T * C + (size_t)h * a.D;
+    a.lse_off = (size_t)bh * T;
+    a.q = qkv + a.qkv_off;
+    a.k = a.q + C;
+    a.v = a.q + 2 * C;
+    a.bias_h = bias ? bias + (size_t)h * T : NULL;
     a.scratch = scratch + (size_t)omp_get_thread_num() * attention_scratch_floats(T);
     return a;
 }
@@ -209,17 +217,13 @@ static void attention_forward(Engine *e, float *out, float *lse, const float *qk
     if (!scratch) return;
     #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
-        const AttTask a = att_task(bh, scratch, T, C, H);
-        const int D = a.D, nb = a.nb, h = a.h;
-        const size_t C3 = a.C3;
+        const AttHead a = att_head(bh, scratch, qkv, bias, T, C, H);
         float *s = a.scratch;
-        const float *q = qkv + a.qkv_off, *k = q + C, *v = q + 2 * C;
-        const float *bias_h = bias ? bias + (size_t)h * T : NULL;
-        for (int i0 = 0; i0 < T; i0 += nb) {
-            int rows = T - i0 < nb ? T - i0 : nb, keys = i0 + rows;
-            att_probs(s, q, k, C3, bias_h, NULL, lse + (size_t)bh * T, i0, rows, keys, D, a.scale);
+        for (int i0 = 0; i0 < T; i0 += a.nb) {
+            int rows = T - i0 < a.nb ? T - i0 : a.nb, keys = i0 + rows;
+            att_probs(s, a.q, a.k, a.C3, a.bias_h, NULL, lse + a.lse_off, i0, rows, keys, a.D, a.scale);
             // Y_I (rows, D) = P (rows, keys) V_J (keys, D), written into out's head columns
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, keys, 1.0f, s, keys, v, C3,
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, a.D, keys, 1.0f, s, keys, a.v, a.C3,
                         0.0f, out + a.out_off + (size_t)i0 * C, C);
         }
     }
@@ -232,36 +236,33 @@ static void attention_backward(Engine *e, float *dqkv, float *dbias, const float
     if (!scratch) return;
     #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
-        const AttTask a = att_task(bh, scratch, T, C, H);
-        const int D = a.D, nb = a.nb, h = a.h;
+        const AttHead a = att_head(bh, scratch, qkv, bias, T, C, H);
+        const int D = a.D;
         const size_t C3 = a.C3;
-        const float scale = a.scale;
-        float *p = a.scratch, *dp = p + (size_t)nb * T;   // probabilities, then their gradient
-        const float *q = qkv + a.qkv_off, *k = q + C, *v = q + 2 * C;
+        float *p = a.scratch, *dp = p + (size_t)a.nb * T;   // probabilities, then their gradient
         float *dq = dqkv + a.qkv_off, *dk = dq + C, *dv = dq + 2 * C;
         const float *dy = dout + a.out_off;
-        const float *bias_h = bias ? bias + (size_t)h * T : NULL;
-        float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
+        float *dbias_bh = dbias ? dbias + a.lse_off : NULL;
         // this task owns the dk, dv columns of head h in batch row b; they
         // are sums over query blocks, so they start from zero
         for (int t = 0; t < T; t++) {
             memset(dk + t * C3, 0, (size_t)D * sizeof(float));
             memset(dv + t * C3, 0, (size_t)D * sizeof(float));
         }
-        for (int i0 = 0; i0 < T; i0 += nb) {
-            int rows = T - i0 < nb ? T - i0 : nb, keys = i0 + rows;
-            att_probs(p, q, k, C3, bias_h, lse + (size_t)bh * T, NULL, i0, rows, keys, D, scale);
+        for (int i0 = 0; i0 < T; i0 += a.nb) {
+            int rows = T - i0 < a.nb ? T - i0 : a.nb, keys = i0 + rows;
+            att_probs(p, a.q, a.k, C3, a.bias_h, lse + a.lse_off, NULL, i0, rows, keys, D, a.scale);
             // dP (rows, keys) = dY_I (rows, D) V_J^T
             cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, D, 1.0f, dy + (size_t)i0 * C, C,
-                        v, C3, 0.0f, dp, keys);
+                        a.v, C3, 0.0f, dp, keys);
             // dS = P * (dP - rowsum(P * dP)), in place in dp
             attention_block_dscores(dp, p, i0, rows, keys, dbias_bh);
             // dQ_I (rows, D) = scale dS K_J  (each query row is in one block: overwrite)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, keys, scale, dp, keys, k, C3,
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, keys, a.scale, dp, keys, a.k, C3,
                         0.0f, dq + (size_t)i0 * C3, C3);
             // dK_J (keys, D) += scale dS^T Q_I ;  dV_J (keys, D) += P^T dY_I
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, D, rows, scale, dp, keys,
-                        q + (size_t)i0 * C3, C3, 1.0f, dk, C3);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, D, rows, a.scale, dp, keys,
+                        a.q + (size_t)i0 * C3, C3, 1.0f, dk, C3);
             cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, D, rows, 1.0f, p, keys,
                         dy + (size_t)i0 * C, C, 1.0f, dv, C3);
         }

@@ -182,6 +182,17 @@ static int write_json(const char *dir, const char *name, cJSON *root, int format
 }
 
 // config.json: GPT2Config or LlamaConfig.
+// The shortest decimal that reads back as the float x (1e-05 for 1e-5f, not
+// 9.99999975e-06): the eps as a config.json carries it.
+static double shortest_decimal(float x) {
+    char text[32];
+    for (int digits = 1; digits < 9; digits++) {
+        snprintf(text, sizeof text, "%.*g", digits, (double)x);
+        if ((float)strtod(text, NULL) == x) break;
+    }
+    return strtod(text, NULL);
+}
+
 static cJSON *config_json(const GPTConfig *cfg, int eot) {
     cJSON *c = cJSON_CreateObject();
     int C = cfg->d_model, H = cfg->n_head;
@@ -197,7 +208,7 @@ static cJSON *config_json(const GPTConfig *cfg, int eot) {
         cJSON_AddNumberToObject(c, "head_dim", C / H);
         cJSON_AddStringToObject(c, "hidden_act", "silu");
         cJSON_AddNumberToObject(c, "max_position_embeddings", cfg->block_size);
-        cJSON_AddNumberToObject(c, "rms_norm_eps", 1e-5);   // RMS_EPS (a float, 1e-5f, in the model)
+        cJSON_AddNumberToObject(c, "rms_norm_eps", shortest_decimal(RMS_EPS));
         cJSON_AddNumberToObject(c, "rope_theta", cfg->rope_base);
         cJSON_AddNullToObject(c, "rope_scaling");
         cJSON_AddFalseToObject(c, "attention_bias");
@@ -214,7 +225,7 @@ static cJSON *config_json(const GPTConfig *cfg, int eot) {
         cJSON_AddNumberToObject(c, "n_head", H);
         cJSON_AddNullToObject(c, "n_inner");   // 4 n_embd
         cJSON_AddStringToObject(c, "activation_function", "gelu_new");   // the tanh GELU
-        cJSON_AddNumberToObject(c, "layer_norm_epsilon", 1e-5);          // LN_EPS
+        cJSON_AddNumberToObject(c, "layer_norm_epsilon", shortest_decimal(LN_EPS));
         cJSON_AddNumberToObject(c, "resid_pdrop", 0.0);
         cJSON_AddNumberToObject(c, "embd_pdrop", 0.0);
         cJSON_AddNumberToObject(c, "attn_pdrop", 0.0);

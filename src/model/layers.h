@@ -29,6 +29,8 @@ void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *
                         const float *rstd, int N, int C);
 
 // RMSNorm over the last dim (block=llama): y = x / sqrt(mean(x^2) + RMS_EPS) * w.
+// RMS_EPS is 1e-5, LayerNorm's eps too; the exports write it as llama.cpp's
+// layer_norm_rms_epsilon and Hugging Face's rms_norm_eps.
 #define RMS_EPS 1e-5f
 // inp (N,C) -> out (N,C); saves rstd (N) for backward.
 void rmsnorm_forward(float *out, float *rstd, const float *inp, const float *weight, int N, int C);
