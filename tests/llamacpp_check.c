@@ -18,11 +18,12 @@
 // against ropelab's rope_scaling=yarn for the `make run` model and the llama
 // rope model; the whole corpus tokenised by both with the default tokenizer
 // (the byte-class rule, a file of version 1), every difference counted and
-// explained; the tokenizer of a Hugging Face export (./export --format hf) in
-// Hugging Face's tokenizers.js (hf_tokenize.mjs), the corpus likewise; and
-// three tokenizers of ./prepare's default rule, GPT-2's regex (the KJV, 2 MB
-// of GCIDE, a text of every character of Unicode with vocabulary 600), each
-// corpus tokenised by both as one text and line by line: not one difference.
+// explained, and the same in a Hugging Face export (./export --format hf) of
+// that tokenizer in Hugging Face's tokenizers.js (hf_tokenize.mjs); and three
+// tokenizers of ./prepare's default rule, GPT-2's regex (the KJV, 2 MB of
+// GCIDE, a text of every character of Unicode with vocabulary 600), each
+// corpus tokenised as one text and line by line by ropelab, llama.cpp and
+// tokenizers.js: not one difference.
 //
 // The tolerance. llama.cpp computes in float32 like ropelab, but for one
 // step: ggml's GELU reads a float16 table (GGML_GELU_FP16: y = f16(gelu(f16(x))),
@@ -649,6 +650,8 @@ static void test_yarn_4T(void **s) {
     check_windows("make-run", MAKE_RUN_MODEL, 4);
 }
 
+// ---------------------------------------------------------------- tokenisation
+
 // Where llama.cpp's pre-tokenizer ("gpt-2": GPT-2's regex) cuts a text other than
 // the byte-class rule of data/kjv/tokenizer.bin (the tokenizer of the `make run`
 // model and of the committed studies: a file of version 1), the two encode it
@@ -659,45 +662,86 @@ static void test_yarn_4T(void **s) {
 //   newlines     a whitespace run that ends in a newline before a word is one piece here, while
 //                GPT-2 gives its last character a piece of its own ("\n\n" + "Exodus": "\n", "\n")
 //   non-ASCII    every byte >= 0x80 is a letter here; GPT-2 goes by Unicode's categories
-static int span_kind(const uint8_t *b, size_t n) {
+// And one kind that is tokenizers.js's own: its ByteLevel pre-tokenizer writes
+// GPT-2's regex as a JavaScript regex, whose \s holds U+FEFF and not U+0085
+// (NEL); Unicode's White_Space, which GPT-2's regex (Python's regex module),
+// Hugging Face's Rust tokenizers and llama.cpp go by, is the other way round.
+//   js-space     a span holding U+FEFF or U+0085, or a part of one
+// The kind of the span text[start, end) (text: NUL-terminated UTF-8).
+enum { SPAN_JS_SPACE, SPAN_CONTRACTION, SPAN_NEWLINES, SPAN_NON_ASCII, SPAN_OTHER, SPAN_KINDS };
+static int span_kind(const uint8_t *text, size_t start, size_t end) {
+    size_t s0 = start, e0 = end;   // widened to whole characters
+    while (s0 > 0 && (text[s0] & 0xC0) == 0x80) s0--;
+    while ((text[e0] & 0xC0) == 0x80) e0++;
+    for (size_t i = s0; i + 1 < e0; i++)
+        if ((text[i] == 0xC2 && text[i + 1] == 0x85) ||
+            (i + 2 < e0 && text[i] == 0xEF && text[i + 1] == 0xBB && text[i + 2] == 0xBF))
+            return SPAN_JS_SPACE;
+    const uint8_t *b = text + start;
+    size_t n = end - start;
     for (size_t i = 0; i + 1 < n; i++)
-        if (b[i] == '\'' && strchr("stmdrvl", b[i + 1])) return 0;
+        if (b[i] == '\'' && strchr("stmdrvl", b[i + 1])) return SPAN_CONTRACTION;
     for (size_t i = 0; i + 1 < n; i++)
         if ((b[i] == '\n' || b[i] == '\r' || b[i] == '\t' || b[i] == ' ') && (b[i + 1] == '\n' || b[i + 1] == '\r'))
-            return 1;
+            return SPAN_NEWLINES;
     for (size_t i = 0; i < n; i++)
-        if (b[i] >= 0x80) return 2;
-    return 3;
+        if (b[i] >= 0x80) return SPAN_NON_ASCII;
+    return SPAN_OTHER;
+}
+#define KIND(k) (1u << (k))
+// The byte-class rule against GPT-2's, in llama.cpp and tokenizers.js: the named kinds.
+#define BYTE_CLASS_KINDS (KIND(SPAN_CONTRACTION) | KIND(SPAN_NEWLINES) | KIND(SPAN_NON_ASCII))
+
+// Where two encodings of a corpus differ: spans between the byte offsets where both
+// have a token boundary, in which the ids differ, counted by kind, for the corpus
+// as one text and over its lines; the first span of a kind not allowed kept.
+typedef struct {
+    unsigned allowed;                             // KIND()s that may differ
+    long whole[SPAN_KINDS], lines[SPAN_KINDS];   // differing spans: the corpus as one text, all its lines
+    long whole_bytes, line_bytes, lines_differ;
+    int n_whole;                                  // our ids of the corpus as one text
+    int first_line;                               // the first span not allowed: 0 as one text, else its line
+    const char *first_text;                       // (the text it is in, at first_at, first_len bytes; NULL: none)
+    size_t first_at, first_len;
+} CorpusDiff;
+
+static long span_count(const long kinds[SPAN_KINDS]) {
+    long n = 0;
+    for (int k = 0; k < SPAN_KINDS; k++) n += kinds[k];
+    return n;
 }
 
-// Compares two encodings of text by tokenizer t: spans between the byte offsets where
-// both have a token boundary, in which the ids differ; counts them by kind and their
-// bytes, and keeps the first in *first (its offset and length; left alone if none).
-static void diff_encodings(const Tokenizer *t, const uint8_t *text, const int *a, int na, const int *b, int nb,
-                           long kinds[4], long *bytes, size_t first[2]) {
+// Adds the differing spans of a (ours) and b (theirs), two encodings of text by t,
+// to kinds and *bytes; returns whether one of a kind not in allowed differs, and
+// where the first such does.
+static int diff_encodings(const Tokenizer *t, const uint8_t *text, const int *a, int na, const int *b, int nb,
+                          unsigned allowed, long kinds[SPAN_KINDS], long *bytes, size_t *first_at,
+                          size_t *first_len) {
     size_t pa = 0, pb = 0, start = 0;
-    int ia = 0, ib = 0, sa = 0, sb = 0;
+    int ia = 0, ib = 0, sa = 0, sb = 0, bad = 0;
     while (ia < na || ib < nb) {
         int len;
         if (pa <= pb && ia < na) { bpe_token(t, (uint32_t)a[ia++], &len); pa += (size_t)len; }
         else { bpe_token(t, (uint32_t)b[ib++], &len); pb += (size_t)len; }
         if (pa == pb) {   // a common boundary: the span since the last one
             int same = ia - sa == ib - sb && memcmp(a + sa, b + sb, (size_t)(ia - sa) * sizeof *a) == 0;
-            if (!same && first && first[1] == 0) { first[0] = start; first[1] = pa - start; }
-            if (!same) { kinds[span_kind(text + start, pa - start)]++; *bytes += (long)(pa - start); }
+            if (!same) {
+                int kind = span_kind(text, start, pa);
+                if (!bad && !(allowed & KIND(kind))) { *first_at = start; *first_len = pa - start; bad = 1; }
+                kinds[kind]++;
+                *bytes += (long)(pa - start);
+            }
             start = pa;
             sa = ia;
             sb = ib;
         }
     }
+    return bad;
 }
 
-// The corpus (data/kjv.txt) as one text, then each of its lines without its
-// newline, added to the array texts; returns the corpus (free it) and its size
-// and line count.
-static char *corpus_texts(cJSON *texts, size_t *len, int *n_lines) {
-    char *text = read_file("data/kjv.txt", len);
-    assert_int_equal(strlen(text), *len);   // text: no NUL byte
+// The texts a corpus is checked on: the corpus as one text, then each of its lines
+// without its newline (n_lines of them), added to the array texts.
+static void add_corpus_texts(cJSON *texts, char *text, int *n_lines) {
     cJSON_AddItemToArray(texts, cJSON_CreateString(text));
     *n_lines = 0;
     for (char *line = text; *line; (*n_lines)++) {
@@ -708,39 +752,61 @@ static char *corpus_texts(cJSON *texts, size_t *len, int *n_lines) {
         line[n] = save;
         line += n + (save == '\n');
     }
-    return text;
 }
 
-// who's encodings of corpus_texts (ids: the array of id arrays) against ours: every
-// span where the two differ, counted by kind; each must be one docs/FORMAT.md names.
-static void compare_corpus(const char *who, char *text, size_t len, int n_lines, const cJSON *ids) {
-    long whole_kinds[4] = {0}, whole_bytes = 0, line_kinds[4] = {0}, line_bytes = 0, lines_differ = 0;
-    int n_ours, n_theirs, *ours = encode(text, &n_ours), *theirs = ints_of(cJSON_GetArrayItem(ids, 0), &n_theirs);
-    diff_encodings(&tok, (const uint8_t *)text, ours, n_ours, theirs, n_theirs, whole_kinds, &whole_bytes, NULL);
+// Another tokenizer's ids of add_corpus_texts's texts (ids: the array of id arrays, from
+// its first) against ours by t; spans of the kinds in allowed may differ.
+static CorpusDiff diff_corpus(const Tokenizer *t, char *text, int n_lines, const cJSON *ids, unsigned allowed) {
+    CorpusDiff d = {.allowed = allowed};
+    int n_ours, n_theirs, *ours = encode_by(t, text, &n_ours), *theirs = ints_of(ids->child, &n_theirs);
+    d.n_whole = n_ours;
+    if (diff_encodings(t, (const uint8_t *)text, ours, n_ours, theirs, n_theirs, allowed, d.whole, &d.whole_bytes,
+                       &d.first_at, &d.first_len))
+        d.first_text = text;
     free(ours); free(theirs);
     char *line = text;
-    const cJSON *line_ids = cJSON_GetArrayItem(ids, 1);
+    const cJSON *line_ids = ids->child->next;
     for (int i = 0; i < n_lines; i++, line_ids = line_ids->next) {
-        size_t n = strcspn(line, "\n");
+        size_t n = strcspn(line, "\n"), at, len;
         char save = line[n];
         line[n] = 0;
-        ours = encode(line, &n_ours);
+        ours = encode_by(t, line, &n_ours);
         theirs = ints_of(line_ids, &n_theirs);
-        long before = line_kinds[0] + line_kinds[1] + line_kinds[2] + line_kinds[3];
-        diff_encodings(&tok, (const uint8_t *)line, ours, n_ours, theirs, n_theirs, line_kinds, &line_bytes, NULL);
-        lines_differ += line_kinds[0] + line_kinds[1] + line_kinds[2] + line_kinds[3] > before;
+        long before = span_count(d.lines);
+        if (diff_encodings(t, (const uint8_t *)line, ours, n_ours, theirs, n_theirs, allowed, d.lines, &d.line_bytes,
+                           &at, &len) && !d.first_text) {
+            d.first_text = line; d.first_line = i + 1; d.first_at = at; d.first_len = len;
+        }
+        d.lines_differ += span_count(d.lines) > before;
         free(ours); free(theirs);
         line[n] = save;
         line += n + (save == '\n');
     }
+    return d;
+}
+
+// Fails at the first differing span of a kind d does not allow (its text printed).
+static void expect_allowed_differences(const char *who, const char *corpus, const CorpusDiff *d) {
+    if (!d->first_text) return;
+    if (d->first_line == 0)
+        fail_msg("%s: as one text, %ld spans of ropelab's and %s's encodings differ (%ld bytes); the first not "
+                 "allowed at byte %zu: \"%.*s\"", corpus, span_count(d->whole), who, d->whole_bytes, d->first_at,
+                 (int)d->first_len, d->first_text + d->first_at);
+    fail_msg("%s, line %d: ropelab's and %s's encodings differ at byte %zu: \"%.*s\" (the line: %s)", corpus,
+             d->first_line, who, d->first_at, (int)d->first_len, d->first_text + d->first_at, d->first_text);
+}
+
+// The default tokenizer's differences from who's GPT-2 rule on the corpus: each must be
+// one docs/FORMAT.md names.
+static void expect_named_differences(const char *who, size_t len, int n_lines, const CorpusDiff *d) {
     print_message("data/kjv.txt (%zu bytes, %d lines) encoded by %s and by ropelab: as one text, %ld spans "
                   "differ (%ld bytes: %ld contractions, %ld newline runs, %ld non-ASCII, %ld other); line by line, "
                   "%ld of %d lines differ (%ld bytes: %ld contractions, %ld newline runs, %ld non-ASCII, %ld other)\n",
-                  len, n_lines, who, whole_kinds[0] + whole_kinds[1] + whole_kinds[2] + whole_kinds[3], whole_bytes,
-                  whole_kinds[0], whole_kinds[1], whole_kinds[2], whole_kinds[3], lines_differ, n_lines, line_bytes,
-                  line_kinds[0], line_kinds[1], line_kinds[2], line_kinds[3]);
-    assert_int_equal(whole_kinds[3], 0);   // every difference is one docs/FORMAT.md names
-    assert_int_equal(line_kinds[3], 0);
+                  len, n_lines, who, span_count(d->whole), d->whole_bytes, d->whole[SPAN_CONTRACTION],
+                  d->whole[SPAN_NEWLINES], d->whole[SPAN_NON_ASCII], d->whole[SPAN_OTHER] + d->whole[SPAN_JS_SPACE],
+                  d->lines_differ, n_lines, d->line_bytes, d->lines[SPAN_CONTRACTION], d->lines[SPAN_NEWLINES],
+                  d->lines[SPAN_NON_ASCII], d->lines[SPAN_OTHER] + d->lines[SPAN_JS_SPACE]);
+    expect_allowed_differences(who, "data/kjv.txt", d);
 }
 
 static void test_corpus_tokenisation(void **s) {
@@ -751,79 +817,107 @@ static void test_corpus_tokenisation(void **s) {
         fail_msg("./export failed: %s", out);
     size_t len;
     int n_lines;
+    char *text = read_file("data/kjv.txt", &len);
+    assert_int_equal(strlen(text), len);   // text: no NUL byte
     cJSON *req = new_request(gguf, 256, tok.vocab_size);
-    char *text = corpus_texts(cJSON_AddArrayToObject(req, "tokenize"), &len, &n_lines);
+    add_corpus_texts(cJSON_AddArrayToObject(req, "tokenize"), text, &n_lines);
     cJSON *resp = llama(req, "corpus");
-    compare_corpus("llama.cpp", text, len, n_lines, cJSON_GetObjectItem(resp, "tokenize"));
+    CorpusDiff d = diff_corpus(&tok, text, n_lines, cJSON_GetObjectItem(resp, "tokenize"), BYTE_CLASS_KINDS);
+    expect_named_differences("llama.cpp", len, n_lines, &d);
     cJSON_Delete(resp);
     free(text);
 }
 
-// The tokenizer of a Hugging Face export (./export --format hf: tokenizer.json,
-// tokenizer_config.json) in Hugging Face's own tokenizer code, tokenizers.js
-// (hf_tokenize.mjs): the corpus and each line encode as ours but for the
-// differences of GPT-2's regex that llama.cpp's "gpt-2" pre-tokenizer has too
-// (the same kinds, counted); with the special tokens, <|endoftext|> first; and
-// our ids of the test text decode to the text.
-static void test_hf_tokenizer(void **s) {
-    (void)s;
-    char run_dir[512], hf_dir[600];   // a block=llama rope model (any: only the tokenizer is read)
-    snprintf(run_dir, sizeof run_dir, "%s/hf-tokenizer", dir);
-    snprintf(hf_dir, sizeof hf_dir, "%s/hf", run_dir);
-    if (run("./train configs/tiny.ini --block=llama --pos=rope --steps=1 --eval_every=0 --save_every=0 --quiet "
-            "--out_dir=%s", run_dir) != 0)
-        fail_msg("./train failed: %s", out);
-    if (run("./export --weights %s/model.safetensors --tokenizer %s/tokenizer.bin --format hf --out %s", run_dir,
-            DATA, hf_dir) != 0)
-        fail_msg("./export --format hf failed: %s", out);
-    size_t len;
-    int n_lines, n_text, n;
+// A Hugging Face export's tokenizer (tokenizer.json, tokenizer_config.json) in
+// Hugging Face's own tokenizer code, tokenizers.js (hf_tokenize.mjs): texts
+// (the corpus and its lines, from add_corpus_texts, and then the test text),
+// returned; the test text's ids checked here: ours, with <|endoftext|> first
+// when the post-processor adds the special tokens, and ours decode to the text.
+static cJSON *hf_tokenize(const char *hf_dir, const Tokenizer *t, const char *label, char *text, int *n_lines) {
+    int n_text, n;
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "dir", hf_dir);
     cJSON *texts = cJSON_AddArrayToObject(req, "tokenize");
-    char *text = corpus_texts(texts, &len, &n_lines);
+    add_corpus_texts(texts, text, n_lines);
     cJSON_AddItemToArray(texts, cJSON_CreateString(TEST_TEXT));
-    int *text_ids = encode(TEST_TEXT, &n_text);
+    int *text_ids = encode_by(t, TEST_TEXT, &n_text);
     cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "decode"), int_array(text_ids, n_text));
-    cJSON *resp = node_client("hf_tokenize.mjs", req, "hf-tokenizer");
-    const cJSON *ids = cJSON_GetObjectItem(resp, "tokenize");
-    compare_corpus("Hugging Face's tokenizers.js", text, len, n_lines, ids);
-    int *got = ints_of(cJSON_GetArrayItem(ids, n_lines + 1), &n);
+    char name[128];
+    snprintf(name, sizeof name, "%s-hf", label);
+    cJSON *resp = node_client("hf_tokenize.mjs", req, name);
+    int *got = ints_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "tokenize"), *n_lines + 1), &n);
     expect_same_ids("the test text tokenised by tokenizers.js", text_ids, n_text, got, n);
     free(got);
-    got = ints_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "tokenize_special"), n_lines + 1), &n);
-    assert_true(n == n_text + 1 && got[0] == tok.eot_id);   // the post-processor puts <|endoftext|> first
+    got = ints_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "tokenize_special"), *n_lines + 1), &n);
+    assert_true(n == n_text + 1 && got[0] == t->eot_id);   // the post-processor puts <|endoftext|> first
     expect_same_ids("the test text with its special tokens", text_ids, n_text, got + 1, n - 1);
     free(got);
     const char *decoded = cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "decode"), 0)->valuestring;
     if (strcmp(decoded, TEST_TEXT) != 0) fail_msg("tokenizers.js decodes our ids as\n%s\nnot\n%s", decoded, TEST_TEXT);
-    print_message("the test text (%d tokens): tokenizers.js's ids are ours, <|endoftext|> first with the special "
-                  "tokens, and ours decode to the text\n", n_text);
-    cJSON_Delete(resp);
+    print_message("%s: the test text (%d tokens): tokenizers.js's ids are ours, <|endoftext|> first with the special "
+                  "tokens, and ours decode to the text\n", label, n_text);
     free(text_ids);
+    return resp;
+}
+
+// A tiny block=llama rope model (the one kind both --format gguf and hf take; only
+// its tokenizer is read) of the tokenizer and tokens in data_dir, into run_dir.
+static void train_carrier(const char *data_dir, const char *run_dir) {
+    if (run("./train configs/tiny.ini --block=llama --pos=rope --tokenizer=%s/tokenizer.bin "
+            "--train_file=%s/train.bin --val_file=%s/val.bin --steps=1 --eval_every=0 --save_every=0 --quiet "
+            "--threads=1 --out_dir=%s", data_dir, data_dir, data_dir, run_dir) != 0)
+        fail_msg("./train failed: %s", out);
+}
+
+// The default tokenizer (data/kjv/tokenizer.bin, the byte-class rule) in a Hugging
+// Face export: the corpus and each line encode as ours but for the differences of
+// GPT-2's regex that llama.cpp's "gpt-2" pre-tokenizer has too (the same kinds,
+// counted); the test text as hf_tokenize checks it.
+static void test_hf_tokenizer(void **s) {
+    (void)s;
+    char d[512], hf_dir[600];
+    snprintf(d, sizeof d, "%s/hf-default", dir);
+    snprintf(hf_dir, sizeof hf_dir, "%s/hf", d);
+    train_carrier(DATA, d);
+    if (run("./export --weights %s/model.safetensors --tokenizer %s/tokenizer.bin --format hf --out %s", d, DATA,
+            hf_dir) != 0)
+        fail_msg("./export --format hf failed: %s", out);
+    size_t len;
+    int n_lines;
+    char *text = read_file("data/kjv.txt", &len);
+    assert_int_equal(strlen(text), len);   // text: no NUL byte
+    cJSON *resp = hf_tokenize(hf_dir, &tok, "hf-default", text, &n_lines);
+    CorpusDiff diff = diff_corpus(&tok, text, n_lines, cJSON_GetObjectItem(resp, "tokenize"), BYTE_CLASS_KINDS);
+    expect_named_differences("Hugging Face's tokenizers.js", len, n_lines, &diff);
+    cJSON_Delete(resp);
     free(text);
 }
 
 // ---------------------------------------------------------------- GPT-2's pre-tokenizer
 
 // A tokenizer of ./prepare's default rule, GPT-2's regex, is the one llama.cpp's
-// pre-tokenizer "gpt-2" applies: a text encodes to the same ids on both sides.
-// For a corpus: ./prepare (its own tokenizer), a tiny model trained one step on
-// it (the model only carries the tokenizer into the GGUF), ./export, then the
-// corpus as one text and each of its lines encoded by llama.cpp and by ropelab:
-// not one span may differ.
+// pre-tokenizer "gpt-2" applies, and Hugging Face's ByteLevel pre-tokenizer:
+// a text encodes to the same ids in all three. For a corpus: ./prepare (its own
+// tokenizer), a tiny model trained one step on it (the model only carries the
+// tokenizer into the files), ./export as GGUF and as a Hugging Face directory,
+// then the corpus as one text and each of its lines encoded by llama.cpp, by
+// tokenizers.js and by ropelab: not one span may differ.
 static void check_gpt2_tokenizer(const char *label, const char *corpus, int vocab) {
-    char d[600], gguf[700], path[700], err[512];
+    char d[600], gguf[700], hf_dir[700], path[700], err[512];
     snprintf(d, sizeof d, "%s/%s", dir, label);
     if (run("./prepare --vocab-size %d --val-fraction 0.05 --out-dir %s %s", vocab, d, corpus) != 0)
         fail_msg("./prepare failed: %s", out);
-    if (run("./train configs/tiny.ini --tokenizer=%s/tokenizer.bin --train_file=%s/train.bin --val_file=%s/val.bin "
-            "--steps=1 --eval_every=0 --save_every=0 --quiet --threads=1 --out_dir=%s/model", d, d, d, d) != 0)
-        fail_msg("./train failed: %s", out);
+    snprintf(path, sizeof path, "%s/model", d);
+    train_carrier(d, path);
     snprintf(gguf, sizeof gguf, "%s/%s.gguf", dir, label);
     if (run("./export --weights %s/model/model.safetensors --tokenizer %s/tokenizer.bin --out %s", d, d, gguf) != 0)
         fail_msg("./export failed: %s", out);
     if (strstr(out, "warning")) fail_msg("./export warned about a tokenizer of GPT-2's rule:\n%s", out);
+    snprintf(hf_dir, sizeof hf_dir, "%s/hf", d);
+    if (run("./export --weights %s/model/model.safetensors --tokenizer %s/tokenizer.bin --format hf --out %s", d, d,
+            hf_dir) != 0)
+        fail_msg("./export --format hf failed: %s", out);
+    if (strstr(out, "warning")) fail_msg("./export --format hf warned about a tokenizer of GPT-2's rule:\n%s", out);
     Tokenizer t;
     snprintf(path, sizeof path, "%s/tokenizer.bin", d);
     if (bpe_load(&t, path, err, sizeof err)) fail_msg("%s", err);
@@ -833,51 +927,24 @@ static void check_gpt2_tokenizer(const char *label, const char *corpus, int voca
     assert_int_equal(strlen(text), len);   // text: no NUL byte
     long non_ascii = 0;
     for (size_t i = 0; i < len; i++) non_ascii += ((uint8_t)text[i] & 0xC0) == 0xC0;   // lead bytes: code points
-    cJSON *req = new_request(gguf, 64, t.vocab_size), *texts = cJSON_AddArrayToObject(req, "tokenize");
-    cJSON_AddItemToArray(texts, cJSON_CreateString(text));
-    int n_lines = 0;
-    for (char *line = text; *line; n_lines++) {   // each line, without its newline
-        size_t n = strcspn(line, "\n");
-        char save = line[n];
-        line[n] = 0;
-        cJSON_AddItemToArray(texts, cJSON_CreateString(line));
-        line[n] = save;
-        line += n + (save == '\n');
-    }
-    cJSON *resp = llama(req, label), *ids = cJSON_GetObjectItem(resp, "tokenize");
-    long kinds[4] = {0}, bytes = 0, lines_differ = 0;
-    size_t first[2] = {0, 0};
-    int n_ours, n_theirs, *ours = encode_by(&t, text, &n_ours), *theirs = ints_of(cJSON_GetArrayItem(ids, 0), &n_theirs);
-    diff_encodings(&t, (const uint8_t *)text, ours, n_ours, theirs, n_theirs, kinds, &bytes, first);
-    long whole_spans = kinds[0] + kinds[1] + kinds[2] + kinds[3];
-    if (whole_spans)
-        fail_msg("%s: as one text, %ld spans of ropelab's and llama.cpp's encodings differ (%ld bytes); the first at "
-                 "byte %zu: \"%.*s\"", corpus, whole_spans, bytes, first[0], (int)first[1], text + first[0]);
-    int n_whole = n_ours;
-    free(ours); free(theirs);
-    char *line = text;
-    const cJSON *line_ids = cJSON_GetArrayItem(ids, 1);
-    for (int i = 0; i < n_lines; i++, line_ids = line_ids->next) {
-        size_t n = strcspn(line, "\n");
-        char save = line[n];
-        line[n] = 0;
-        ours = encode_by(&t, line, &n_ours);
-        theirs = ints_of(line_ids, &n_theirs);
-        long before = bytes;
-        first[1] = 0;
-        diff_encodings(&t, (const uint8_t *)line, ours, n_ours, theirs, n_theirs, kinds, &bytes, first);
-        if (bytes > before)
-            fail_msg("%s, line %d: ropelab's and llama.cpp's encodings differ at byte %zu: \"%.*s\" (the line: %s)",
-                     corpus, i + 1, first[0], (int)first[1], line + first[0], line);
-        lines_differ += bytes > before;
-        free(ours); free(theirs);
-        line[n] = save;
-        line += n + (save == '\n');
-    }
+    int n_lines;
+    cJSON *req = new_request(gguf, 64, t.vocab_size);
+    add_corpus_texts(cJSON_AddArrayToObject(req, "tokenize"), text, &n_lines);
+    cJSON *resp = llama(req, label);
+    CorpusDiff diff = diff_corpus(&t, text, n_lines, cJSON_GetObjectItem(resp, "tokenize"), 0);
+    expect_allowed_differences("llama.cpp", corpus, &diff);
     cJSON_Delete(resp);
     print_message("%s (%zu bytes, %ld non-ASCII code points, %d lines), its own tokenizer of GPT-2's rule (vocabulary "
                   "%d): %d ids as one text, and each line, the same in llama.cpp (\"gpt-2\") and ropelab: 0 spans "
-                  "differ\n", corpus, len, non_ascii, n_lines, t.vocab_size, n_whole);
+                  "differ\n", corpus, len, non_ascii, n_lines, t.vocab_size, diff.n_whole);
+    // tokenizers.js: the same, but for its JavaScript \s (span_kind's js-space)
+    resp = hf_tokenize(hf_dir, &t, label, text, &n_lines);
+    diff = diff_corpus(&t, text, n_lines, cJSON_GetObjectItem(resp, "tokenize"), KIND(SPAN_JS_SPACE));
+    expect_allowed_differences("Hugging Face's tokenizers.js", corpus, &diff);
+    cJSON_Delete(resp);
+    print_message("%s in Hugging Face's tokenizers.js: as one text %ld spans differ, in %ld of %d lines, each holding "
+                  "U+FEFF or U+0085 (tokenizers.js's JavaScript \\s); nothing else differs\n", corpus,
+                  span_count(diff.whole), diff.lines_differ, n_lines);
     free(text);
     bpe_free(&t);
 }
