@@ -107,7 +107,7 @@ static double linear_peak(GPTMatmul matmul, GPTPrecision precision, int reps) {
         Engine *e = NULL;   // a weight stays registered while its engine lives: one engine per shape
         int rc = !inp || !W || !b || !out ? -1
                  : matmul == GPT_MATMUL_ONEDNN ? engine_onednn_create(&e, precision == GPT_BF16, err, sizeof err)
-                                               : engine_openblas_create(&e, err, sizeof err);
+                                               : engine_openblas_create(&e, 0, err, sizeof err);
         if (rc != 0) {
             fprintf(stderr, "bench_model: %s\n", !inp || !W || !b || !out ? "out of memory" : err);
             free(inp); free(W); free(b); free(out);
@@ -237,7 +237,7 @@ static GPT *bench_gpt(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPreci
     char err[256];
     GPT *model = NULL;
     if (gpt_create(&model, &cfg, 1337, err, sizeof err) != 0 ||
-        gpt_set_matmul(model, mm, prec, err, sizeof err) != 0 ||
+        gpt_set_matmul(model, mm, prec, GPT_ATTENTION_BLOCKED, err, sizeof err) != 0 ||
         gpt_alloc_activations(model, bc->B, bc->T, err, sizeof err) != 0) {
         fprintf(stderr, "bench_model: %s\n", err);
         gpt_free(model);
@@ -291,9 +291,10 @@ static void timed_attention_forward(Engine *e, float *out, float *lse, const flo
     TIMED(TIMED_ATTENTION, in->attention_forward(in, out, lse, qkv, bias, B, T, C, H));
 }
 static void timed_attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
-                                     const float *lse, const float *bias, int B, int T, int C, int H) {
+                                     const float *out, const float *lse, const float *bias, int B, int T, int C,
+                                     int H) {
     Engine *in = ((TimedEngine *)e)->inner;
-    TIMED(TIMED_ATTENTION, in->attention_backward(in, dqkv, dbias, dout, qkv, lse, bias, B, T, C, H));
+    TIMED(TIMED_ATTENTION, in->attention_backward(in, dqkv, dbias, dout, qkv, out, lse, bias, B, T, C, H));
 }
 static void timed_weights_changed(Engine *e) {
     Engine *in = ((TimedEngine *)e)->inner;
@@ -470,7 +471,7 @@ static double scheme_own_ms(GPT *m, int B, int T, int reps) {
             double s0 = now_s();
             Engine *e = m->engine;
             e->attention_forward(e, la->atty, la->att_lse, la->qkv, with_bias ? a->pos_bias : NULL, B, T, C, H);
-            e->attention_backward(e, a->dqkv, with_bias ? a->dpos_bias : NULL, a->dact, la->qkv, la->att_lse,
+            e->attention_backward(e, a->dqkv, with_bias ? a->dpos_bias : NULL, a->dact, la->qkv, la->atty, la->att_lse,
                                   with_bias ? a->pos_bias : NULL, B, T, C, H);
             double dt = now_s() - s0;
             if (with_bias) best_att = fmin(best_att, dt);

@@ -47,7 +47,8 @@ static void causal_case(PosKind pos, int engine, BlockKind block) {
     enum { B = 2, T = 8, V = 32 };
     GPT *m = make_model(pos, T, block);
     char err[256];
-    if (gpt_set_matmul(m, engines[engine].matmul, engines[engine].precision, err, sizeof err) != 0) {
+    if (gpt_set_matmul(m, engines[engine].matmul, engines[engine].precision, GPT_ATTENTION_BLOCKED, err,
+                       sizeof err) != 0) {
         printf("  causal %s: skipped (%s)\n", engines[engine].name, err);   // bf16 without AVX-512
         gpt_free(m);
         return;
@@ -94,7 +95,7 @@ static void kv_case(PosKind pos, int block_size, int T, GPTMatmul matmul, BlockK
     enum { V = 32 };
     GPT *m = make_model(pos, block_size, block);
     char err[256];
-    assert_int_equal(gpt_set_matmul(m, matmul, GPT_FP32, err, sizeof err), 0);
+    assert_int_equal(gpt_set_matmul(m, matmul, GPT_FP32, GPT_ATTENTION_BLOCKED, err, sizeof err), 0);
     const double tol = matmul == GPT_MATMUL_REFERENCE ? 0.0 : 1e-5;
     assert_int_equal(gpt_alloc_activations(m, 1, T, err, sizeof err), 0);
     int *tok = malloc(sizeof(int) * T);

@@ -343,9 +343,9 @@ static void test_errors(void **s) {
     gc_config_defaults(&cfg);
     GPT *m;
     assert_int_equal(gpt_create(&m, &cfg, 1, err, sizeof err), 0);
-    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_OPENBLAS, GPT_BF16, err, sizeof err), -1);
+    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_OPENBLAS, GPT_BF16, GPT_ATTENTION_BLOCKED, err, sizeof err), -1);
     assert_non_null(strstr(err, "fp32 only"));
-    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_REFERENCE, GPT_BF16, err, sizeof err), -1);
+    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_REFERENCE, GPT_BF16, GPT_ATTENTION_BLOCKED, err, sizeof err), -1);
     assert_non_null(strstr(err, "fp32 only"));
     printf("  %s\n", err);
     gpt_free(m);

@@ -592,7 +592,7 @@ static void attention_forward(Engine *base, float *out, float *lse, const float 
 }
 
 static void attention_backward(Engine *base, float *dqkv, float *dbias, const float *dout, const float *qkv,
-                               const float *lse, const float *bias, int B, int T, int C, int H) {
+                               const float *out, const float *lse, const float *bias, int B, int T, int C, int H) {
     OnednnEngine *e = (OnednnEngine *)base;
     if (onednn_attention_backward(e->attention, dqkv, dbias, dout, qkv, lse, bias, omp_get_max_threads(), B, T, C,
                                   H) != 0)

@@ -41,4 +41,30 @@ void attention_block_probs(float *s, int i0, int rows, int keys, const float *bi
 // dbias_bh[i-j] += dS_ij if set.
 void attention_block_dscores(float *dp, const float *p, int i0, int rows, int keys, float *dbias_bh);
 
+// The fused attention's loops (engine_openblas.c): per (batch, head), block
+// of query rows i0..i0+rows-1 and block of keys j0..j0+cols-1 (j0 <= i0; the
+// diagonal block j0 = i0 is the only one with keys above the diagonal).
+// Floats of one thread's scratch: two blocks (rows x cols) and two rows of
+// per-row values, 2 nb nb + 2 nb for nb = attention_block_rows(T): no T x T and no nb x T.
+size_t attention_fused_scratch_floats(int T);
+// The online softmax's step (forward): s (rows, cols) holds scale Q_I K_J^T;
+// adds bias_h[i-j] (if set), masks, and with m_i the running max of row i
+// (row_max, -inf before the first key block) and l_i its running sum
+// (row_sum) makes m_i' = max(m_i, max_j s_ij), P = exp(s - m_i') in place,
+// l_i' = l_i exp(m_i - m_i') + rowsum(P), and rescales the output row y_i
+// (D floats, row stride ldy; not read for the first key block, j0 = 0) by exp(m_i - m_i').
+void attention_online_probs(float *s, int i0, int rows, int j0, int cols, const float *bias_h, float *row_max,
+                            float *row_sum, float *y, size_t ldy, int D);
+// The online softmax's end: y_i /= l_i (each of the rows), lse_i = m_i + log l_i.
+void attention_online_finish(float *y, size_t ldy, int D, int rows, const float *row_max, const float *row_sum,
+                             float *lse);
+// Backward: s (rows, cols) holds scale Q_I K_J^T: P = exp(s + bias - lse) in place, masked.
+void attention_key_block_probs(float *s, int i0, int rows, int j0, int cols, const float *bias_h,
+                               const float *lse);
+// Backward: dp (rows, cols) holds dY_I V_J^T: dS = P * (dP - rho_i) in place, masked, with
+// rho_i = rowsum(dY_i * Y_i) given (FlashAttention-2's: = rowsum(P * dP) over all keys);
+// dbias_bh[i-j] += dS_ij if set.
+void attention_key_block_dscores(float *dp, const float *p, int i0, int rows, int j0, int cols, const float *rho,
+                                 float *dbias_bh);
+
 #endif
