@@ -36,7 +36,8 @@
 // diagonal (then masked): for T = 256 that is 5/8 of the full T x T square,
 // and the per-thread scratch is 2 x ATT_BLOCK x T floats instead of T x T.
 // The loops between the products (attention_block_probs, _dscores) are
-// shared with the oneDNN engine.
+// shared with the oneDNN engine. The fused attention (engine_openblas_create's
+// fused_attention; "fused attention" below) cuts the keys into blocks too.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
