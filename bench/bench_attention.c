@@ -88,7 +88,7 @@ static int bench_config(const BenchConfig *c, int rounds, int n_threads, int hav
     for (int v = 0; v < n_variants; v++) {
         o[v] = (Outputs){alloc_floats(n_out), alloc_floats((size_t)c->B * c->H * c->T), alloc_floats(n_qkv)};
         if ((v == 0 ? engine_openblas_create(&engine[v], 0, err, sizeof err)
-                    : engine_onednn_create(&engine[v], v == 2, err, sizeof err)) != 0) {
+                    : engine_onednn_create(&engine[v], v == 2, 0, err, sizeof err)) != 0) {
             fprintf(stderr, "bench_attention: %s\n", err);
             return 1;
         }

@@ -106,7 +106,7 @@ static double linear_peak(GPTMatmul matmul, GPTPrecision precision, int reps) {
         char err[256];
         Engine *e = NULL;   // a weight stays registered while its engine lives: one engine per shape
         int rc = !inp || !W || !b || !out ? -1
-                 : matmul == GPT_MATMUL_ONEDNN ? engine_onednn_create(&e, precision == GPT_BF16, err, sizeof err)
+                 : matmul == GPT_MATMUL_ONEDNN ? engine_onednn_create(&e, precision == GPT_BF16, 0, err, sizeof err)
                                                : engine_openblas_create(&e, 0, err, sizeof err);
         if (rc != 0) {
             fprintf(stderr, "bench_model: %s\n", !inp || !W || !b || !out ? "out of memory" : err);

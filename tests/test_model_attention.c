@@ -1,5 +1,5 @@
 // test_model_attention.c: causal attention on every engine (OpenBLAS's
-// sgemm blocks, blocked and fused, oneDNN fp32 and bf16) against the
+// sgemm blocks and oneDNN's primitives, blocked and fused, bf16) against the
 // reference engine's plain loops (reference.c), element by element, forward
 // (out, lse) and backward (dq, dk, dv, dbias), without the distance-bias
 // table (rope, learned, sinusoidal, none: their positions are in q, k or the
@@ -102,8 +102,8 @@ static const char *const bias_names[] = {"none", "t5", "alibi"};
 
 static void test_against_reference(void **state) {
     Engine *ref = ue_reference();
-    // openblas fp32, onednn fp32, onednn bf16, openblas fp32 with the fused attention
-    const EngineCfg *engines[] = {&ue_engines[0], &ue_engines[1], &ue_engines[3], &ue_fused};
+    // openblas fp32, onednn fp32, onednn bf16, and openblas and onednn fp32 with the fused attention
+    const EngineCfg *engines[] = {&ue_engines[0], &ue_engines[1], &ue_engines[3], &ue_fused[0], &ue_fused[1]};
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const Shape *sh = &shapes[si];
         const size_t n_out = (size_t)sh->B * sh->T * sh->C, n_qkv = 3 * n_out;
@@ -143,7 +143,7 @@ static void test_against_reference(void **state) {
                     one_thread = got;
                     continue;
                 }
-                if (!cfg->onednn) {   // OpenBLAS: one thread per (batch, head), fixed order: the same bits
+                if (!cfg->onednn || cfg->fused) {   // one thread per (batch, head), fixed order: the same bits
                     printf("    the same bits on 1 and 2 threads: %s\n", same_bits(sh, &got, &one_thread) ? "yes" : "NO");
                     assert_true(same_bits(sh, &got, &one_thread));
                 }
@@ -162,8 +162,8 @@ static void test_against_reference(void **state) {
 }
 
 // The bounds reject a wrong result: the OpenBLAS engine's (blocked and
-// fused) against a reference without the bias, with the bias one distance
-// off (bias[i-j+1]), and with the keys of the next head.
+// fused) and oneDNN's fused one against a reference without the bias, with
+// the bias one distance off (bias[i-j+1]), and with the keys of the next head.
 static void mutations_case(const EngineCfg *cfg) {
     printf("  %s\n", cfg->name);
     const Shape *sh = &shapes[1];
@@ -202,11 +202,11 @@ static void mutations_case(const EngineCfg *cfg) {
 
 static void test_bounds_reject_mutations(void **state) {
     mutations_case(&ue_engines[0]);
-    mutations_case(&ue_fused);
+    for (int i = 0; i < ue_n_fused; i++) mutations_case(&ue_fused[i]);
 }
 
-// Many lengths in turn and back: oneDNN's plans (more than it keeps), the
-// fused attention's edges (T = 1, one key block, a last block of 1 row).
+// Many lengths in turn and back: oneDNN's plans (more than it keeps, blocked
+// and fused), the fused attention's edges (T = 1, one key block, a last block of 1 row).
 static void many_lengths_case(const EngineCfg *cfg) {
     Shape sh = {1, 0, 32, 2, BIAS_T5};
     Engine *ref = ue_reference(), *e = ue_engine(cfg);
@@ -236,7 +236,7 @@ static void many_lengths_case(const EngineCfg *cfg) {
 
 static void test_many_lengths(void **state) {
     many_lengths_case(&ue_engines[1]);
-    many_lengths_case(&ue_fused);
+    for (int i = 0; i < ue_n_fused; i++) many_lengths_case(&ue_fused[i]);
 }
 
 // Misuse gets an error, not a race: oneDNN's attention called from inside a parallel region.

@@ -33,7 +33,7 @@
 //   bf16, on top, in units of u_b: every input of a linear layer and of
 //     attention rounded once, c = x dloss/dx: sum (inp g_inp)^2 + sum (W dW)^2
 //     + sum (qkv g_qkv)^2, and P rounded where it enters P V: sum_i M_i^2.
-//   the fused attention (OpenBLAS), on top: row i's keys come in n_i = i/nb + 1
+//   the fused attention (OpenBLAS, oneDNN fp32), on top: row i's keys come in n_i = i/nb + 1
 //     blocks, and each block after the first rescales the row's running sum and
 //     output by exp(m - m'): an exp (EXP_ERR), a subtraction of maxima (u |m - m'|
 //     <= 2u S_i on the factor) and the products (a few u); the factor multiplies
@@ -243,6 +243,7 @@ static const EngineChoice engines[] = {
     {GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, "openblas"},
     {GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_FUSED, "openblas fused"},
     {GPT_MATMUL_ONEDNN, GPT_FP32, GPT_ATTENTION_BLOCKED, "onednn fp32"},
+    {GPT_MATMUL_ONEDNN, GPT_FP32, GPT_ATTENTION_FUSED, "onednn fused"},
     {GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, "onednn bf16"},
 };
 

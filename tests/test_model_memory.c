@@ -349,6 +349,7 @@ static void test_estimate_matches_allocations(void **s) {
         {GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_FUSED, "openblas fused"},
         {GPT_MATMUL_REFERENCE, GPT_FP32, GPT_ATTENTION_BLOCKED, "reference"},
         {GPT_MATMUL_ONEDNN, GPT_FP32, GPT_ATTENTION_BLOCKED, "onednn fp32"},
+        {GPT_MATMUL_ONEDNN, GPT_FP32, GPT_ATTENTION_FUSED, "onednn fp32 fused"},
         {GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, "onednn bf16"}};
     char err[512], what[128];
     for (int threads = 1; threads <= 2; threads++)

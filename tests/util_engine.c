@@ -23,7 +23,11 @@ const EngineCfg ue_engines[] = {
     {"onednn bf16 plain", 1, 1, WEIGHTS_PLAIN, 1, 0},
 };
 const int ue_n_engines = sizeof ue_engines / sizeof ue_engines[0];
-const EngineCfg ue_fused = {"openblas fp32 fused", 0, 0, WEIGHTS_DEFAULT, 0, 1};
+const EngineCfg ue_fused[] = {
+    {"openblas fp32 fused", 0, 0, WEIGHTS_DEFAULT, 0, 1},
+    {"onednn fp32 fused", 1, 0, WEIGHTS_PLAIN, 0, 1},
+};
+const int ue_n_fused = sizeof ue_fused / sizeof ue_fused[0];
 
 // oneDNN computes bf16 products on AVX-512 cores: natively with
 // avx512_core_bf16 or amx, emulated on a plain avx512_core.
@@ -40,7 +44,8 @@ void ue_skip_without_bf16(void) {
 Engine *ue_engine(const EngineCfg *cfg) {
     Engine *e = NULL;
     char err[256] = "";
-    int rc = cfg->onednn ? engine_onednn_create_with_layout(&e, cfg->bf16, cfg->layout, err, sizeof err)
+    int rc = cfg->onednn ? engine_onednn_create_with_layout(&e, cfg->bf16, cfg->fused, cfg->layout, err,
+                                                            sizeof err)
                          : engine_openblas_create(&e, cfg->fused, err, sizeof err);
     if (cfg->bf16 && !ue_bf16_available()) {
         assert_int_equal(rc, -1);

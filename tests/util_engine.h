@@ -32,11 +32,12 @@ typedef struct {
     int onednn, bf16;            // onednn 0: OpenBLAS
     WeightLayout layout;         // oneDNN only
     int copies;                  // weight copies made per weight (0: read in place)
-    int fused;                   // OpenBLAS only: 1 the fused attention (key blocks, online softmax)
+    int fused;                   // fp32: 1 the fused attention (key blocks, online softmax)
 } EngineCfg;
 extern const EngineCfg ue_engines[];   // the linear layers' configurations: OpenBLAS, then oneDNN's
 extern const int ue_n_engines;
-extern const EngineCfg ue_fused;       // OpenBLAS with the fused attention (its linear layers: ue_engines[0]'s)
+extern const EngineCfg ue_fused[];     // the fused attention's: OpenBLAS, oneDNN fp32 (their linear layers:
+extern const int ue_n_fused;           // ue_engines[0]'s, [1]'s)
 // A new engine for cfg, or NULL when cfg is bf16 and this CPU has no bf16
 // products (oneDNN must then refuse it with a message, which is printed).
 Engine *ue_engine(const EngineCfg *cfg);

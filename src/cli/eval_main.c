@@ -78,7 +78,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         options_flag("matmul", F(matmul_name), "M", "the products' engine: auto (openblas for fp32, onednn for "
                      "bf16), openblas, onednn, or reference (plain loops, slow)"),
         options_flag("attention", F(attention_name), "A", "attention's kernels: auto (blocked), blocked, or fused "
-                     "(key blocks and an online softmax; openblas only)"),
+                     "(key blocks and an online softmax; fp32 on openblas or onednn)"),
         {.name = "per-position", .type = OPT_ARG, .offset = F(per_position), .arg = "F", .min = 1,
          .help = "also write F: position,loss (mean over the windows at each position)"},
         {.name = "overwrite", .type = OPT_FLAG, .offset = F(overwrite),
@@ -107,7 +107,8 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
                 "fp32): oneDNN's kernels and blocking follow the CPU\n");
         exit(2);
     }
-    if (options_attention(a->attention_name, a->matmul, a->reproducible, &a->attention, err, sizeof err) != 0) {
+    if (options_attention(a->attention_name, a->matmul, a->precision, a->reproducible, &a->attention, err,
+                          sizeof err) != 0) {
         fprintf(stderr, "eval: --attention: %s\n", err);
         exit(2);
     }

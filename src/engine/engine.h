@@ -11,7 +11,8 @@
 //                                  their keys, or fused: 64 x 64 (query x key) blocks with an
 //                                  online softmax (fp32)
 //   onednn     engine_onednn.c     the same products on oneDNN matmul primitives, fp32 or bf16
-//              onednn_attention.c  (bf16: each product's inputs rounded to bf16, fp32 sums)
+//              onednn_attention.c  (bf16: each product's inputs rounded to bf16, fp32 sums);
+//                                  fp32 also fused, on the OpenBLAS engine's loops
 //
 // gpt_set_matmul (gpt.c) is the one place an engine is chosen. What the
 // engines share below this seam is in engine_shared.h; what only the tests
@@ -87,8 +88,9 @@ int engine_reference_create(Engine **e, char *err, size_t errlen);
 // scratch does not grow with T. engine_openblas.c has both.
 int engine_openblas_create(Engine **e, int fused_attention, char *err, size_t errlen);
 // oneDNN, fp32 or bf16 (bf16 needs an AVX-512 core: native bf16 dot products with ISA
-// avx512_core_bf16 or amx, emulated on plain avx512_core; otherwise -1 with the reason).
-int engine_onednn_create(Engine **e, int bf16, char *err, size_t errlen);
+// avx512_core_bf16 or amx, emulated on plain avx512_core; otherwise -1 with the reason);
+// fused_attention as OpenBLAS's, fp32 only (bf16 with it: -1).
+int engine_onednn_create(Engine **e, int bf16, int fused_attention, char *err, size_t errlen);
 
 // What an engine will hold (Engine.bytes) for a model's products, from their
 // shapes, before it runs: its scratch and buffers, by the formulas its own
@@ -104,6 +106,6 @@ typedef struct {
 } EngineShapes;
 size_t engine_reference_bytes_for(const EngineShapes *s, int n_threads);
 size_t engine_openblas_bytes_for(const EngineShapes *s, int fused_attention, int n_threads);
-size_t engine_onednn_bytes_for(const EngineShapes *s, int bf16, int n_threads);
+size_t engine_onednn_bytes_for(const EngineShapes *s, int bf16, int fused_attention, int n_threads);
 
 #endif

@@ -116,6 +116,10 @@ int attention_block_rows(int T) { return T < ATT_BLOCK ? T : ATT_BLOCK; }
 // Keys j0..j0+cols-1 of query row i: how many of them it sees (j <= i); at least 1 when j0 <= i.
 static inline int visible_keys(int i, int j0, int cols) { return i - j0 + 1 < cols ? i - j0 + 1 : cols; }
 
+void attention_row_dots(float *rho, const float *dy, const float *y, size_t ld, int rows, int D) {
+    for (int r = 0; r < rows; r++) LANE_SUM(rho[r], d, D, dy[(size_t)r * ld + d] * y[(size_t)r * ld + d]);
+}
+
 void attention_key_block_probs(float *s, int i0, int rows, int j0, int cols, const float *bias_h,
                                const float *lse) {
     for (int r = 0; r < rows; r++) {
@@ -317,15 +321,6 @@ static void attention_forward(Engine *e, float *out, float *lse, const float *qk
     }
 }
 
-// This task owns the dk, dv columns of head h in batch row b; they are sums
-// over query blocks, so they start from zero. dk, dv (T, D), row stride C3.
-static void zero_head_rows(float *dk, float *dv, int T, int D, size_t C3) {
-    for (int t = 0; t < T; t++) {
-        memset(dk + t * C3, 0, (size_t)D * sizeof(float));
-        memset(dv + t * C3, 0, (size_t)D * sizeof(float));
-    }
-}
-
 // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
 static void attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
                                const float *out, const float *lse, const float *bias, int B, int T, int C, int H) {
@@ -341,7 +336,10 @@ static void attention_backward(Engine *e, float *dqkv, float *dbias, const float
         float *dq = dqkv + a.qkv_off, *dk = dq + C, *dv = dq + 2 * C;
         const float *dy = dout + a.out_off;
         float *dbias_bh = dbias ? dbias + a.lse_off : NULL;
-        zero_head_rows(dk, dv, T, D, C3);
+        // this task owns the dk, dv columns of head h in batch row b; they
+        // are sums over query blocks, so they start from zero
+        zero_rows(dk, C3, T, D);
+        zero_rows(dv, C3, T, D);
         for (int i0 = 0; i0 < T; i0 += a.nb) {
             int rows = T - i0 < a.nb ? T - i0 : a.nb, keys = i0 + rows;
             att_probs(p, a.q, a.k, C3, a.bias_h, lse + a.lse_off, NULL, i0, rows, keys, D, a.scale);
@@ -426,14 +424,14 @@ static void attention_fused_backward(Engine *e, float *dqkv, float *dbias, const
         float *p = a.scratch, *dp = p + (size_t)nb * nb, *rho = dp + (size_t)nb * nb;
         float *dq = dqkv + a.qkv_off, *dk = dq + C, *dv = dq + 2 * C;
         float *dbias_bh = dbias ? dbias + a.lse_off : NULL;
-        zero_head_rows(dk, dv, T, D, C3);
+        zero_rows(dk, C3, T, D);   // sums over the query blocks
+        zero_rows(dv, C3, T, D);
         for (int i0 = 0; i0 < T; i0 += nb) {
             int rows = T - i0 < nb ? T - i0 : nb;
             const float *q_i = a.q + (size_t)i0 * C3;
             const float *dy = dout + a.out_off + (size_t)i0 * C, *y = out + a.out_off + (size_t)i0 * C;
             float *dq_i = dq + (size_t)i0 * C3;
-            // rho_i = dY_i . Y_i  (= sum_j P_ij dY_i . v_j = rowsum(P * dP))
-            for (int r = 0; r < rows; r++) LANE_SUM(rho[r], d, D, dy[(size_t)r * C + d] * y[(size_t)r * C + d]);
+            attention_row_dots(rho, dy, y, C, rows, D);
             for (int j0 = 0; j0 <= i0; j0 += nb) {
                 int cols = j0 < i0 ? nb : rows;
                 const float *k_j = a.k + (size_t)j0 * C3, *v_j = a.v + (size_t)j0 * C3;

@@ -20,6 +20,8 @@ void thread_slice(int n, int *lo, int *hi);
 void bias_grad_columns(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC, int o0, int o1);
 // The same for every column, on the pool: db (OC) += sum_n dout[n,:] (and dout_bf16 = dout rounded).
 void bias_grad(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC);
+// Rows 0..rows-1 of x, row stride ld, set to zero in their first cols columns.
+void zero_rows(float *x, size_t ld, int rows, int cols);
 // A buffer of at least `bytes`, 64-byte aligned, replacing *buf (contents lost) if smaller. 0 or -1.
 int grow_buffer(void **buf, size_t *have, size_t bytes);
 // What grow_buffer allocates for `bytes`: rounded up to a multiple of 64.
@@ -58,6 +60,9 @@ void attention_online_probs(float *s, int i0, int rows, int j0, int cols, const 
 // The online softmax's end: y_i /= l_i (each of the rows), lse_i = m_i + log l_i.
 void attention_online_finish(float *y, size_t ldy, int D, int rows, const float *row_max, const float *row_sum,
                              float *lse);
+// Backward: rho_i = dY_i . Y_i for the block's rows (dy, y: rows of D floats, row stride ld), which
+// is rowsum(P * dP) over all of row i's keys (Y_i = sum_j P_ij V_j), in a fixed order.
+void attention_row_dots(float *rho, const float *dy, const float *y, size_t ld, int rows, int D);
 // Backward: s (rows, cols) holds scale Q_I K_J^T: P = exp(s + bias - lse) in place, masked.
 void attention_key_block_probs(float *s, int i0, int rows, int j0, int cols, const float *bias_h,
                                const float *lse);

@@ -38,9 +38,9 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, GPTAttentio
         snprintf(err, errlen, "unknown attention %d", (int)attention);
         return -1;
     }
-    if (fused && matmul != GPT_MATMUL_OPENBLAS) {
-        snprintf(err, errlen, "the fused attention runs on the openblas engine only (%s has the blocked one)",
-                 matmul == GPT_MATMUL_REFERENCE ? "the reference engine" : "onednn");
+    if (fused && (matmul == GPT_MATMUL_REFERENCE || bf16)) {
+        snprintf(err, errlen, "the fused attention runs in fp32 on openblas or onednn (%s has the blocked one)",
+                 matmul == GPT_MATMUL_REFERENCE ? "the reference engine" : "onednn bf16");
         return -1;
     }
     if (bf16 && matmul != GPT_MATMUL_ONEDNN) {
@@ -50,7 +50,7 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, GPTAttentio
     }
     switch (matmul) {
     case GPT_MATMUL_OPENBLAS: rc = engine_openblas_create(&e, fused, err, errlen); break;
-    case GPT_MATMUL_ONEDNN: rc = engine_onednn_create(&e, bf16, err, errlen); break;
+    case GPT_MATMUL_ONEDNN: rc = engine_onednn_create(&e, bf16, fused, err, errlen); break;
     case GPT_MATMUL_REFERENCE: rc = engine_reference_create(&e, err, errlen); break;
     default: snprintf(err, errlen, "unknown matmul engine %d", (int)matmul); return -1;
     }
@@ -86,7 +86,8 @@ int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, G
     mem->activations = B > 0 ? gpt_activations_bytes_for(c, B, T, keeps_inputs) : 0;
     EngineShapes s = {.B = B, .T = T, .C = c->d_model, .H = c->n_head, .L = c->n_layer, .V = c->vocab_size,
                       .F = gpt_mlp_hidden(c), .FC = gpt_mlp_fc_width(c), .backward = backward};
-    mem->engine = matmul == GPT_MATMUL_ONEDNN      ? engine_onednn_bytes_for(&s, bf16, n_threads)
+    mem->engine = matmul == GPT_MATMUL_ONEDNN      ? engine_onednn_bytes_for(&s, bf16, attention == GPT_ATTENTION_FUSED,
+                                                                           n_threads)
                 : matmul == GPT_MATMUL_REFERENCE ? engine_reference_bytes_for(&s, n_threads)
                                                  : engine_openblas_bytes_for(&s, attention == GPT_ATTENTION_FUSED,
                                                                              n_threads);

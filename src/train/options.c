@@ -63,7 +63,7 @@ static const OptSpec OPTION_TABLE[] = {
     KEY("attention", "run", OPT_STR, "auto", attention, 1, 0, 0,
         "attention's kernels: blocked (blocks of 64 query rows against all their keys: each softmax row at once, "
         "scratch ~ T), fused (blocks of 64 query rows x 64 keys, an online softmax: scratch independent of T; "
-        "matmul = openblas only, not with reproducible = 1); auto = blocked; may change on --resume",
+        "fp32 on openblas or onednn, not with reproducible = 1); auto = blocked; may change on --resume",
         "auto|blocked|fused"),
     KEY("reproducible", "run", OPT_INT, "0", reproducible, 0, 1, 0,
         "1: the run's bits are the same on any x86-64 CPU with AVX2 and FMA, whatever the thread count and "
@@ -389,12 +389,12 @@ int options_engine(const char *matmul, const char *precision, GPTMatmul *m, GPTP
     return 0;
 }
 
-int options_attention(const char *attention, GPTMatmul matmul, int reproducible, GPTAttention *a, char *err,
-                      size_t errlen) {
+int options_attention(const char *attention, GPTMatmul matmul, GPTPrecision precision, int reproducible,
+                      GPTAttention *a, char *err, size_t errlen) {
     *a = strcmp(attention, "fused") == 0 ? GPT_ATTENTION_FUSED : GPT_ATTENTION_BLOCKED;   // auto: blocked
-    if (*a == GPT_ATTENTION_FUSED && matmul != GPT_MATMUL_OPENBLAS) {
-        snprintf(err, errlen, "attention=fused runs on the openblas engine only (matmul = openblas, or auto with "
-                 "fp32): %s has the blocked attention", matmul == GPT_MATMUL_ONEDNN ? "onednn" : "the reference engine");
+    if (*a == GPT_ATTENTION_FUSED && (matmul == GPT_MATMUL_REFERENCE || precision == GPT_BF16)) {
+        snprintf(err, errlen, "attention=fused runs in fp32 on openblas or onednn: %s has the blocked attention",
+                 matmul == GPT_MATMUL_REFERENCE ? "the reference engine" : "bf16");
         return -1;
     }
     if (*a == GPT_ATTENTION_FUSED && reproducible) {
@@ -414,8 +414,11 @@ int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *pre
         return blame(opt, "reproducible", strcmp(opt->precision, "fp32") ? "precision" : "matmul", err, errlen,
                      "reproducible = 1 runs on OpenBLAS in fp32 (matmul = auto or openblas, precision = fp32): "
                      "oneDNN's kernels and blocking follow the CPU");
-    if (options_attention(opt->attention, *matmul, opt->reproducible, attention, msg, sizeof msg) != 0)
-        return blame(opt, "attention", opt->reproducible ? "reproducible" : "matmul", err, errlen, "%s", msg);
+    if (options_attention(opt->attention, *matmul, *precision, opt->reproducible, attention, msg, sizeof msg) != 0)
+        return blame(opt, "attention", opt->reproducible         ? "reproducible"
+                                       : *precision == GPT_BF16 ? "precision"
+                                                                : "matmul",
+                     err, errlen, "%s", msg);
     return 0;
 }
 

@@ -113,12 +113,13 @@ int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size,
 int options_engine(const char *matmul, const char *precision, GPTMatmul *m, GPTPrecision *p, char *err,
                    size_t errlen);
 // The attention kernels named by the key attention (auto|blocked|fused, already
-// checked against the key's choices) on the engine matmul: auto is blocked (the
-// bits of every run before the fused attention existed); fused needs openblas
-// and is refused in the reproducible mode (reproducible 1), which keeps the
-// blocked attention's bits. The one home of that rule: ./train (options_matmul), ./eval.
-int options_attention(const char *attention, GPTMatmul matmul, int reproducible, GPTAttention *a, char *err,
-                      size_t errlen);
+// checked against the key's choices) on the engine (matmul, precision): auto is
+// blocked (the bits of every run before the fused attention existed); fused
+// needs fp32 on openblas or onednn and is refused in the reproducible mode
+// (reproducible 1), which keeps the blocked attention's bits. The one home of
+// that rule: ./train (options_matmul), ./eval.
+int options_attention(const char *attention, GPTMatmul matmul, GPTPrecision precision, int reproducible,
+                      GPTAttention *a, char *err, size_t errlen);
 // options_engine and options_attention of these options, naming where the keys came from.
 int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, GPTAttention *attention,
                    char *err, size_t errlen);
