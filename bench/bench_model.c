@@ -5,6 +5,7 @@
 // RoPE micro-benchmark. Run by bench/bench.sh (`make bench`).
 //
 //   build/bench_model --config S|M|L --pos rope [--matmul openblas|onednn] [--precision fp32|bf16]
+//                     [--attention blocked|fused]
 //                     [--steps 10] [--warmup 2] [--threads 2]
 //                     [--peak-gflops X] [--batch B (default: the config's)]
 //   build/bench_model --peak            sgemm peak, square 1024..2048, same threads, and
@@ -227,6 +228,9 @@ static void rope_micro(int reps) {
 static const char *matmul_name(GPTMatmul m) { return m == GPT_MATMUL_ONEDNN ? "onednn" : "openblas"; }
 static const char *precision_label(GPTPrecision p) { return p == GPT_BF16 ? "bf16" : "fp32"; }
 
+// The attention kernels of every model made here (--attention; the "# matmul" line names them).
+static GPTAttention bench_attention = GPT_ATTENTION_BLOCKED;
+
 // A model of config bc on matmul engine (mm, prec), activations sized for
 // (B, T); NULL with a message on stderr if it cannot be made.
 static GPT *bench_gpt(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecision prec) {
@@ -237,7 +241,7 @@ static GPT *bench_gpt(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPreci
     char err[256];
     GPT *model = NULL;
     if (gpt_create(&model, &cfg, 1337, err, sizeof err) != 0 ||
-        gpt_set_matmul(model, mm, prec, GPT_ATTENTION_BLOCKED, err, sizeof err) != 0 ||
+        gpt_set_matmul(model, mm, prec, bench_attention, err, sizeof err) != 0 ||
         gpt_alloc_activations(model, bc->B, bc->T, err, sizeof err) != 0) {
         fprintf(stderr, "bench_model: %s\n", err);
         gpt_free(model);
@@ -571,7 +575,7 @@ static void usage(void) {
                     "       bench_model --rope-micro [--threads N]\n"
                     "       bench_model --list-configs\n"
                     "ENGINE: --matmul openblas|onednn --precision fp32|bf16 (default openblas fp32;\n"
-                    "        bf16 needs onednn)\n");
+                    "        bf16 needs onednn) [--attention blocked|fused] (default blocked; fused: fp32)\n");
 }
 
 int main(int argc, char **argv) {
@@ -595,6 +599,10 @@ int main(int argc, char **argv) {
         else if (v && !strcmp(a, "--batch")) { batch = atoi(v); i++; }
         else if (v && !strcmp(a, "--matmul")) { matmul_arg = v; i++; }
         else if (v && !strcmp(a, "--precision")) { precision_arg = v; i++; }
+        else if (v && !strcmp(a, "--attention") && (!strcmp(v, "blocked") || !strcmp(v, "fused"))) {
+            bench_attention = !strcmp(v, "fused") ? GPT_ATTENTION_FUSED : GPT_ATTENTION_BLOCKED;
+            i++;
+        }
         else { usage(); return 2; }
     }
     GPTMatmul mm = !strcmp(matmul_arg, "onednn") ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;
