@@ -58,9 +58,9 @@ struct Engine {
     void (*attention_forward)(Engine *e, float *out, float *lse, const float *qkv, const float *bias,
                               int B, int T, int C, int H);
     // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (NULL: skipped); qkv, bias
-    // the forward's inputs, out and lse its outputs. out may be NULL where the model did not keep
-    // it (an engine with keeps_inputs 1, below, shares atty between layers): only the fused
-    // attention reads it (rowsum(dY * Y), FlashAttention-2's), and it is never NULL there.
+    // the forward's inputs, out and lse its outputs. Only the fused attention reads out
+    // (rowsum(dY * Y), FlashAttention-2's); an engine with keeps_inputs 1 (below) gets a buffer
+    // the layers share, which holds another layer's output, and has no fused attention.
     void (*attention_backward)(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
                                const float *out, const float *lse, const float *bias, int B, int T, int C, int H);
     // The parameters were written: weight copies are re-made at their next use. NULL: no copies.

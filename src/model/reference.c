@@ -608,9 +608,7 @@ void model_backward(GPT *m, int B, int T, float loss_scale) {
         // attention block
         e->linear_backward(e, a->dact, g->attn_proj_w, g->attn_proj_b, a->dres, la.atty, w->attn_proj_w,
                            BT, C, C);
-        // the forward's output atty, if the model kept this layer's (not when the engine keeps the linear inputs)
-        e->attention_backward(e, a->dqkv, dbias, a->dact, la.qkv, e->keeps_inputs ? NULL : la.atty, la.att_lse, bias,
-                              B, T, C, H);
+        e->attention_backward(e, a->dqkv, dbias, a->dact, la.qkv, la.atty, la.att_lse, bias, B, T, C, H);
         if (pos->qk_backward) pos->qk_backward(&m->pos_ctx, a->dqkv, B, T);
         e->linear_backward(e, a->dact, g->c_attn_w, g->c_attn_b, a->dqkv, la.ln1, w->c_attn_w, BT, C, 3 * C);
         block_norm_backward(c, a->dres, g->ln_1_w, g->ln_1_b, a->dact, la.x, w->ln_1_w,
