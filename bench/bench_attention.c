@@ -68,7 +68,7 @@ static int run(Engine *e, const BenchConfig *c, Outputs *o, const float *qkv, co
     double t0 = now_s();
     e->attention_forward(e, o->out, o->lse, qkv, NULL, c->B, c->T, c->C, c->H);
     double t1 = now_s();
-    e->attention_backward(e, o->dqkv, NULL, dout, qkv, o->lse, NULL, c->B, c->T, c->C, c->H);
+    e->attention_backward(e, o->dqkv, NULL, dout, qkv, o->out, o->lse, NULL, c->B, c->T, c->C, c->H);
     *tf = t1 - t0;
     *tb = now_s() - t1;
     return engine_failed(e, err, errlen);
@@ -87,8 +87,8 @@ static int bench_config(const BenchConfig *c, int rounds, int n_threads, int hav
     int n_variants = have_bf16 ? 3 : 2;
     for (int v = 0; v < n_variants; v++) {
         o[v] = (Outputs){alloc_floats(n_out), alloc_floats((size_t)c->B * c->H * c->T), alloc_floats(n_qkv)};
-        if ((v == 0 ? engine_openblas_create(&engine[v], err, sizeof err)
-                    : engine_onednn_create(&engine[v], v == 2, err, sizeof err)) != 0) {
+        if ((v == 0 ? engine_openblas_create(&engine[v], 0, err, sizeof err)
+                    : engine_onednn_create(&engine[v], v == 2, 0, err, sizeof err)) != 0) {
             fprintf(stderr, "bench_attention: %s\n", err);
             return 1;
         }

@@ -122,8 +122,8 @@ static int has_copies(const EngineSpec *s) { return s->onednn && (s->bf16 || s->
 static Engine *engine_for(const EngineSpec *s) {
     Engine *e = NULL;
     char err[256];
-    if ((s->onednn ? engine_onednn_create_with_layout(&e, s->bf16, s->layout, err, sizeof err)
-                   : engine_openblas_create(&e, err, sizeof err)) != 0) {
+    if ((s->onednn ? engine_onednn_create_with_layout(&e, s->bf16, 0, s->layout, err, sizeof err)
+                   : engine_openblas_create(&e, 0, err, sizeof err)) != 0) {
         fprintf(stderr, "%s: %s\n", s->name, err);
         exit(1);
     }

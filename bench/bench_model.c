@@ -5,6 +5,7 @@
 // RoPE micro-benchmark. Run by bench/bench.sh (`make bench`).
 //
 //   build/bench_model --config S|M|L --pos rope [--matmul openblas|onednn] [--precision fp32|bf16]
+//                     [--attention blocked|fused]
 //                     [--steps 10] [--warmup 2] [--threads 2]
 //                     [--peak-gflops X] [--batch B (default: the config's)]
 //   build/bench_model --peak            sgemm peak, square 1024..2048, same threads, and
@@ -106,8 +107,8 @@ static double linear_peak(GPTMatmul matmul, GPTPrecision precision, int reps) {
         char err[256];
         Engine *e = NULL;   // a weight stays registered while its engine lives: one engine per shape
         int rc = !inp || !W || !b || !out ? -1
-                 : matmul == GPT_MATMUL_ONEDNN ? engine_onednn_create(&e, precision == GPT_BF16, err, sizeof err)
-                                               : engine_openblas_create(&e, err, sizeof err);
+                 : matmul == GPT_MATMUL_ONEDNN ? engine_onednn_create(&e, precision == GPT_BF16, 0, err, sizeof err)
+                                               : engine_openblas_create(&e, 0, err, sizeof err);
         if (rc != 0) {
             fprintf(stderr, "bench_model: %s\n", !inp || !W || !b || !out ? "out of memory" : err);
             free(inp); free(W); free(b); free(out);
@@ -227,6 +228,9 @@ static void rope_micro(int reps) {
 static const char *matmul_name(GPTMatmul m) { return m == GPT_MATMUL_ONEDNN ? "onednn" : "openblas"; }
 static const char *precision_label(GPTPrecision p) { return p == GPT_BF16 ? "bf16" : "fp32"; }
 
+// The attention kernels of every model made here (--attention; the "# matmul" line names them).
+static GPTAttention bench_attention = GPT_ATTENTION_BLOCKED;
+
 // A model of config bc on matmul engine (mm, prec), activations sized for
 // (B, T); NULL with a message on stderr if it cannot be made.
 static GPT *bench_gpt(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecision prec) {
@@ -237,7 +241,7 @@ static GPT *bench_gpt(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPreci
     char err[256];
     GPT *model = NULL;
     if (gpt_create(&model, &cfg, 1337, err, sizeof err) != 0 ||
-        gpt_set_matmul(model, mm, prec, err, sizeof err) != 0 ||
+        gpt_set_matmul(model, mm, prec, bench_attention, err, sizeof err) != 0 ||
         gpt_alloc_activations(model, bc->B, bc->T, err, sizeof err) != 0) {
         fprintf(stderr, "bench_model: %s\n", err);
         gpt_free(model);
@@ -291,9 +295,10 @@ static void timed_attention_forward(Engine *e, float *out, float *lse, const flo
     TIMED(TIMED_ATTENTION, in->attention_forward(in, out, lse, qkv, bias, B, T, C, H));
 }
 static void timed_attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
-                                     const float *lse, const float *bias, int B, int T, int C, int H) {
+                                     const float *out, const float *lse, const float *bias, int B, int T, int C,
+                                     int H) {
     Engine *in = ((TimedEngine *)e)->inner;
-    TIMED(TIMED_ATTENTION, in->attention_backward(in, dqkv, dbias, dout, qkv, lse, bias, B, T, C, H));
+    TIMED(TIMED_ATTENTION, in->attention_backward(in, dqkv, dbias, dout, qkv, out, lse, bias, B, T, C, H));
 }
 static void timed_weights_changed(Engine *e) {
     Engine *in = ((TimedEngine *)e)->inner;
@@ -470,7 +475,7 @@ static double scheme_own_ms(GPT *m, int B, int T, int reps) {
             double s0 = now_s();
             Engine *e = m->engine;
             e->attention_forward(e, la->atty, la->att_lse, la->qkv, with_bias ? a->pos_bias : NULL, B, T, C, H);
-            e->attention_backward(e, a->dqkv, with_bias ? a->dpos_bias : NULL, a->dact, la->qkv, la->att_lse,
+            e->attention_backward(e, a->dqkv, with_bias ? a->dpos_bias : NULL, a->dact, la->qkv, la->atty, la->att_lse,
                                   with_bias ? a->pos_bias : NULL, B, T, C, H);
             double dt = now_s() - s0;
             if (with_bias) best_att = fmin(best_att, dt);
@@ -570,7 +575,7 @@ static void usage(void) {
                     "       bench_model --rope-micro [--threads N]\n"
                     "       bench_model --list-configs\n"
                     "ENGINE: --matmul openblas|onednn --precision fp32|bf16 (default openblas fp32;\n"
-                    "        bf16 needs onednn)\n");
+                    "        bf16 needs onednn) [--attention blocked|fused] (default blocked; fused: fp32)\n");
 }
 
 int main(int argc, char **argv) {
@@ -594,6 +599,10 @@ int main(int argc, char **argv) {
         else if (v && !strcmp(a, "--batch")) { batch = atoi(v); i++; }
         else if (v && !strcmp(a, "--matmul")) { matmul_arg = v; i++; }
         else if (v && !strcmp(a, "--precision")) { precision_arg = v; i++; }
+        else if (v && !strcmp(a, "--attention") && (!strcmp(v, "blocked") || !strcmp(v, "fused"))) {
+            bench_attention = !strcmp(v, "fused") ? GPT_ATTENTION_FUSED : GPT_ATTENTION_BLOCKED;
+            i++;
+        }
         else { usage(); return 2; }
     }
     GPTMatmul mm = !strcmp(matmul_arg, "onednn") ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;

@@ -5,7 +5,8 @@
 // bit for bit (decoding is the forward for the newest position, and the
 // reference's products and attention compute each row alone: the same loops
 // on the same numbers), on OpenBLAS and oneDNN fp32 within float rounding
-// (their products are blocked differently for one row and for T).
+// (their products are blocked differently for one row and for T). Causality
+// also with the fused attention (OpenBLAS, oneDNN fp32).
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -21,11 +22,18 @@
 #include "model/gpt.h"
 #include "util_gradcheck.h"
 
-static const struct { GPTMatmul matmul; GPTPrecision precision; const char *name; } engines[] = {
-    {GPT_MATMUL_REFERENCE, GPT_FP32, "reference"},
-    {GPT_MATMUL_OPENBLAS, GPT_FP32, "openblas"},
-    {GPT_MATMUL_ONEDNN, GPT_FP32, "onednn fp32"},
-    {GPT_MATMUL_ONEDNN, GPT_BF16, "onednn bf16"},
+static const struct {
+    GPTMatmul matmul;
+    GPTPrecision precision;
+    GPTAttention attention;
+    const char *name;
+} engines[] = {
+    {GPT_MATMUL_REFERENCE, GPT_FP32, GPT_ATTENTION_BLOCKED, "reference"},
+    {GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, "openblas"},
+    {GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_FUSED, "openblas fused"},
+    {GPT_MATMUL_ONEDNN, GPT_FP32, GPT_ATTENTION_BLOCKED, "onednn fp32"},
+    {GPT_MATMUL_ONEDNN, GPT_FP32, GPT_ATTENTION_FUSED, "onednn fp32 fused"},
+    {GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, "onednn bf16"},
 };
 enum { N_ENGINES = sizeof engines / sizeof engines[0] };
 
@@ -47,7 +55,8 @@ static void causal_case(PosKind pos, int engine, BlockKind block) {
     enum { B = 2, T = 8, V = 32 };
     GPT *m = make_model(pos, T, block);
     char err[256];
-    if (gpt_set_matmul(m, engines[engine].matmul, engines[engine].precision, err, sizeof err) != 0) {
+    if (gpt_set_matmul(m, engines[engine].matmul, engines[engine].precision, engines[engine].attention, err,
+                       sizeof err) != 0) {
         printf("  causal %s: skipped (%s)\n", engines[engine].name, err);   // bf16 without AVX-512
         gpt_free(m);
         return;
@@ -94,7 +103,7 @@ static void kv_case(PosKind pos, int block_size, int T, GPTMatmul matmul, BlockK
     enum { V = 32 };
     GPT *m = make_model(pos, block_size, block);
     char err[256];
-    assert_int_equal(gpt_set_matmul(m, matmul, GPT_FP32, err, sizeof err), 0);
+    assert_int_equal(gpt_set_matmul(m, matmul, GPT_FP32, GPT_ATTENTION_BLOCKED, err, sizeof err), 0);
     const double tol = matmul == GPT_MATMUL_REFERENCE ? 0.0 : 1e-5;
     assert_int_equal(gpt_alloc_activations(m, 1, T, err, sizeof err), 0);
     int *tok = malloc(sizeof(int) * T);

@@ -33,6 +33,12 @@
 //   bf16, on top, in units of u_b: every input of a linear layer and of
 //     attention rounded once, c = x dloss/dx: sum (inp g_inp)^2 + sum (W dW)^2
 //     + sum (qkv g_qkv)^2, and P rounded where it enters P V: sum_i M_i^2.
+//   the fused attention (OpenBLAS, oneDNN fp32), on top: row i's keys come in n_i = i/nb + 1
+//     blocks, and each block after the first rescales the row's running sum and
+//     output by exp(m - m'): an exp (EXP_ERR), a subtraction of maxima (u |m - m'|
+//     <= 2u S_i on the factor) and the products (a few u); the factor multiplies
+//     terms of p-weight <= 1 in y and l, whose dloss/d(term) is p_ij (dP_ij - rho_i),
+//     so |c| <= 2 M_i: (n_i - 1) 4 M_i^2 ((EXP_ERR/u)^2 + 4 S_i^2 + 4).
 // The residual adds and the embedding (one rounding each, against at least
 // 34 of a product of K = 32) are left out. The bound must be able to fail:
 // a 1% change of one weight matrix moves the loss by more than the fp32
@@ -48,6 +54,7 @@
 #include <cmocka.h>
 #include <omp.h>
 
+#include "engine/engine_shared.h"
 #include "model/gpt_internal.h"
 #include "util_engine.h"
 #include "util_gradcheck.h"
@@ -61,6 +68,7 @@ typedef struct {
     const float *bias[MAX_FRAMES];   // each forward product's bias (NULL: none or attention), undone in reverse
     int n_frames;
     double S, S_bf16;                // sum c^2 in units of u^2 (fp32) and of u_b^2 (bf16's input roundings)
+    double S_fused;                  // the fused attention's own roundings, on top of S (units of u^2)
 } Probe;
 
 static void push(Probe *p, const float *b) {
@@ -120,11 +128,11 @@ static double norm(const float *x, int D) {
 }
 
 static void probe_attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
-                                     const float *lse, const float *bias, int B, int T, int C, int H) {
+                                     const float *out, const float *lse, const float *bias, int B, int T, int C, int H) {
     Probe *p = (Probe *)e;
     pop(p);
-    p->ref->attention_backward(p->ref, dqkv, dbias, dout, qkv, lse, bias, B, T, C, H);
-    const int D = C / H;
+    p->ref->attention_backward(p->ref, dqkv, dbias, dout, qkv, out, lse, bias, B, T, C, H);
+    const int D = C / H, nb = attention_block_rows(T);
     const size_t C3 = 3 * (size_t)C, n_out = (size_t)B * T * C;
     const double scale = 1.0 / sqrt((double)D), eu = EXP_ERR / U32;
     // sum_j p_ij |v_j|: the reference's forward with v replaced by |v|
@@ -145,6 +153,7 @@ static void probe_attention_backward(Engine *e, float *dqkv, float *dbias, const
                 for (int d = 0; d < D; d++) p->S += (T + 2.0) * ((double)dy[d] * y[d]) * ((double)dy[d] * y[d]);
                 p->S += (D + 4.0) * M * M * S * S + (eu * eu + T + 4.0) * M * M;
                 p->S_bf16 += M * M;
+                p->S_fused += (double)(i / nb) * 4 * M * M * (eu * eu + 4 * S * S + 4);
             }
         }
     for (size_t i = 0; i < 3 * n_out; i++) {
@@ -173,10 +182,12 @@ static Probe *probe_create(void) {
 
 /* ---- the tests ---- */
 
-enum { B = 4, T = 16, V = 64 };
+enum { B = 4, T = 16, V = 64 };          // the batch of every test but the long one
+enum { B_LONG = 1, T_LONG = 150 };       // attention in several blocks of 64 (rows and keys), the last partial
 
-static GPT *make_block_model(PosKind pos, BlockKind block) {
-    GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 32, .vocab_size = V, .block_size = T, .block = block};
+static GPT *make_block_model_for(PosKind pos, BlockKind block, int batch_size, int seq_len) {
+    GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 32, .vocab_size = V, .block_size = seq_len,
+                     .block = block};
     gc_config_defaults(&cfg);
     cfg.pos = pos;
     if (pos == POS_T5) { cfg.t5_num_buckets = 8; cfg.t5_max_distance = 12; }
@@ -184,87 +195,113 @@ static GPT *make_block_model(PosKind pos, BlockKind block) {
     GPT *m;
     assert_int_equal(gpt_create(&m, &cfg, 5, err, sizeof err), 0);
     gc_randomize_params(m, 6);   // O(1) weights: attention far from uniform, every path carries signal
-    assert_int_equal(gpt_alloc_activations(m, B, T, err, sizeof err), 0);
+    assert_int_equal(gpt_alloc_activations(m, batch_size, seq_len, err, sizeof err), 0);
     return m;
 }
+static GPT *make_block_model(PosKind pos, BlockKind block) { return make_block_model_for(pos, block, B, T); }
 static GPT *make_model(PosKind pos) { return make_block_model(pos, BLOCK_GPT2); }
 
-static void batch(int *inp, int *tgt) {
-    for (int i = 0; i < B * T; i++) { inp[i] = (i * 37 + 11) % V; tgt[i] = (i * 13 + 5) % V; }
+static void batch_of(int *inp, int *tgt, int n) {
+    for (int i = 0; i < n; i++) { inp[i] = (i * 37 + 11) % V; tgt[i] = (i * 13 + 5) % V; }
 }
+static void batch(int *inp, int *tgt) { batch_of(inp, tgt, B * T); }
 
-// The model's loss on the engine in force.
-static float loss_of(GPT *m) {
-    int inp[B * T], tgt[B * T];
-    batch(inp, tgt);
-    return gc_forward(m, inp, tgt, B, T);
+// The model's loss on the engine in force, for a batch of (batch_size, seq_len).
+static float loss_for(GPT *m, int batch_size, int seq_len) {
+    int *inp = malloc((size_t)batch_size * seq_len * sizeof(int)), *tgt = malloc((size_t)batch_size * seq_len * sizeof(int));
+    batch_of(inp, tgt, batch_size * seq_len);
+    float loss = gc_forward(m, inp, tgt, batch_size, seq_len);
+    free(inp);
+    free(tgt);
+    return loss;
 }
+static float loss_of(GPT *m) { return loss_for(m, B, T); }
 
 // The reference's loss, and the bounds on |L_engine - L_ref| for an fp32
-// engine (bound[0]) and the bf16 engine (bound[1]), from the probe's forward and backward.
+// engine (bound[0]), the bf16 engine (bound[1]) and OpenBLAS with the fused
+// attention (bound[2]), from the probe's forward and backward.
 #define LAMBDA 6.0
-static float probe_bound(GPT *m, double bound[2]) {
+enum { BOUND_FP32, BOUND_BF16, BOUND_FUSED, N_BOUNDS };
+static float probe_bound(GPT *m, int batch_size, int seq_len, double bound[N_BOUNDS]) {
     Engine *saved = m->engine;
     Probe *p = probe_create();
     m->engine = &p->base;
-    int inp[B * T], tgt[B * T];
-    batch(inp, tgt);
     gpt_zero_grad(m);
-    float loss = gc_forward(m, inp, tgt, B, T);
+    float loss = loss_for(m, batch_size, seq_len);
     gc_backward(m, 1.0f);
     assert_int_equal(p->n_frames, 0);   // every product undone, in reverse order
-    bound[0] = LAMBDA * U32 * sqrt(2 * p->S);
-    bound[1] = LAMBDA * sqrt(2 * U32 * U32 * p->S + U16 * U16 * p->S_bf16);
+    bound[BOUND_FP32] = LAMBDA * U32 * sqrt(2 * p->S);
+    bound[BOUND_BF16] = LAMBDA * sqrt(2 * U32 * U32 * p->S + U16 * U16 * p->S_bf16);
+    bound[BOUND_FUSED] = LAMBDA * U32 * sqrt(2 * p->S + p->S_fused);
     p->base.free(&p->base);
     m->engine = saved;
     return loss;
 }
 
-static void test_loss_against_reference(void **s) {
-    (void)s;
-    static const struct { GPTMatmul matmul; GPTPrecision precision; const char *name; } engines[] = {
-        {GPT_MATMUL_OPENBLAS, GPT_FP32, "openblas"},
-        {GPT_MATMUL_ONEDNN, GPT_FP32, "onednn fp32"},
-        {GPT_MATMUL_ONEDNN, GPT_BF16, "onednn bf16"},
-    };
-    double worst[2] = {0, 0};
-    for (int kb = 0; kb < 2 * POS_COUNT; kb++) {   // every scheme on both blocks
+typedef struct { GPTMatmul matmul; GPTPrecision precision; GPTAttention attention; const char *name; } EngineChoice;
+static const EngineChoice engines[] = {
+    {GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, "openblas"},
+    {GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_FUSED, "openblas fused"},
+    {GPT_MATMUL_ONEDNN, GPT_FP32, GPT_ATTENTION_BLOCKED, "onednn fp32"},
+    {GPT_MATMUL_ONEDNN, GPT_FP32, GPT_ATTENTION_FUSED, "onednn fused"},
+    {GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, "onednn bf16"},
+};
+
+// Every engine's loss for m against the reference's, for a batch of
+// (batch_size, seq_len); worst[] keeps the largest |diff| / bound of each kind.
+static void engines_case(GPT *m, int batch_size, int seq_len, double worst[N_BOUNDS]) {
+    char err[256];
+    double bound[N_BOUNDS];
+    float ref = probe_bound(m, batch_size, seq_len, bound);
+    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_REFERENCE, GPT_FP32, GPT_ATTENTION_BLOCKED, err, sizeof err), 0);
+    assert_true(loss_for(m, batch_size, seq_len) == ref);   // the probe is the reference
+    for (size_t ei = 0; ei < sizeof engines / sizeof engines[0]; ei++) {
+        const EngineChoice *ec = &engines[ei];
+        int kind = ec->precision == GPT_BF16 ? BOUND_BF16 : ec->attention == GPT_ATTENTION_FUSED ? BOUND_FUSED
+                                                                                                 : BOUND_FP32;
+        if (gpt_set_matmul(m, ec->matmul, ec->precision, ec->attention, err, sizeof err) != 0) {
+            printf("    %s: skipped (%s)\n", ec->name, err);
+            continue;
+        }
+        float loss = loss_for(m, batch_size, seq_len);
+        double diff = fabs((double)loss - ref), ratio = diff / bound[kind];
+        printf("    %-14s loss %.7f, reference %.7f: |diff| %.2e, bound %.2e (%.3f of it)\n", ec->name, loss, ref,
+               diff, bound[kind], ratio);
+        assert_true(diff <= bound[kind]);
+        if (kind == BOUND_BF16) assert_true(diff > bound[BOUND_FP32]);   // bf16 really rounds
+        worst[kind] = fmax(worst[kind], ratio);
+    }
+    // the bound has teeth: a 1% change of one weight matrix moves the loss by more
+    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_REFERENCE, GPT_FP32, GPT_ATTENTION_BLOCKED, err, sizeof err), 0);
+    const ParamEntry *w = gpt_find_param(m, "h.1.mlp.c_fc.weight");
+    float *p = gpt_params(m) + w->offset;
+    for (size_t i = 0; i < w->numel; i++) p[i] *= 1.01f;
+    double moved = fabs((double)loss_for(m, batch_size, seq_len) - ref);
+    printf("    c_fc.weight x 1.01 in layer 1: the loss moves by %.2e (%.1f x the fp32 bound, %.1f x the fused one)\n",
+           moved, moved / bound[BOUND_FP32], moved / bound[BOUND_FUSED]);
+    assert_true(moved > bound[BOUND_FP32] && moved > bound[BOUND_FUSED]);
+}
+
+// engines_case for every scheme on both blocks, batches of (batch_size, seq_len).
+static void every_scheme(int batch_size, int seq_len) {
+    double worst[N_BOUNDS] = {0};
+    for (int kb = 0; kb < 2 * POS_COUNT; kb++) {
         int k = kb % POS_COUNT;
         BlockKind block = kb < POS_COUNT ? BLOCK_GPT2 : BLOCK_LLAMA;
-        GPT *m = make_block_model((PosKind)k, block);
-        char err[256];
-        printf("  pos=%s block=%s\n", pos_kind_name((PosKind)k), block == BLOCK_LLAMA ? "llama" : "gpt2");
-        double bound[2];
-        float ref = probe_bound(m, bound);
-        assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_REFERENCE, GPT_FP32, err, sizeof err), 0);
-        assert_true(loss_of(m) == ref);   // the probe is the reference
-        for (size_t ei = 0; ei < sizeof engines / sizeof engines[0]; ei++) {
-            int bf16 = engines[ei].precision == GPT_BF16;
-            if (gpt_set_matmul(m, engines[ei].matmul, engines[ei].precision, err, sizeof err) != 0) {
-                printf("    %s: skipped (%s)\n", engines[ei].name, err);
-                continue;
-            }
-            float loss = loss_of(m);
-            double diff = fabs((double)loss - ref), ratio = diff / bound[bf16];
-            printf("    %-12s loss %.7f, reference %.7f: |diff| %.2e, bound %.2e (%.3f of it)\n", engines[ei].name,
-                   loss, ref, diff, bound[bf16], ratio);
-            assert_true(diff <= bound[bf16]);
-            if (bf16) assert_true(diff > bound[0]);   // bf16 really rounds
-            worst[bf16] = fmax(worst[bf16], ratio);
-        }
-        // the bound has teeth: a 1% change of one weight matrix moves the loss by more
-        assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_REFERENCE, GPT_FP32, err, sizeof err), 0);
-        const ParamEntry *w = gpt_find_param(m, "h.1.mlp.c_fc.weight");
-        float *p = gpt_params(m) + w->offset;
-        for (size_t i = 0; i < w->numel; i++) p[i] *= 1.01f;
-        double moved = fabs((double)loss_of(m) - ref);
-        printf("    c_fc.weight x 1.01 in layer 1: the loss moves by %.2e (%.1f x the fp32 bound)\n", moved,
-               moved / bound[0]);
-        assert_true(moved > bound[0]);
+        GPT *m = make_block_model_for((PosKind)k, block, batch_size, seq_len);
+        printf("  pos=%s block=%s T=%d\n", pos_kind_name((PosKind)k), block == BLOCK_LLAMA ? "llama" : "gpt2", seq_len);
+        engines_case(m, batch_size, seq_len, worst);
         gpt_free(m);
     }
-    printf("worst |diff| / bound: fp32 %.3f, bf16 %.3f\n", worst[0], worst[1]);
+    printf("worst |diff| / bound: fp32 %.3f, bf16 %.3f, fused %.3f\n", worst[BOUND_FP32], worst[BOUND_BF16],
+           worst[BOUND_FUSED]);
 }
+
+static void test_loss_against_reference(void **s) { every_scheme(B, T); }
+
+// The same at T = 150: attention in three blocks of query rows and, fused, of
+// keys (the online softmax's rescaling runs).
+static void test_loss_against_reference_long(void **s) { every_scheme(B_LONG, T_LONG); }
 
 // Every write to the parameters goes through gpt_params, which tells the
 // engine: the bf16 engine's forward after a write is, bit for bit, a fresh
@@ -276,13 +313,13 @@ static void test_written_weights_reach_the_engine(void **s) {
     ue_skip_without_bf16();
     GPT *m = make_model(POS_ROPE);
     char err[256];
-    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_ONEDNN, GPT_BF16, err, sizeof err), 0);
+    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, err, sizeof err), 0);
     float before = loss_of(m);   // the bf16 copies are made here
     const ParamEntry *w = gpt_find_param(m, "h.0.attn.c_attn.weight");
     float *p = gpt_params(m) + w->offset;
     for (size_t i = 0; i < w->numel; i++) p[i] = -p[i];
     float after = loss_of(m);
-    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_ONEDNN, GPT_BF16, err, sizeof err), 0);
+    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, err, sizeof err), 0);
     float fresh = loss_of(m);
     printf("  loss %.7f; c_attn.weight negated: %.7f, a fresh engine %.7f\n", before, after, fresh);
     assert_true(after == fresh && after != before);
@@ -309,7 +346,7 @@ static void test_shared_inputs(void **s) {
         const GPTConfig *c = gpt_config(m);
         size_t full = m->acts.bytes, n = gpt_num_params(m);
         char err[256];
-        assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_ONEDNN, GPT_BF16, err, sizeof err), 0);
+        assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, err, sizeof err), 0);
         assert_true(m->engine->keeps_inputs && m->acts.layer[0].ln1 == m->acts.layer[1].ln1);   // laid out again
         size_t shared = m->acts.bytes;
         size_t want = (size_t)(c->n_layer - 1) * B * T * (3 * c->d_model + gpt_mlp_hidden(c)) * sizeof(float);
@@ -367,6 +404,7 @@ int main(void) {
     omp_set_num_threads(1);   // tiny model
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_loss_against_reference),
+        cmocka_unit_test(test_loss_against_reference_long),
         cmocka_unit_test(test_written_weights_reach_the_engine),
         cmocka_unit_test(test_engine_failure_is_the_pass_error),
         cmocka_unit_test(test_shared_inputs),

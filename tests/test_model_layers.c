@@ -201,7 +201,7 @@ static void attention_case(int use_bias) {
     att_loss(&c);
     float *dqkv = randn(AB * AT * 3 * AC, 1, 0);   // garbage: backward must overwrite it
     float *dbias = calloc(AB * AH * AT, 4), *dbias_sum = calloc(AH * AT, 4);
-    ref->attention_backward(ref, dqkv, use_bias ? dbias : NULL, c.r, c.qkv, c.lse, use_bias ? c.bias : NULL,
+    ref->attention_backward(ref, dqkv, use_bias ? dbias : NULL, c.r, c.qkv, c.out, c.lse, use_bias ? c.bias : NULL,
                             AB, AT, AC, AH);
     expect_grad(use_bias ? "attention dqkv (with bias)" : "attention dqkv", att_loss, &c, c.qkv, dqkv, AB * AT * 3 * AC);
     if (use_bias) {

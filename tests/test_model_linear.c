@@ -316,10 +316,10 @@ static void test_bf16_refused_without_avx512(void **s) {
         setenv("DNNL_MAX_CPU_ISA", "AVX2", 1);
         Engine *e = NULL;
         char err[256] = "";
-        int rc = engine_onednn_create(&e, 1, err, sizeof err);
+        int rc = engine_onednn_create(&e, 1, 0, err, sizeof err);
         printf("  DNNL_MAX_CPU_ISA=AVX2, bf16: rc %d: %s\n", rc, err);
         int ok = rc == -1 && e == NULL && strstr(err, "AVX-512") && !strchr(err, '\n');
-        rc = engine_onednn_create(&e, 0, err, sizeof err);
+        rc = engine_onednn_create(&e, 0, 0, err, sizeof err);
         ok = ok && rc == 0;
         if (e) e->free(e);
         fflush(stdout);
@@ -335,7 +335,7 @@ static void test_errors(void **s) {
     (void)s;
     Engine *e = NULL;
     char err[256] = "";
-    assert_int_equal(engine_onednn_create_with_layout(&e, 0, (WeightLayout)7, err, sizeof err), -1);
+    assert_int_equal(engine_onednn_create_with_layout(&e, 0, 0, (WeightLayout)7, err, sizeof err), -1);
     assert_null(e);
     assert_non_null(strstr(err, "layout"));
     // bf16 only on oneDNN: the model refuses it on the other engines
@@ -343,14 +343,14 @@ static void test_errors(void **s) {
     gc_config_defaults(&cfg);
     GPT *m;
     assert_int_equal(gpt_create(&m, &cfg, 1, err, sizeof err), 0);
-    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_OPENBLAS, GPT_BF16, err, sizeof err), -1);
+    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_OPENBLAS, GPT_BF16, GPT_ATTENTION_BLOCKED, err, sizeof err), -1);
     assert_non_null(strstr(err, "fp32 only"));
-    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_REFERENCE, GPT_BF16, err, sizeof err), -1);
+    assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_REFERENCE, GPT_BF16, GPT_ATTENTION_BLOCKED, err, sizeof err), -1);
     assert_non_null(strstr(err, "fp32 only"));
     printf("  %s\n", err);
     gpt_free(m);
     // no rows: nothing to do, nothing created
-    assert_int_equal(engine_onednn_create(&e, 0, err, sizeof err), 0);
+    assert_int_equal(engine_onednn_create(&e, 0, 0, err, sizeof err), 0);
     float W[6] = {0}, out[2] = {0}, inp[3] = {1, 2, 3};
     e->linear_forward(e, out, inp, W, NULL, 0, 3, 2);
     OnednnStats st;

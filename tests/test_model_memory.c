@@ -344,9 +344,13 @@ static void expect_block(const void *p, size_t want, const char *what) {
 // tables grow) for every scheme but learned.
 static void test_estimate_matches_allocations(void **s) {
     (void)s;
-    static const struct { GPTMatmul matmul; GPTPrecision precision; const char *name; } ENGINES[] = {
-        {GPT_MATMUL_OPENBLAS, GPT_FP32, "openblas"}, {GPT_MATMUL_REFERENCE, GPT_FP32, "reference"},
-        {GPT_MATMUL_ONEDNN, GPT_FP32, "onednn fp32"}, {GPT_MATMUL_ONEDNN, GPT_BF16, "onednn bf16"}};
+    static const struct { GPTMatmul matmul; GPTPrecision precision; GPTAttention attention; const char *name; } ENGINES[] = {
+        {GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, "openblas"},
+        {GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_FUSED, "openblas fused"},
+        {GPT_MATMUL_REFERENCE, GPT_FP32, GPT_ATTENTION_BLOCKED, "reference"},
+        {GPT_MATMUL_ONEDNN, GPT_FP32, GPT_ATTENTION_BLOCKED, "onednn fp32"},
+        {GPT_MATMUL_ONEDNN, GPT_FP32, GPT_ATTENTION_FUSED, "onednn fp32 fused"},
+        {GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, "onednn bf16"}};
     char err[512], what[128];
     for (int threads = 1; threads <= 2; threads++)
         for (int block = 0; block < 2; block++)
@@ -360,15 +364,16 @@ static void test_estimate_matches_allocations(void **s) {
                     const int B = 3, T = cfg.pos == POS_LEARNED ? 32 : 40;
                     GPT *m;
                     assert_int_equal(gpt_create(&m, &cfg, 1, err, sizeof err), 0);
-                    if (gpt_set_matmul(m, ENGINES[e].matmul, ENGINES[e].precision, err, sizeof err) != 0) {
+                    if (gpt_set_matmul(m, ENGINES[e].matmul, ENGINES[e].precision, ENGINES[e].attention, err,
+                                       sizeof err) != 0) {
                         gpt_free(m);   // bf16 below AVX-512
                         continue;
                     }
                     snprintf(what, sizeof what, "%s %s %s, %d threads", pos_kind_name(cfg.pos),
                              block ? "llama" : "gpt2", ENGINES[e].name, threads);
                     GPTMemory mem;
-                    assert_int_equal(gpt_memory(&cfg, ENGINES[e].matmul, ENGINES[e].precision, B, T, 1, threads,
-                                                &mem, err, sizeof err), 0);
+                    assert_int_equal(gpt_memory(&cfg, ENGINES[e].matmul, ENGINES[e].precision, ENGINES[e].attention,
+                                                B, T, 1, threads, &mem, err, sizeof err), 0);
                     assert_int_equal(gpt_alloc_activations(m, B, T, err, sizeof err), 0);
                     int tokens[3 * 40];
                     for (int i = 0; i < B * T; i++) tokens[i] = (i * 7) % cfg.vocab_size;
@@ -446,16 +451,18 @@ static void test_train_footprint_phases(void **s) {
     GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 64, .vocab_size = 96, .block_size = 32};
     gc_config_defaults(&cfg);
     Footprint f;
-    assert_int_equal(footprint_train(&f, &cfg, 4, 32, GPT_MATMUL_OPENBLAS, GPT_FP32, 2, 1, err, sizeof err), 0);
+    assert_int_equal(footprint_train(&f, &cfg, 4, 32, GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, 2, 1, err,
+                                     sizeof err), 0);
     const GPTMemory *m = &f.model;
     size_t held = m->params + m->grads + m->pos_tables + m->activations;
     assert_int_equal(f.adamw, 2 * m->n_params * sizeof(float));
     assert_int_equal(f.bytes, held + f.adamw + m->engine);
-    assert_int_equal(footprint_train(&f, &cfg, 4, 32, GPT_MATMUL_OPENBLAS, GPT_FP32, 2, 0, err, sizeof err), 0);
+    assert_int_equal(footprint_train(&f, &cfg, 4, 32, GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, 2, 0, err,
+                                     sizeof err), 0);
     assert_int_equal(f.bytes, held + m->engine);   // --debug-state: no moments
     // a batch the model refuses is refused here too, with the model's message
-    assert_int_equal(footprint_train(&f, &cfg, 65536, 65536, GPT_MATMUL_OPENBLAS, GPT_FP32, 1, 1, err,
-                                     sizeof err), -1);
+    assert_int_equal(footprint_train(&f, &cfg, 65536, 65536, GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, 1, 1,
+                                     err, sizeof err), -1);
     assert_non_null(strstr(err, "too large for the activation buffers"));
 }
 

@@ -224,6 +224,7 @@ static void test_bad_command_lines(void **state) {
         {"--n_layer=100000", "--n_layer: ", "out of range"},
         {"--lr=-1", "--lr: ", "out of range"},
         {"--pos=bogus", "--pos: ", "unknown positional scheme"},
+        {"--attention=flash", "--attention: ", "'flash'"},
         {"--n_head=3", "--n_head: ", "d_model (128) is not divisible by n_head (3)"},
         {"--rope_dims=5", "--rope_dims: ", "must be even"},
         {"--rope_dims=34", "--rope_dims: ", "larger than head_dim"},
@@ -241,11 +242,21 @@ static void test_bad_command_lines(void **state) {
         if (rc != -1 || strncmp(err, cases[i].prefix, strlen(cases[i].prefix)) != 0 || !strstr(err, cases[i].needle))
             fail_msg("case %s: rc %d, message '%s'", cases[i].arg, rc, err);
     }
-    // A combination split between file and command line names the command line.
-    const char *path = write_file("c.ini", "[model]\nd_model = 100\n");
     TrainOptions o;
     TrainArgs a;
     char err[512];
+    // The fused attention runs in fp32 on OpenBLAS or oneDNN, and never in the reproducible mode (blocked: its bits).
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--matmul=reference", "--attention=fused", NULL), -1);
+    assert_true(strncmp(err, "--attention: ", 13) == 0 && strstr(err, "runs in fp32 on openblas or onednn"));
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--precision=bf16", "--attention=fused", NULL), -1);
+    assert_true(strncmp(err, "--attention: ", 13) == 0 && strstr(err, "runs in fp32 on openblas or onednn"));
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--matmul=onednn", "--attention=fused", NULL), 0);
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--attention=fused", "--reproducible=1", NULL), -1);
+    assert_true(strncmp(err, "--attention: ", 13) == 0 && strstr(err, "runs the blocked attention"));
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--attention=blocked", "--reproducible=1", NULL), 0);
+    assert_int_equal(parse(&o, &a, err, sizeof err, "--attention=fused", NULL), 0);   // matmul = auto: openblas
+    // A combination split between file and command line names the command line.
+    const char *path = write_file("c.ini", "[model]\nd_model = 100\n");
     assert_int_equal(parse(&o, &a, err, sizeof err, (char *)path, "--n_head=3", NULL), -1);
     assert_true(strncmp(err, "--n_head: ", 10) == 0);
     // ... and the file line when the file's key is the later one.
@@ -314,7 +325,7 @@ static void test_write_ini_round_trip(void **state) {
 static const char *ALL_KEYS[] = {"n_layer", "n_head", "d_model", "block_size", "pos", "rope_base", "rope_dims",
     "t5_num_buckets", "t5_max_distance", "tokenizer", "train_file", "val_file", "lr", "min_lr", "warmup_steps",
     "beta1", "beta2", "eps", "weight_decay", "grad_clip", "batch_size", "grad_accum", "steps", "eval_every",
-    "eval_batches", "save_every", "seed", "threads", "out_dir"};
+    "eval_batches", "save_every", "seed", "threads", "precision", "matmul", "attention", "reproducible", "out_dir"};
 
 static void test_binary_help_and_exit_codes(void **state) {
     static char out[65536];

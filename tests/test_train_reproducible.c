@@ -135,6 +135,16 @@ static void test_other_engines_refused(void **state) {
         if (!strstr(out, "--reproducible runs on OpenBLAS in fp32") || strchr(out, '\n') != strrchr(out, '\n'))
             fail_msg("eval %s: want one line naming --reproducible: %s", flags[i], out);
     }
+    // and the fused attention: the reproducible mode keeps the blocked attention's bits
+    int rc = run("./train " RUN_ARGS " --attention=fused --out_dir=%s/refused", data_args, dir);
+    assert_int_equal(rc, 2);
+    if (!strstr(out, "runs the blocked attention") || strchr(out, '\n') != strrchr(out, '\n'))
+        fail_msg("--attention=fused: want one line naming the blocked attention: %s", out);
+    rc = run("./eval --weights %s/run0-0/model.safetensors --data %s/data/val.bin --reproducible --attention fused",
+             dir, dir);
+    assert_int_equal(rc, 2);
+    if (!strstr(out, "runs the blocked attention") || strchr(out, '\n') != strrchr(out, '\n'))
+        fail_msg("eval --attention fused: want one line naming the blocked attention: %s", out);
 }
 
 int main(void) {

@@ -10,18 +10,24 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "common/rng.h"
+#include "engine/engine_shared.h"
 #include "util_engine.h"
 
 double ue_gamma(double n) { return n * U32 / (1.0 - n * U32); }
 
 const EngineCfg ue_engines[] = {
-    {"openblas fp32", 0, 0, WEIGHTS_DEFAULT, 0},
-    {"onednn fp32 plain", 1, 0, WEIGHTS_PLAIN, 0},
-    {"onednn fp32 packed", 1, 0, WEIGHTS_PACKED, 2},
-    {"onednn bf16 packed", 1, 1, WEIGHTS_PACKED, 2},
-    {"onednn bf16 plain", 1, 1, WEIGHTS_PLAIN, 1},
+    {"openblas fp32", 0, 0, WEIGHTS_DEFAULT, 0, 0},
+    {"onednn fp32 plain", 1, 0, WEIGHTS_PLAIN, 0, 0},
+    {"onednn fp32 packed", 1, 0, WEIGHTS_PACKED, 2, 0},
+    {"onednn bf16 packed", 1, 1, WEIGHTS_PACKED, 2, 0},
+    {"onednn bf16 plain", 1, 1, WEIGHTS_PLAIN, 1, 0},
 };
 const int ue_n_engines = sizeof ue_engines / sizeof ue_engines[0];
+const EngineCfg ue_fused[] = {
+    {"openblas fp32 fused", 0, 0, WEIGHTS_DEFAULT, 0, 1},
+    {"onednn fp32 fused", 1, 0, WEIGHTS_PLAIN, 0, 1},
+};
+const int ue_n_fused = sizeof ue_fused / sizeof ue_fused[0];
 
 // oneDNN computes bf16 products on AVX-512 cores: natively with
 // avx512_core_bf16 or amx, emulated on a plain avx512_core.
@@ -38,8 +44,9 @@ void ue_skip_without_bf16(void) {
 Engine *ue_engine(const EngineCfg *cfg) {
     Engine *e = NULL;
     char err[256] = "";
-    int rc = cfg->onednn ? engine_onednn_create_with_layout(&e, cfg->bf16, cfg->layout, err, sizeof err)
-                         : engine_openblas_create(&e, err, sizeof err);
+    int rc = cfg->onednn ? engine_onednn_create_with_layout(&e, cfg->bf16, cfg->fused, cfg->layout, err,
+                                                            sizeof err)
+                         : engine_openblas_create(&e, cfg->fused, err, sizeof err);
     if (cfg->bf16 && !ue_bf16_available()) {
         assert_int_equal(rc, -1);
         printf("  %s: skipped (%s)\n", cfg->name, err);
@@ -147,9 +154,26 @@ void ue_tally(UeTally *t, const float *x, const float *ref, const double *bound,
  * p_ij 2 M_i |q_i| on dk (lse, dP, rho, dS and dbias use fp32 P).
  * bf16 = 2, the same engine against the exact values (its q, k, v rounded
  * too; forward bounds only): each score carries (2 u_b + u_b^2) scale
- * ||q_i|| K more, and y u_b sum_j p_ij |v_j| more (v rounded). */
+ * ||q_i|| K more, and y u_b sum_j p_ij |v_j| more (v rounded).
+ *
+ * fused = 1 (the OpenBLAS engine's fused attention: keys in n_K <= ceil(T/nb)
+ * blocks, an online softmax; engine_openblas.c) evaluates differently:
+ *   w_ij = exp(s_ij - m_k) times the rescales exp(m_k' - m_k'+1) of the later
+ *     blocks, each an exp, a subtraction of two maxima (|dm| <= 2S summed over
+ *     them) and a product: |dw| / w <= e_w = es + 4u S + n_K EXP + (n_K - 1) u
+ *     (the shift m cancels: any m gives the same softmax and lse)
+ *   l_i = sum_j w_ij, T + n_K additions: |dl| / l <= e_w + g(T + n_K + 2)
+ *   lse_i = m_i + log l_i                 |dlse| <= e_lse = e_w + g(T + n_K + 2) + u (2 |lse| + S + 1)
+ *   y_i = (sum_j w_ij v_j) / l_i; w's error enters the sum and l alike, so
+ *     |dy| <= e_y sum_j p_ij |v_j|,  e_y = 2 e_w + 2 g(T + n_K + 2) + 2u
+ * and backward with that lse (p's e as above) and rho_i = dy_i.y_i
+ * (FlashAttention-2's; y the engine's own output, |y_d| <= sum_j p_ij |v_jd|,
+ * whose norm is <= V):
+ *   |drho| <= g(D+2) M + e_y M
+ * and every sum over keys or queries has up to n_K more additions (the
+ * blocks' products added into their accumulators): g(T + 2) -> g(T + n_K + 2). */
 
-typedef struct { double es, e, e_lse, M, E; } RowBound;
+typedef struct { double es, e, e_lse, ey, M, E; } RowBound;   // ey: y's relative bound (of sum_j p_ij |v_j|)
 
 static double norm(const float *x, int D) {
     double s = 0;
@@ -158,16 +182,18 @@ static double norm(const float *x, int D) {
 }
 
 void ue_attention_bounds(AttBounds *bnd, Engine *ref, const float *qkv, const float *dout, const float *bias,
-                         int B, int T, int C, int H, int bf16) {
-    const int D = C / H;
+                         int B, int T, int C, int H, int bf16, int fused) {
+    const int D = C / H, nb = attention_block_rows(T);
+    const double n_K = fused ? (T + nb - 1) / nb : 0;   // key blocks of the longest row
     const size_t n_out = (size_t)B * T * C, n_qkv = 3 * n_out, n_lse = (size_t)B * H * T, C3 = 3 * (size_t)C;
-    const double scale = 1.0 / sqrt((double)D), gD = ue_gamma(D + 2.0), gT = ue_gamma(T + 2.0);
+    const double scale = 1.0 / sqrt((double)D), gD = ue_gamma(D + 2.0), gT = ue_gamma(T + 2.0 + n_K);
+    const double f = 1 + 2 * gT;   // the magnitudes' own float error
     const double ub = bf16 ? U16 : 0, ub_in = bf16 == 2 ? 2 * U16 + U16 * U16 : 0;   // P and dS; q.k
     float *out = alloc_floats(n_out), *lse = alloc_floats(n_lse), *dqkv = alloc_floats(n_qkv);
     float *dbias = calloc(n_lse, sizeof(float));
     // the reference's own results: lse (for e_lse) and dq (for u |dq|)
     ref->attention_forward(ref, out, lse, qkv, bias, B, T, C, H);
-    ref->attention_backward(ref, dqkv, NULL, dout, qkv, lse, bias, B, T, C, H);
+    ref->attention_backward(ref, dqkv, NULL, dout, qkv, out, lse, bias, B, T, C, H);
     RowBound *rb = malloc(n_lse * sizeof *rb);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < H; h++) {
@@ -180,10 +206,12 @@ void ue_attention_bounds(AttBounds *bnd, Engine *ref, const float *qkv, const fl
                 double l = fabs(lse[((size_t)b * H + h) * T + i]), S = scale * norm(q, D) * Km + Bm;
                 RowBound r;
                 r.es = gD * S + ub_in * (S - Bm);
-                r.e_lse = r.es + gT + EXP_ERR + U32 * (l + 1);
+                double e_w = r.es + 4 * U32 * S + n_K * EXP_ERR + (n_K - 1) * U32;   // fused only
+                r.e_lse = fused ? e_w + gT + U32 * (2 * l + S + 1) : r.es + gT + EXP_ERR + U32 * (l + 1);
                 r.e = r.es + r.e_lse + U32 * (S + l + 2) + EXP_ERR + 2 * U32;
+                r.ey = fused ? 2 * e_w + 2 * gT + 2 * U32 : r.e + gT;
                 r.M = norm(dout + ((size_t)b * T + i) * C + h * D, D) * Vm;
-                double drho = (r.e + gT) * r.M + gD * r.M;
+                double drho = fused ? (gD + r.ey * f) * r.M : (r.e + gT) * r.M + gD * r.M;
                 r.E = 2 * r.e * r.M + gD * r.M + drho + 4 * U32 * r.M;
                 rb[((size_t)b * H + h) * T + i] = r;
             }
@@ -208,10 +236,9 @@ void ue_attention_bounds(AttBounds *bnd, Engine *ref, const float *qkv, const fl
                     d_y[o + d] = (float)((r->e + gT + ub) * fabs(dout[o + d]));
                 }
             }
-    ref->attention_backward(ref, dv_q, NULL, d_q, qkv, lse, bias, B, T, C, H);
-    ref->attention_backward(ref, dv_y, NULL, d_y, qkv, lse, bias, B, T, C, H);
+    ref->attention_backward(ref, dv_q, NULL, d_q, qkv, out, lse, bias, B, T, C, H);
+    ref->attention_backward(ref, dv_y, NULL, d_y, qkv, out, lse, bias, B, T, C, H);
     ue_check(ref, "reference attention (bounds)");
-    const double f = 1 + 2 * gT;   // the magnitudes' own float error
     bnd->out = calloc(n_out, sizeof(double));
     bnd->lse = calloc(n_lse, sizeof(double));
     bnd->dqkv = calloc(n_qkv, sizeof(double));
@@ -224,7 +251,7 @@ void ue_attention_bounds(AttBounds *bnd, Engine *ref, const float *qkv, const fl
                 const RowBound *r = &rb[row];
                 bnd->lse[row] = r->e_lse;
                 for (int d = 0; d < D; d++) {
-                    bnd->out[o + d] = (r->e + gT + ub + ub_in / 2) * f * y_v[o + d];
+                    bnd->out[o + d] = (r->ey + ub + ub_in / 2) * f * y_v[o + d];
                     bnd->dqkv[q + d] = scale * (r->E + 2 * gT * r->M + ub * 2 * r->M) * f * y_k[o + d] +
                                        U32 * fabs(dqkv[q + d]);
                     bnd->dqkv[q + C + d] = scale * f * dv_q[q + 2 * C + d];

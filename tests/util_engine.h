@@ -32,9 +32,12 @@ typedef struct {
     int onednn, bf16;            // onednn 0: OpenBLAS
     WeightLayout layout;         // oneDNN only
     int copies;                  // weight copies made per weight (0: read in place)
+    int fused;                   // fp32: 1 the fused attention (key blocks, online softmax)
 } EngineCfg;
-extern const EngineCfg ue_engines[];
+extern const EngineCfg ue_engines[];   // the linear layers' configurations: OpenBLAS, then oneDNN's
 extern const int ue_n_engines;
+extern const EngineCfg ue_fused[];     // the fused attention's: OpenBLAS, oneDNN fp32 (their linear layers:
+extern const int ue_n_fused;           // ue_engines[0]'s, [1]'s)
 // A new engine for cfg, or NULL when cfg is bf16 and this CPU has no bf16
 // products (oneDNN must then refuse it with a message, which is printed).
 Engine *ue_engine(const EngineCfg *cfg);
@@ -66,10 +69,11 @@ void ue_tally(UeTally *t, const float *x, const float *ref, const double *bound,
 // derivation is in util_engine.c). bf16 = 1: add the bf16 rounding of P and
 // dS where they enter the products (the oneDNN bf16 engine's, on inputs
 // already rounded to bf16); 2: also the rounding of q, k, v (forward only).
-// Magnitudes come from the reference engine `ref`.
+// fused = 1: of the fused attention's evaluation (online softmax over key
+// blocks, rowsum(dY * Y) in backward; OpenBLAS). Magnitudes come from the reference engine `ref`.
 typedef struct { double *out, *lse, *dqkv, *dbias; } AttBounds;
 void ue_attention_bounds(AttBounds *bnd, Engine *ref, const float *qkv, const float *dout, const float *bias,
-                         int B, int T, int C, int H, int bf16);
+                         int B, int T, int C, int H, int bf16, int fused);
 void ue_attention_bounds_free(AttBounds *bnd);
 
 #endif

@@ -48,8 +48,10 @@ typedef struct {
     const char *weights, *data;
     int seq_len, batch_size, batches, threads, overwrite, reproducible;
     char matmul_name[OPT_STR_MAX], precision_name[OPT_STR_MAX];   // ./train's keys matmul, precision
-    GPTMatmul matmul;           // the engine they name (options_engine)
+    char attention_name[OPT_STR_MAX];                             // and attention
+    GPTMatmul matmul;           // the engine they name (options_engine, options_attention)
     GPTPrecision precision;
+    GPTAttention attention;
     const char *per_position;   // CSV of the mean loss at each position, or NULL
     ModelOverrides overrides;   // --rope_scaling=... and the other length keys
 } EvalArgs;
@@ -75,6 +77,8 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
         options_flag("precision", F(precision_name), "P", "fp32 or bf16 (the products' inputs, on oneDNN)"),
         options_flag("matmul", F(matmul_name), "M", "the products' engine: auto (openblas for fp32, onednn for "
                      "bf16), openblas, onednn, or reference (plain loops, slow)"),
+        options_flag("attention", F(attention_name), "A", "attention's kernels: auto (blocked), blocked, or fused "
+                     "(key blocks and an online softmax; fp32 on openblas or onednn)"),
         {.name = "per-position", .type = OPT_ARG, .offset = F(per_position), .arg = "F", .min = 1,
          .help = "also write F: position,loss (mean over the windows at each position)"},
         {.name = "overwrite", .type = OPT_FLAG, .offset = F(overwrite),
@@ -101,6 +105,11 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
     if (a->reproducible && (a->matmul != GPT_MATMUL_OPENBLAS || a->precision != GPT_FP32)) {
         fprintf(stderr, "eval: --reproducible runs on OpenBLAS in fp32 (--matmul auto or openblas, --precision "
                 "fp32): oneDNN's kernels and blocking follow the CPU\n");
+        exit(2);
+    }
+    if (options_attention(a->attention_name, a->matmul, a->precision, a->reproducible, &a->attention, err,
+                          sizeof err) != 0) {
+        fprintf(stderr, "eval: --attention: %s\n", err);
         exit(2);
     }
     const char *inputs[] = {a->weights, a->data};
@@ -148,14 +157,14 @@ int main(int argc, char **argv) {
         rc = 2;
         goto done;
     }
-    if (footprint_eval(&need, &file_cfg, a.batch_size, T, a.matmul, a.precision, omp_get_max_threads(),
+    if (footprint_eval(&need, &file_cfg, a.batch_size, T, a.matmul, a.precision, a.attention, omp_get_max_threads(),
                        err, sizeof err) ||
         footprint_check(&need, 1, err, sizeof err)) {
         fprintf(stderr, "eval: %s\n", err);
         goto done;
     }
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); goto done; }
-    if (gpt_set_matmul(model, a.matmul, a.precision, err, sizeof err) ||
+    if (gpt_set_matmul(model, a.matmul, a.precision, a.attention, err, sizeof err) ||
         model_overrides_apply(model, &a.overrides, err, sizeof err)) {
         fprintf(stderr, "eval: %s: %s\n", a.weights, err);
         rc = 2;

@@ -14,9 +14,9 @@
 static size_t model_base(const GPTMemory *m) { return m->params + m->grads + m->pos_tables; }
 
 int footprint_train(Footprint *f, const GPTConfig *cfg, int B, int T, GPTMatmul matmul, GPTPrecision precision,
-                    int n_threads, int with_adamw, char *err, size_t errlen) {
+                    GPTAttention attention, int n_threads, int with_adamw, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
-    if (gpt_memory(cfg, matmul, precision, B, T, 1, n_threads, &f->model, err, errlen) != 0) return -1;
+    if (gpt_memory(cfg, matmul, precision, attention, B, T, 1, n_threads, &f->model, err, errlen) != 0) return -1;
     const GPTMemory *m = &f->model;
     f->adamw = with_adamw ? adamw_bytes(m->n_params) : 0;
     // The model and its activations (setup), AdamW's moments, the engine's
@@ -28,9 +28,9 @@ int footprint_train(Footprint *f, const GPTConfig *cfg, int B, int T, GPTMatmul 
 }
 
 int footprint_eval(Footprint *f, const GPTConfig *cfg, int B, int T, GPTMatmul matmul, GPTPrecision precision,
-                   int n_threads, char *err, size_t errlen) {
+                   GPTAttention attention, int n_threads, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
-    if (gpt_memory(cfg, matmul, precision, B, T, 0, n_threads, &f->model, err, errlen) != 0) return -1;
+    if (gpt_memory(cfg, matmul, precision, attention, B, T, 0, n_threads, &f->model, err, errlen) != 0) return -1;
     const GPTMemory *m = &f->model;
     f->bytes = model_base(m) + m->activations + m->engine;
     snprintf(f->what, sizeof f->what, "the model's %zu parameters and activations for batch %d x %d", m->n_params,
@@ -41,7 +41,9 @@ int footprint_eval(Footprint *f, const GPTConfig *cfg, int B, int T, GPTMatmul m
 int footprint_sample(Footprint *f, const GPTConfig *cfg, int max_len, GPTMatmul matmul, GPTPrecision precision,
                      int n_threads, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
-    if (gpt_memory(cfg, matmul, precision, 0, 0, 0, n_threads, &f->model, err, errlen) != 0) return -1;
+    // no batch pass (B = 0): the attention's engine scratch is none either way
+    if (gpt_memory(cfg, matmul, precision, GPT_ATTENTION_BLOCKED, 0, 0, 0, n_threads, &f->model, err, errlen) != 0)
+        return -1;
     const GPTMemory *m = &f->model;
     f->work = kv_cache_bytes(cfg, max_len);
     f->bytes = model_base(m) + f->work + m->engine;
@@ -52,7 +54,8 @@ int footprint_sample(Footprint *f, const GPTConfig *cfg, int max_len, GPTMatmul 
 
 int footprint_export(Footprint *f, const GPTConfig *cfg, int context_length, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
-    if (gpt_memory(cfg, GPT_MATMUL_OPENBLAS, GPT_FP32, 0, 0, 0, 1, &f->model, err, errlen) != 0) return -1;
+    if (gpt_memory(cfg, GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, 0, 0, 0, 1, &f->model, err, errlen) != 0)
+        return -1;
     const GPTMemory *m = &f->model;
     int n_ctx = context_length > 0 ? context_length : cfg->block_size;
     f->work = gguf_model_bytes(cfg, n_ctx);
@@ -67,7 +70,8 @@ int footprint_export(Footprint *f, const GPTConfig *cfg, int context_length, cha
 
 int footprint_export_hf(Footprint *f, const GPTConfig *cfg, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
-    if (gpt_memory(cfg, GPT_MATMUL_OPENBLAS, GPT_FP32, 0, 0, 0, 1, &f->model, err, errlen) != 0) return -1;
+    if (gpt_memory(cfg, GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, 0, 0, 0, 1, &f->model, err, errlen) != 0)
+        return -1;
     f->work = hf_model_bytes(cfg);
     f->bytes = model_base(&f->model) + f->work;
     snprintf(f->what, sizeof f->what, "the model's %zu parameters and the exported tensors", f->model.n_params);

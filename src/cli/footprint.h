@@ -32,11 +32,11 @@ typedef struct {
 // buffers on n_threads threads, and (with_adamw; not for --debug-state)
 // AdamW's moments.
 int footprint_train(Footprint *f, const GPTConfig *cfg, int B, int T, GPTMatmul matmul, GPTPrecision precision,
-                    int n_threads, int with_adamw, char *err, size_t errlen);
+                    GPTAttention attention, int n_threads, int with_adamw, char *err, size_t errlen);
 // ./eval: the model loaded from a weights file (its configuration from
 // gpt_load_probe), then activations and the engine for forward passes of (B, T).
 int footprint_eval(Footprint *f, const GPTConfig *cfg, int B, int T, GPTMatmul matmul, GPTPrecision precision,
-                   int n_threads, char *err, size_t errlen);
+                   GPTAttention attention, int n_threads, char *err, size_t errlen);
 // ./sample: the model loaded, then a KV cache of max_len positions.
 int footprint_sample(Footprint *f, const GPTConfig *cfg, int max_len, GPTMatmul matmul, GPTPrecision precision,
                      int n_threads, char *err, size_t errlen);

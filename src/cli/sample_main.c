@@ -182,7 +182,8 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (gpt_load(&model, a.weights, 0, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
-    if (gpt_set_matmul(model, a.matmul, a.precision, err, sizeof err) ||
+    // decoding runs the KV cache's attention (kvcache.c), never the engine's: no attention choice
+    if (gpt_set_matmul(model, a.matmul, a.precision, GPT_ATTENTION_BLOCKED, err, sizeof err) ||
         model_overrides_apply(model, &a.overrides, err, sizeof err)) {
         fprintf(stderr, "sample: %s: %s\n", a.weights, err);
         rc = 2;

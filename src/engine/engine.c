@@ -82,6 +82,10 @@ void bias_grad(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC)
     }
 }
 
+void zero_rows(float *x, size_t ld, int rows, int cols) {
+    for (int r = 0; r < rows; r++) memset(x + (size_t)r * ld, 0, (size_t)cols * sizeof(float));
+}
+
 size_t grow_buffer_bytes(size_t bytes) { return (bytes + 63) / 64 * 64; }
 
 int grow_buffer(void **buf, size_t *have, size_t bytes) {

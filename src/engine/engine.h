@@ -7,9 +7,12 @@
 //   reference  reference.c         plain loops: a naive triple-loop matmul, per-head causal
 //                                  attention one query row at a time (fp32)
 //   openblas   engine_openblas.c   every product a cblas_sgemm: linear layers one slice per
-//                                  thread, attention in blocks of 64 query rows (fp32)
+//                                  thread, attention in blocks of 64 query rows against all
+//                                  their keys, or fused: 64 x 64 (query x key) blocks with an
+//                                  online softmax (fp32)
 //   onednn     engine_onednn.c     the same products on oneDNN matmul primitives, fp32 or bf16
-//              onednn_attention.c  (bf16: each product's inputs rounded to bf16, fp32 sums)
+//              onednn_attention.c  (bf16: each product's inputs rounded to bf16, fp32 sums);
+//                                  fp32 also fused, on the OpenBLAS engine's loops
 //
 // gpt_set_matmul (gpt.c) is the one place an engine is chosen. What the
 // engines share below this seam is in engine_shared.h; what only the tests
@@ -54,9 +57,12 @@ struct Engine {
     // -> out (B,T,C) heads concatenated, lse (B,H,T) each softmax row's log-sum-exp
     void (*attention_forward)(Engine *e, float *out, float *lse, const float *qkv, const float *bias,
                               int B, int T, int C, int H);
-    // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (NULL: skipped)
+    // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (NULL: skipped); qkv, bias
+    // the forward's inputs, out and lse its outputs. Only the fused attention reads out
+    // (rowsum(dY * Y), FlashAttention-2's); an engine with keeps_inputs 1 (below) gets a buffer
+    // the layers share, which holds another layer's output, and has no fused attention.
     void (*attention_backward)(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
-                               const float *lse, const float *bias, int B, int T, int C, int H);
+                               const float *out, const float *lse, const float *bias, int B, int T, int C, int H);
     // The parameters were written: weight copies are re-made at their next use. NULL: no copies.
     void (*weights_changed)(Engine *e);
     // Memory the engine holds besides parameters and activations (copies, scratch), in bytes.
@@ -77,10 +83,14 @@ void engine_fail(Engine *e, const char *fmt, ...) __attribute__((format(printf, 
 
 // The engines. reference and openblas cannot fail but for memory.
 int engine_reference_create(Engine **e, char *err, size_t errlen);
-int engine_openblas_create(Engine **e, char *err, size_t errlen);
+// fused_attention 0: the blocked attention (blocks of query rows against all their keys, the
+// whole softmax row at once); 1: the fused one (blocks of keys too, an online softmax), whose
+// scratch does not grow with T. engine_openblas.c has both.
+int engine_openblas_create(Engine **e, int fused_attention, char *err, size_t errlen);
 // oneDNN, fp32 or bf16 (bf16 needs an AVX-512 core: native bf16 dot products with ISA
-// avx512_core_bf16 or amx, emulated on plain avx512_core; otherwise -1 with the reason).
-int engine_onednn_create(Engine **e, int bf16, char *err, size_t errlen);
+// avx512_core_bf16 or amx, emulated on plain avx512_core; otherwise -1 with the reason);
+// fused_attention as OpenBLAS's, fp32 only (bf16 with it: -1).
+int engine_onednn_create(Engine **e, int bf16, int fused_attention, char *err, size_t errlen);
 
 // What an engine will hold (Engine.bytes) for a model's products, from their
 // shapes, before it runs: its scratch and buffers, by the formulas its own
@@ -95,7 +105,7 @@ typedef struct {
     int backward;
 } EngineShapes;
 size_t engine_reference_bytes_for(const EngineShapes *s, int n_threads);
-size_t engine_openblas_bytes_for(const EngineShapes *s, int n_threads);
-size_t engine_onednn_bytes_for(const EngineShapes *s, int bf16, int n_threads);
+size_t engine_openblas_bytes_for(const EngineShapes *s, int fused_attention, int n_threads);
+size_t engine_onednn_bytes_for(const EngineShapes *s, int bf16, int fused_attention, int n_threads);
 
 #endif

@@ -475,16 +475,17 @@ static const char *isa_name(dnnl_cpu_isa_t isa) {
     }
 }
 
-static void describe(OnednnEngine *e) {
+static void describe(OnednnEngine *e, int fused_attention) {
     const dnnl_version_t *v = dnnl_version();
     const char *weights = e->layout == WEIGHTS_PACKED ? "2 packed copies per weight"
                           : e->dt == dnnl_f32         ? "read in place"
                                                       : "1 plain bf16 copy per weight";
     int emulated = e->bf16 && (e->isa & dnnl_cpu_isa_avx512_core_bf16) != dnnl_cpu_isa_avx512_core_bf16;
     snprintf(e->base.describe, sizeof e->base.describe,
-             "onednn %s%s (oneDNN %d.%d.%d, isa %s), weights %s; attention's products on oneDNN",
+             "onednn %s%s (oneDNN %d.%d.%d, isa %s), weights %s; attention's products on oneDNN%s",
              e->bf16 ? "bf16" : "fp32", emulated ? " emulated: no native bf16 on this CPU, slower than fp32" : "",
-             v->major, v->minor, v->patch, isa_name(e->isa), weights);
+             v->major, v->minor, v->patch, isa_name(e->isa), weights,
+             fused_attention ? ", fused: blocks of 64 query rows x 64 keys, online softmax" : "");
 }
 
 // The registered weight at address W (OC,C), registered now if new; NULL (message in e->msg) on failure.
@@ -592,10 +593,10 @@ static void attention_forward(Engine *base, float *out, float *lse, const float 
 }
 
 static void attention_backward(Engine *base, float *dqkv, float *dbias, const float *dout, const float *qkv,
-                               const float *lse, const float *bias, int B, int T, int C, int H) {
+                               const float *out, const float *lse, const float *bias, int B, int T, int C, int H) {
     OnednnEngine *e = (OnednnEngine *)base;
-    if (onednn_attention_backward(e->attention, dqkv, dbias, dout, qkv, lse, bias, omp_get_max_threads(), B, T, C,
-                                  H) != 0)
+    if (onednn_attention_backward(e->attention, dqkv, dbias, dout, qkv, out, lse, bias, omp_get_max_threads(), B, T,
+                                  C, H) != 0)
         engine_fail(base, "%s", onednn_attention_error(e->attention));
 }
 
@@ -617,7 +618,7 @@ void engine_onednn_stats(const Engine *base, OnednnStats *s) {
     for (int i = 0; i < e->n_inputs; i++) s->scratch_bytes += e->inputs[i].bytes;
 }
 
-size_t engine_onednn_bytes_for(const EngineShapes *s, int bf16, int n_threads) {
+size_t engine_onednn_bytes_for(const EngineShapes *s, int bf16, int fused_attention, int n_threads) {
     size_t C = s->C, F = s->F, FC = s->FC, V = s->V, L = s->L, N = s->B > 0 ? (size_t)s->B * s->T : 1;
     size_t bytes = 0;
     if (bf16) {
@@ -636,7 +637,8 @@ size_t engine_onednn_bytes_for(const EngineShapes *s, int bf16, int n_threads) {
             bytes += grow_buffer_bytes(N * widest * sizeof(uint16_t));
         }
     }
-    if (s->B > 0) bytes += onednn_attention_bytes_for(bf16, s->B, s->T, s->C, s->H, n_threads, s->backward);
+    if (s->B > 0)
+        bytes += onednn_attention_bytes_for(bf16, fused_attention, s->B, s->T, s->C, s->H, n_threads, s->backward);
     return bytes;
 }
 
@@ -684,7 +686,8 @@ static void engine_free(Engine *base) {
     free(e);
 }
 
-int engine_onednn_create_with_layout(Engine **out, int bf16, WeightLayout layout, char *err, size_t errlen) {
+int engine_onednn_create_with_layout(Engine **out, int bf16, int fused_attention, WeightLayout layout, char *err,
+                                     size_t errlen) {
     *out = NULL;
     if (layout != WEIGHTS_DEFAULT && layout != WEIGHTS_PACKED && layout != WEIGHTS_PLAIN) {
         snprintf(err, errlen, "unknown weight layout %d", (int)layout);
@@ -715,8 +718,8 @@ int engine_onednn_create_with_layout(Engine **out, int bf16, WeightLayout layout
     e->generation = 1;   // copies start at 0: stale
     TRY("engine", dnnl_engine_create(&e->dnnl, dnnl_cpu, 0));
     TRY("stream", dnnl_stream_create(&e->stream, e->dnnl, dnnl_stream_default_flags));
-    if (onednn_attention_create(&e->attention, bf16, e->msg, sizeof e->msg) != 0) goto fail;
-    describe(e);
+    if (onednn_attention_create(&e->attention, bf16, fused_attention, e->msg, sizeof e->msg) != 0) goto fail;
+    describe(e, fused_attention);
     *out = &e->base;
     return 0;
 fail:
@@ -725,6 +728,6 @@ fail:
     return -1;
 }
 
-int engine_onednn_create(Engine **out, int bf16, char *err, size_t errlen) {
-    return engine_onednn_create_with_layout(out, bf16, WEIGHTS_DEFAULT, err, errlen);
+int engine_onednn_create(Engine **out, int bf16, int fused_attention, char *err, size_t errlen) {
+    return engine_onednn_create_with_layout(out, bf16, fused_attention, WEIGHTS_DEFAULT, err, errlen);
 }

@@ -20,6 +20,8 @@ void thread_slice(int n, int *lo, int *hi);
 void bias_grad_columns(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC, int o0, int o1);
 // The same for every column, on the pool: db (OC) += sum_n dout[n,:] (and dout_bf16 = dout rounded).
 void bias_grad(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC);
+// Rows 0..rows-1 of x, row stride ld, set to zero in their first cols columns.
+void zero_rows(float *x, size_t ld, int rows, int cols);
 // A buffer of at least `bytes`, 64-byte aligned, replacing *buf (contents lost) if smaller. 0 or -1.
 int grow_buffer(void **buf, size_t *have, size_t bytes);
 // What grow_buffer allocates for `bytes`: rounded up to a multiple of 64.
@@ -40,5 +42,34 @@ void attention_block_probs(float *s, int i0, int rows, int keys, const float *bi
 // dp (rows, keys) holds dY_I V_J^T: dS = P * (dP - rowsum(P * dP)) in place, masked;
 // dbias_bh[i-j] += dS_ij if set.
 void attention_block_dscores(float *dp, const float *p, int i0, int rows, int keys, float *dbias_bh);
+
+// The fused attention's loops (engine_openblas.c): per (batch, head), block
+// of query rows i0..i0+rows-1 and block of keys j0..j0+cols-1 (j0 <= i0; the
+// diagonal block j0 = i0 is the only one with keys above the diagonal).
+// Floats of one thread's scratch: two blocks (rows x cols) and two rows of
+// per-row values, 2 nb nb + 2 nb for nb = attention_block_rows(T): no T x T and no nb x T.
+size_t attention_fused_scratch_floats(int T);
+// The online softmax's step (forward): s (rows, cols) holds scale Q_I K_J^T;
+// adds bias_h[i-j] (if set), masks, and with m_i the running max of row i
+// (row_max, -inf before the first key block) and l_i its running sum
+// (row_sum) makes m_i' = max(m_i, max_j s_ij), P = exp(s - m_i') in place,
+// l_i' = l_i exp(m_i - m_i') + rowsum(P), and rescales the output row y_i
+// (D floats, row stride ldy; not read for the first key block, j0 = 0) by exp(m_i - m_i').
+void attention_online_probs(float *s, int i0, int rows, int j0, int cols, const float *bias_h, float *row_max,
+                            float *row_sum, float *y, size_t ldy, int D);
+// The online softmax's end: y_i /= l_i (each of the rows), lse_i = m_i + log l_i.
+void attention_online_finish(float *y, size_t ldy, int D, int rows, const float *row_max, const float *row_sum,
+                             float *lse);
+// Backward: rho_i = dY_i . Y_i for the block's rows (dy, y: rows of D floats, row stride ld), which
+// is rowsum(P * dP) over all of row i's keys (Y_i = sum_j P_ij V_j), in a fixed order.
+void attention_row_dots(float *rho, const float *dy, const float *y, size_t ld, int rows, int D);
+// Backward: s (rows, cols) holds scale Q_I K_J^T: P = exp(s + bias - lse) in place, masked.
+void attention_key_block_probs(float *s, int i0, int rows, int j0, int cols, const float *bias_h,
+                               const float *lse);
+// Backward: dp (rows, cols) holds dY_I V_J^T: dS = P * (dP - rho_i) in place, masked, with
+// rho_i = rowsum(dY_i * Y_i) given (FlashAttention-2's: = rowsum(P * dP) over all keys);
+// dbias_bh[i-j] += dS_ij if set.
+void attention_key_block_dscores(float *dp, const float *p, int i0, int rows, int j0, int cols, const float *rho,
+                                 float *dbias_bh);
 
 #endif

@@ -16,7 +16,8 @@
 //   WEIGHTS_PLAIN   fp32: the parameter itself, no copy (oneDNN packs blocks of it inside
 //                   each call); bf16: one row-major bf16 copy of W, read as W^T by forward
 typedef enum { WEIGHTS_DEFAULT, WEIGHTS_PACKED, WEIGHTS_PLAIN } WeightLayout;
-int engine_onednn_create_with_layout(Engine **e, int bf16, WeightLayout layout, char *err, size_t errlen);
+int engine_onednn_create_with_layout(Engine **e, int bf16, int fused_attention, WeightLayout layout, char *err,
+                                     size_t errlen);
 
 typedef struct {
     long repacks;              // weight copies made from the parameters so far

@@ -50,15 +50,17 @@ static inline void to_bf16(uint16_t *y, const float *x, size_t n) {
 // onednn_attention.c: the Engine's attention_forward/backward (engine.h) on
 // oneDNN, with n_threads threads; 0 or -1 with the message in onednn_attention_error.
 typedef struct OnednnAttention OnednnAttention;
-int onednn_attention_create(OnednnAttention **ae, int bf16, char *err, size_t errlen);
+// fused 1: the fused attention (key blocks, online softmax; fp32 only), 0: the blocked one.
+int onednn_attention_create(OnednnAttention **ae, int bf16, int fused, char *err, size_t errlen);
 void onednn_attention_free(OnednnAttention *ae);
 const char *onednn_attention_error(const OnednnAttention *ae);
 size_t onednn_attention_bytes(const OnednnAttention *ae);   // its buffers; 0 for NULL
 // The same before it runs, but for oneDNN's scratchpads (engine.h's EngineShapes).
-size_t onednn_attention_bytes_for(int bf16, int B, int T, int C, int H, int n_threads, int backward);
+size_t onednn_attention_bytes_for(int bf16, int fused, int B, int T, int C, int H, int n_threads, int backward);
 int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const float *qkv, const float *bias,
                              int n_threads, int B, int T, int C, int H);
 int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, const float *dout, const float *qkv,
-                              const float *lse, const float *bias, int n_threads, int B, int T, int C, int H);
+                              const float *out, const float *lse, const float *bias, int n_threads, int B, int T,
+                              int C, int H);
 
 #endif

@@ -69,6 +69,10 @@
 
 enum { PR_S, PR_Y, PR_DP, PR_DQ, PR_DK, PR_DV, N_PROD };
 enum { M_SRC, M_WEI, M_DST, M_SP, N_MEM };
+// The key blocks a query block's products see: blocked, all its keys at once
+// (ALL_KEYS); fused, the blocks of nb keys below the diagonal block
+// (KEYS_BELOW, cols = nb) and the diagonal block (KEYS_DIAGONAL, cols = rows).
+enum { ALL_KEYS = 0, KEYS_BELOW = 0, KEYS_DIAGONAL = 1 };
 static const char *const prod_names[N_PROD] = {"QK^T", "PV", "dY V^T", "dS K", "dS^T Q", "P^T dY"};
 
 typedef struct {
@@ -79,9 +83,9 @@ typedef struct {
 
 typedef struct {                    // what one thread does not share
     dnnl_stream_t stream;
-    dnnl_memory_t *mem;             // [n_blocks][N_PROD][N_MEM]; [M_SP] NULL: no scratchpad
+    dnnl_memory_t *mem;             // [n_blocks][n_kinds][N_PROD][N_MEM]; [M_SP] NULL: no scratchpad
     void *scratchpad;
-    float *f32;                     // 2 nb T: P, then dP / dS (fp32)
+    float *f32;                     // 2 nb T: P, then dP / dS (fp32); fused: 2 nb nb + 2 nb (and the rows' values)
     uint16_t *b16;                  // bf16 only, 2 nb T: P, dS rounded
     float *heads;                   // bf16 only, (nb + 2T) D: Y_I or dQ_I (nb, D), dK and dV (T, D)
 } Slot;
@@ -89,14 +93,16 @@ typedef struct {                    // what one thread does not share
 typedef struct {
     int T, C, H, n_threads;         // the key
     int D, nb, n_blocks;
+    int n_kinds;                    // key blocks per query block's shape: 1 (ALL_KEYS), fused 2 (KEYS_BELOW, _DIAGONAL)
     int q_stride, y_stride;         // row strides of q, k, v, dq, dk, dv (fp32 3C) and y, dy (fp32 C); bf16: D
     float scale;                    // 1/sqrt(D)
-    Prod *prod;                     // [n_blocks][N_PROD]
+    Prod *prod;                     // [n_blocks][n_kinds][N_PROD]
     Slot *slot;                     // [n_threads]
 } Plan;
 
 struct OnednnAttention {
     int bf16;
+    int fused;                      // 1: the fused attention (fp32 only), 0: the blocked one
     dnnl_data_type_t dt;            // of the products' inputs
     size_t es;                      // its size in bytes
     dnnl_engine_t dnnl;
@@ -118,10 +124,15 @@ static size_t heads_floats(int bf16, int nb, int T, int D) {
     return bf16 ? ((size_t)nb + 2 * (size_t)T) * D : 0;
 }
 
+// Floats of a slot's fp32 scratch: P and dP (attention_scratch_floats), fused its own.
+static size_t f32_floats(int fused, int T) {
+    return fused ? attention_fused_scratch_floats(T) : attention_scratch_floats(T);
+}
+
 // A slot's buffers but its scratchpad (oneDNN's to size): fp32 P and dP
-// (attention_scratch_floats), in bf16 also their rounding and the head scratch.
-static size_t slot_bytes(int bf16, int T, int D) {
-    size_t scratch = attention_scratch_floats(T), heads = heads_floats(bf16, attention_block_rows(T), T, D);
+// (f32_floats), in bf16 also their rounding and the head scratch.
+static size_t slot_bytes(int bf16, int fused, int T, int D) {
+    size_t scratch = f32_floats(fused, T), heads = heads_floats(bf16, attention_block_rows(T), T, D);
     return grow_buffer_bytes(scratch * sizeof(float)) +
            (bf16 ? grow_buffer_bytes(scratch * sizeof(uint16_t)) + grow_buffer_bytes(heads * sizeof(float)) : 0);
 }
@@ -130,6 +141,14 @@ static void block_shape(const Plan *pl, int blk, int *i0, int *rows, int *keys) 
     *i0 = blk * pl->nb;
     *rows = pl->T - *i0 < pl->nb ? pl->T - *i0 : pl->nb;
     *keys = *i0 + *rows;
+}
+
+// The keys (columns of S and P) of query block blk's products of this kind.
+static int kind_cols(const Plan *pl, int blk, int kind) {
+    int i0, rows, keys;
+    block_shape(pl, blk, &i0, &rows, &keys);
+    if (pl->n_kinds == 1) return keys;   // ALL_KEYS
+    return kind == KEYS_DIAGONAL ? rows : pl->nb;
 }
 
 static dnnl_status_t md_strided(dnnl_memory_desc_t *md, int64_t rows, int64_t cols, int64_t row_stride,
@@ -169,7 +188,8 @@ static int prod_create(OnednnAttention *ae, const Plan *pl, Prod *pr, int p, int
     TRY("attributes", dnnl_primitive_attr_set_scratchpad_mode(attr, dnnl_scratchpad_mode_user));
     if (p == PR_S || p == PR_DQ || p == PR_DK)
         TRY("output scale", dnnl_primitive_attr_set_output_scales(attr, 1, 0, &pl->scale));
-    if (p == PR_DK || p == PR_DV) {
+    // dK, dV are sums over query blocks; fused, Y_I and dQ_I are sums over key blocks too
+    if (p == PR_DK || p == PR_DV || (ae->fused && (p == PR_Y || p == PR_DQ))) {
         TRY("post-ops", dnnl_post_ops_create(&post_ops));
         TRY("post-ops", dnnl_post_ops_append_sum(post_ops, 1.0f));
         TRY("post-ops", dnnl_primitive_attr_set_post_ops(attr, post_ops));
@@ -197,7 +217,7 @@ static void plan_free(Plan *pl) {
         for (int t = 0; t < pl->n_threads; t++) {
             Slot *sl = &pl->slot[t];
             if (sl->mem)
-                for (int i = 0; i < pl->n_blocks * N_PROD * N_MEM; i++)
+                for (int i = 0; i < pl->n_blocks * pl->n_kinds * N_PROD * N_MEM; i++)
                     if (sl->mem[i]) dnnl_memory_destroy(sl->mem[i]);
             if (sl->stream) dnnl_stream_destroy(sl->stream);
             free(sl->mem);
@@ -207,7 +227,7 @@ static void plan_free(Plan *pl) {
             free(sl->heads);
         }
     if (pl->prod)
-        for (int i = 0; i < pl->n_blocks * N_PROD; i++)
+        for (int i = 0; i < pl->n_blocks * pl->n_kinds * N_PROD; i++)
             if (pl->prod[i].prim) dnnl_primitive_destroy(pl->prod[i].prim);
     free(pl->slot);
     free(pl->prod);
@@ -237,7 +257,9 @@ static Plan *plan_get(OnednnAttention *ae, int T, int C, int H, int n_threads) {
     pl->scale = 1.0f / sqrtf((float)pl->D);
     pl->nb = attention_block_rows(T);
     pl->n_blocks = (T + pl->nb - 1) / pl->nb;
-    pl->prod = calloc((size_t)pl->n_blocks * N_PROD, sizeof *pl->prod);
+    pl->n_kinds = ae->fused ? 2 : 1;
+    const int n_prods = pl->n_blocks * pl->n_kinds * N_PROD;
+    pl->prod = calloc((size_t)n_prods, sizeof *pl->prod);
     pl->slot = calloc(n_threads, sizeof *pl->slot);
     if (!pl->prod || !pl->slot) { set_err(ae, "out of memory"); goto fail; }
     int saved = omp_get_max_threads(), ok = 1;
@@ -246,19 +268,20 @@ static Plan *plan_get(OnednnAttention *ae, int T, int C, int H, int n_threads) {
     for (int blk = 0; ok && blk < pl->n_blocks; blk++) {
         int i0, rows, keys;
         block_shape(pl, blk, &i0, &rows, &keys);
-        for (int p = 0; ok && p < N_PROD; p++) {
-            Prod *pr = &pl->prod[blk * N_PROD + p];
-            ok = prod_create(ae, pl, pr, p, rows, keys) == 0;
-            if (ok && pr->sp_bytes > sp_max) sp_max = pr->sp_bytes;
-        }
+        for (int kind = 0; ok && kind < pl->n_kinds; kind++)
+            for (int p = 0; ok && p < N_PROD; p++) {
+                Prod *pr = &pl->prod[(blk * pl->n_kinds + kind) * N_PROD + p];
+                ok = prod_create(ae, pl, pr, p, rows, kind_cols(pl, blk, kind)) == 0;
+                if (ok && pr->sp_bytes > sp_max) sp_max = pr->sp_bytes;
+            }
     }
     omp_set_num_threads(saved);
     if (!ok) goto fail;
-    size_t scratch = attention_scratch_floats(T), heads = heads_floats(ae->bf16, pl->nb, T, pl->D);
+    size_t scratch = f32_floats(ae->fused, T), heads = heads_floats(ae->bf16, pl->nb, T, pl->D);
     for (int t = 0; t < n_threads; t++) {
         Slot *sl = &pl->slot[t];
         TRY("stream", dnnl_stream_create(&sl->stream, ae->dnnl, dnnl_stream_default_flags));
-        sl->mem = calloc((size_t)pl->n_blocks * N_PROD * N_MEM, sizeof *sl->mem);
+        sl->mem = calloc((size_t)n_prods * N_MEM, sizeof *sl->mem);
         sl->scratchpad = sp_max ? alloc64(sp_max) : NULL;
         sl->f32 = alloc64(scratch * sizeof(float));
         sl->b16 = ae->bf16 ? alloc64(scratch * sizeof(uint16_t)) : NULL;
@@ -267,7 +290,7 @@ static Plan *plan_get(OnednnAttention *ae, int T, int C, int H, int n_threads) {
             set_err(ae, "out of memory");
             goto fail;
         }
-        for (int i = 0; i < pl->n_blocks * N_PROD; i++)
+        for (int i = 0; i < n_prods; i++)
             for (int m = 0; m < N_MEM; m++)
                 if (m != M_SP || pl->prod[i].sp_bytes)
                     TRY("memory", dnnl_memory_create(&sl->mem[i * N_MEM + m], &pl->prod[i].md[m], ae->dnnl,
@@ -285,11 +308,16 @@ fail:
     return NULL;
 }
 
-int onednn_attention_create(OnednnAttention **out, int bf16, char *err, size_t errlen) {
+int onednn_attention_create(OnednnAttention **out, int bf16, int fused, char *err, size_t errlen) {
     *out = NULL;
+    if (bf16 && fused) {
+        snprintf(err, errlen, "the fused attention runs in fp32 only on oneDNN (bf16 has the blocked one)");
+        return -1;
+    }
     OnednnAttention *ae = calloc(1, sizeof *ae);
     if (!ae) { snprintf(err, errlen, "out of memory"); return -1; }
     ae->bf16 = bf16;
+    ae->fused = fused;
     ae->dt = bf16 ? dnnl_bf16 : dnnl_f32;
     ae->es = bf16 ? 2 : 4;
     TRY("engine", dnnl_engine_create(&ae->dnnl, dnnl_cpu, 0));
@@ -318,16 +346,16 @@ size_t onednn_attention_bytes(const OnednnAttention *ae) {
     for (int i = 0; i < ae->n_plans; i++) {
         const Plan *pl = ae->plans[i];
         size_t sp_max = 0;
-        for (int j = 0; j < pl->n_blocks * N_PROD; j++)
+        for (int j = 0; j < pl->n_blocks * pl->n_kinds * N_PROD; j++)
             if (pl->prod[j].sp_bytes > sp_max) sp_max = pl->prod[j].sp_bytes;
-        bytes += pl->n_threads * (grow_buffer_bytes(sp_max) + slot_bytes(ae->bf16, pl->T, pl->D));
+        bytes += pl->n_threads * (grow_buffer_bytes(sp_max) + slot_bytes(ae->bf16, ae->fused, pl->T, pl->D));
     }
     return bytes;
 }
 
-size_t onednn_attention_bytes_for(int bf16, int B, int T, int C, int H, int n_threads, int backward) {
+size_t onednn_attention_bytes_for(int bf16, int fused, int B, int T, int C, int H, int n_threads, int backward) {
     size_t BT = (size_t)B * T;
-    size_t bytes = (size_t)n_threads * slot_bytes(bf16, T, C / H);
+    size_t bytes = (size_t)n_threads * slot_bytes(bf16, fused, T, C / H);
     if (bf16) bytes += grow_buffer_bytes(BT * 3 * C * sizeof(uint16_t));                 // qkv16
     if (bf16 && backward) bytes += grow_buffer_bytes(BT * (size_t)C * sizeof(uint16_t));   // dy16
     return bytes;
@@ -372,9 +400,11 @@ static void copy_rows(float *dst, size_t ld, const float *src, int rows, int D) 
     }
 }
 
-// Product p of block blk on slot sl: dst = src . wei (with its attributes).
-static dnnl_status_t run(const Plan *pl, Slot *sl, int blk, int p, const void *src, const void *wei, float *dst) {
-    dnnl_memory_t *m = sl->mem + (blk * N_PROD + p) * N_MEM;
+// Product p of block blk (and its key block's kind) on slot sl: dst = src . wei (with its attributes).
+static dnnl_status_t run(const Plan *pl, Slot *sl, int blk, int kind, int p, const void *src, const void *wei,
+                         float *dst) {
+    const int i = (blk * pl->n_kinds + kind) * N_PROD + p;
+    dnnl_memory_t *m = sl->mem + i * N_MEM;
     dnnl_status_t st;
     if ((st = dnnl_memory_set_data_handle(m[M_SRC], (void *)src)) != dnnl_success) return st;
     if ((st = dnnl_memory_set_data_handle(m[M_WEI], (void *)wei)) != dnnl_success) return st;
@@ -386,7 +416,7 @@ static dnnl_status_t run(const Plan *pl, Slot *sl, int blk, int p, const void *s
         if ((st = dnnl_memory_set_data_handle(m[M_SP], sl->scratchpad)) != dnnl_success) return st;
         n_args = 4;
     }
-    if ((st = dnnl_primitive_execute(pl->prod[blk * N_PROD + p].prim, sl->stream, n_args, args)) != dnnl_success)
+    if ((st = dnnl_primitive_execute(pl->prod[i].prim, sl->stream, n_args, args)) != dnnl_success)
         return st;
     return dnnl_stream_wait(sl->stream);
 }
@@ -439,6 +469,109 @@ static HeadTask head_task(const OnednnAttention *ae, const Plan *pl, const char 
     return t;
 }
 
+/* ---- fused attention (fp32) ----
+ *
+ * engine_openblas.c's fused attention on these primitives: per query block I
+ * and key block J <= I, the products of the table above with keys J alone
+ * (cols = nb below the diagonal block, rows on it), Y_I and dQ_I summed over
+ * the key blocks by a sum post-op into rows zeroed first, between them the
+ * OpenBLAS engine's loops (the online softmax's step and end; the key block's
+ * P and dS with rho_i = dY_i . Y_i). fp32 operands in place, as above. */
+
+// qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
+static int fused_forward(OnednnAttention *ae, Plan *pl, float *out, float *lse, const float *qkv, const float *bias,
+                         int n_threads, int B) {
+    const int T = pl->T, C = pl->C, D = pl->D, nb = pl->nb;
+    const size_t C3 = 3 * (size_t)C;
+    Failure fail = {dnnl_success, 0};
+    #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
+    for (int bh = 0; bh < B * pl->H; bh++) {
+        const HeadTask t = head_task(ae, pl, (const char *)qkv, bh);
+        const float *q = (const float *)t.q, *k = (const float *)t.k, *v = (const float *)t.v;
+        const float *bias_h = bias ? bias + (size_t)t.h * T : NULL;
+        float *s = t.sl->f32, *row_max = s + (size_t)nb * nb, *row_sum = row_max + nb;
+        dnnl_status_t st = dnnl_success;
+        for (int blk = 0; blk < pl->n_blocks && st == dnnl_success; blk++) {
+            int i0, rows, keys;
+            block_shape(pl, blk, &i0, &rows, &keys);
+            const float *q_i = q + (size_t)i0 * C3;
+            float *y = out + head_at(t.b, t.h, T, C, D) + (size_t)i0 * C;   // Y_I (rows, D), row stride C
+            zero_rows(y, C, rows, D);
+            for (int j0 = 0; j0 <= i0; j0 += nb) {
+                int kind = j0 < i0 ? KEYS_BELOW : KEYS_DIAGONAL, cols = kind_cols(pl, blk, kind);
+                if ((st = run(pl, t.sl, blk, kind, PR_S, q_i, k + (size_t)j0 * C3, s)) != dnnl_success) {
+                    record(&fail, st, PR_S);
+                    break;
+                }
+                attention_online_probs(s, i0, rows, j0, cols, bias_h, row_max, row_sum, y, C, D);
+                if ((st = run(pl, t.sl, blk, kind, PR_Y, s, v + (size_t)j0 * C3, y)) != dnnl_success) {
+                    record(&fail, st, PR_Y);
+                    break;
+                }
+            }
+            if (st == dnnl_success) attention_online_finish(y, C, D, rows, row_max, row_sum, lse + (size_t)bh * T + i0);
+        }
+    }
+    return failed(ae, &fail, "forward");
+}
+
+// dout (B,T,C), out (B,T,C) the forward's -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
+static int fused_backward(OnednnAttention *ae, Plan *pl, float *dqkv, float *dbias, const float *dout,
+                          const float *qkv, const float *out, const float *lse, const float *bias, int n_threads,
+                          int B) {
+    const int T = pl->T, C = pl->C, D = pl->D, nb = pl->nb;
+    const size_t C3 = 3 * (size_t)C;
+    Failure fail = {dnnl_success, 0};
+    #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
+    for (int bh = 0; bh < B * pl->H; bh++) {
+        const HeadTask t = head_task(ae, pl, (const char *)qkv, bh);
+        const float *q = (const float *)t.q, *k = (const float *)t.k, *v = (const float *)t.v;
+        const float *dy_h = dout + head_at(t.b, t.h, T, C, D), *y_h = out + head_at(t.b, t.h, T, C, D);
+        float *dq = dqkv + head_at(t.b, t.h, T, C3, D), *dk = dq + C, *dv = dq + 2 * C;
+        const float *bias_h = bias ? bias + (size_t)t.h * T : NULL;
+        float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
+        float *p = t.sl->f32, *dp = p + (size_t)nb * nb, *rho = dp + (size_t)nb * nb;
+        zero_rows(dk, C3, T, D);   // sums over the query blocks
+        zero_rows(dv, C3, T, D);
+        dnnl_status_t st = dnnl_success;
+        for (int blk = 0; blk < pl->n_blocks && st == dnnl_success; blk++) {
+            int i0, rows, keys;
+            block_shape(pl, blk, &i0, &rows, &keys);
+            const float *q_i = q + (size_t)i0 * C3, *dy_i = dy_h + (size_t)i0 * C;
+            float *dq_i = dq + (size_t)i0 * C3;
+            attention_row_dots(rho, dy_i, y_h + (size_t)i0 * C, C, rows, D);
+            zero_rows(dq_i, C3, rows, D);   // a sum over the key blocks
+            for (int j0 = 0; j0 <= i0; j0 += nb) {
+                int kind = j0 < i0 ? KEYS_BELOW : KEYS_DIAGONAL, cols = kind_cols(pl, blk, kind);
+                const float *k_j = k + (size_t)j0 * C3, *v_j = v + (size_t)j0 * C3;
+                if ((st = run(pl, t.sl, blk, kind, PR_S, q_i, k_j, p)) != dnnl_success) {
+                    record(&fail, st, PR_S);
+                    break;
+                }
+                attention_key_block_probs(p, i0, rows, j0, cols, bias_h, lse + (size_t)bh * T);
+                if ((st = run(pl, t.sl, blk, kind, PR_DP, dy_i, v_j, dp)) != dnnl_success) {
+                    record(&fail, st, PR_DP);
+                    break;
+                }
+                attention_key_block_dscores(dp, p, i0, rows, j0, cols, rho, dbias_bh);
+                if ((st = run(pl, t.sl, blk, kind, PR_DQ, dp, k_j, dq_i)) != dnnl_success) {
+                    record(&fail, st, PR_DQ);
+                    break;
+                }
+                if ((st = run(pl, t.sl, blk, kind, PR_DK, dp, q_i, dk + (size_t)j0 * C3)) != dnnl_success) {
+                    record(&fail, st, PR_DK);
+                    break;
+                }
+                if ((st = run(pl, t.sl, blk, kind, PR_DV, p, dy_i, dv + (size_t)j0 * C3)) != dnnl_success) {
+                    record(&fail, st, PR_DV);
+                    break;
+                }
+            }
+        }
+    }
+    return failed(ae, &fail, "backward");
+}
+
 // What a pass starts with: the plan and the products' view of qkv (*qkv_op); NULL on failure.
 static Plan *begin(OnednnAttention *ae, const char **qkv_op, const float *qkv, int n_threads, int B, int T, int C,
                    int H) {
@@ -459,6 +592,7 @@ int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const 
     const char *qkv_op;
     Plan *pl = begin(ae, &qkv_op, qkv, n_threads, B, T, C, H);
     if (!pl) return -1;
+    if (ae->fused) return fused_forward(ae, pl, out, lse, qkv, bias, n_threads, B);
     const size_t es = ae->es;
     Failure fail = {dnnl_success, 0};
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
@@ -470,12 +604,12 @@ int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const 
         for (int blk = 0; blk < pl->n_blocks; blk++) {
             int i0, rows, keys;
             block_shape(pl, blk, &i0, &rows, &keys);
-            dnnl_status_t st = run(pl, t.sl, blk, PR_S, t.q + (size_t)i0 * pl->q_stride * es, t.k, s);
+            dnnl_status_t st = run(pl, t.sl, blk, ALL_KEYS, PR_S, t.q + (size_t)i0 * pl->q_stride * es, t.k, s);
             if (st != dnnl_success) { record(&fail, st, PR_S); break; }
             attention_block_probs(s, i0, rows, keys, bias_h, NULL, lse + (size_t)bh * T);
             if (ae->bf16) round_block(t.sl->b16, s, rows, keys);
             float *y = ae->bf16 ? t.sl->heads : o + (size_t)i0 * C;   // bf16: dense, then into out
-            if ((st = run(pl, t.sl, blk, PR_Y, p_op, t.v, y)) != dnnl_success) {
+            if ((st = run(pl, t.sl, blk, ALL_KEYS, PR_Y, p_op, t.v, y)) != dnnl_success) {
                 record(&fail, st, PR_Y);
                 break;
             }
@@ -487,9 +621,11 @@ int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const 
 
 // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
 int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, const float *dout, const float *qkv,
-                              const float *lse, const float *bias, int n_threads, int B, int T, int C, int H) {
+                              const float *out, const float *lse, const float *bias, int n_threads, int B, int T,
+                              int C, int H) {
     const char *qkv_op;
     Plan *pl = begin(ae, &qkv_op, qkv, n_threads, B, T, C, H);
+    if (pl && ae->fused) return fused_backward(ae, pl, dqkv, dbias, dout, qkv, out, lse, bias, n_threads, B);
     const char *dy_op = pl ? operand(ae, &ae->dy16, &ae->dy16_bytes, dout, 1, B, T, C, H) : NULL;
     if (!dy_op) return -1;
     const int D = pl->D, nb = pl->nb;
@@ -528,20 +664,29 @@ int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, co
             block_shape(pl, blk, &i0, &rows, &keys);
             const char *q_i = q + (size_t)i0 * pl->q_stride * es, *dy_i = dy + (size_t)i0 * pl->y_stride * es;
             float *dq_i = ae->bf16 ? dq_blk : dq + (size_t)i0 * C3;
-            dnnl_status_t st = run(pl, sl, blk, PR_S, q_i, k, p);
+            dnnl_status_t st = run(pl, sl, blk, ALL_KEYS, PR_S, q_i, k, p);
             if (st != dnnl_success) { record(&fail, st, PR_S); break; }
             attention_block_probs(p, i0, rows, keys, bias_h, lse + (size_t)bh * T, NULL);
             if (ae->bf16) round_block(p16, p, rows, keys);
-            if ((st = run(pl, sl, blk, PR_DP, dy_i, v, dp)) != dnnl_success) { record(&fail, st, PR_DP); break; }
+            if ((st = run(pl, sl, blk, ALL_KEYS, PR_DP, dy_i, v, dp)) != dnnl_success) {
+                record(&fail, st, PR_DP);
+                break;
+            }
             attention_block_dscores(dp, p, i0, rows, keys, dbias_bh);
             if (ae->bf16) round_block(ds16, dp, rows, keys);
-            if ((st = run(pl, sl, blk, PR_DQ, ds_op, k, dq_i)) != dnnl_success) {
+            if ((st = run(pl, sl, blk, ALL_KEYS, PR_DQ, ds_op, k, dq_i)) != dnnl_success) {
                 record(&fail, st, PR_DQ);
                 break;
             }
             if (ae->bf16) copy_rows(dq + (size_t)i0 * C3, C3, dq_i, rows, D);
-            if ((st = run(pl, sl, blk, PR_DK, ds_op, q_i, dk_sum)) != dnnl_success) { record(&fail, st, PR_DK); break; }
-            if ((st = run(pl, sl, blk, PR_DV, p_op, dy_i, dv_sum)) != dnnl_success) { record(&fail, st, PR_DV); break; }
+            if ((st = run(pl, sl, blk, ALL_KEYS, PR_DK, ds_op, q_i, dk_sum)) != dnnl_success) {
+                record(&fail, st, PR_DK);
+                break;
+            }
+            if ((st = run(pl, sl, blk, ALL_KEYS, PR_DV, p_op, dy_i, dv_sum)) != dnnl_success) {
+                record(&fail, st, PR_DV);
+                break;
+            }
         }
         if (ae->bf16) {
             copy_rows(dk, C3, dk_sum, T, D);

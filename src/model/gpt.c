@@ -26,11 +26,21 @@ int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
 
 // The one place an engine is chosen (engine.h). The old engine, and any
 // copies of the weights it kept, go; the new one makes its own at first use.
-int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, size_t errlen) {
+int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, GPTAttention attention, char *err,
+                   size_t errlen) {
     Engine *e = NULL;
-    int bf16 = precision == GPT_BF16, rc;
+    int bf16 = precision == GPT_BF16, fused = attention == GPT_ATTENTION_FUSED, rc;
     if (precision != GPT_FP32 && precision != GPT_BF16) {
         snprintf(err, errlen, "unknown precision %d", (int)precision);
+        return -1;
+    }
+    if (attention != GPT_ATTENTION_BLOCKED && attention != GPT_ATTENTION_FUSED) {
+        snprintf(err, errlen, "unknown attention %d", (int)attention);
+        return -1;
+    }
+    if (fused && (matmul == GPT_MATMUL_REFERENCE || bf16)) {
+        snprintf(err, errlen, "the fused attention runs in fp32 on openblas or onednn (%s has the blocked one)",
+                 matmul == GPT_MATMUL_REFERENCE ? "the reference engine" : "onednn bf16");
         return -1;
     }
     if (bf16 && matmul != GPT_MATMUL_ONEDNN) {
@@ -39,8 +49,8 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, 
         return -1;
     }
     switch (matmul) {
-    case GPT_MATMUL_OPENBLAS: rc = engine_openblas_create(&e, err, errlen); break;
-    case GPT_MATMUL_ONEDNN: rc = engine_onednn_create(&e, bf16, err, errlen); break;
+    case GPT_MATMUL_OPENBLAS: rc = engine_openblas_create(&e, fused, err, errlen); break;
+    case GPT_MATMUL_ONEDNN: rc = engine_onednn_create(&e, bf16, fused, err, errlen); break;
     case GPT_MATMUL_REFERENCE: rc = engine_reference_create(&e, err, errlen); break;
     default: snprintf(err, errlen, "unknown matmul engine %d", (int)matmul); return -1;
     }
@@ -55,11 +65,11 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, char *err, 
 const char *gpt_matmul_describe(const GPT *m) { return m->engine->describe; }
 
 // Each figure from the function its allocation is sized with. The engine is
-// the one gpt_set_matmul(matmul, precision) makes: oneDNN in bf16 keeps its
-// own copies of the linear inputs (its Engine.keeps_inputs), so the
+// the one gpt_set_matmul(matmul, precision, attention) makes: oneDNN in bf16
+// keeps its own copies of the linear inputs (its Engine.keeps_inputs), so the
 // activations hold one layer of them.
-int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, int B, int T, int backward,
-               int n_threads, GPTMemory *mem, char *err, size_t errlen) {
+int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, GPTAttention attention, int B, int T,
+               int backward, int n_threads, GPTMemory *mem, char *err, size_t errlen) {
     memset(mem, 0, sizeof *mem);
     GPT *shell;
     if (gpt_describe(&shell, cfg, err, errlen) != 0) return -1;
@@ -76,9 +86,11 @@ int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, i
     mem->activations = B > 0 ? gpt_activations_bytes_for(c, B, T, keeps_inputs) : 0;
     EngineShapes s = {.B = B, .T = T, .C = c->d_model, .H = c->n_head, .L = c->n_layer, .V = c->vocab_size,
                       .F = gpt_mlp_hidden(c), .FC = gpt_mlp_fc_width(c), .backward = backward};
-    mem->engine = matmul == GPT_MATMUL_ONEDNN      ? engine_onednn_bytes_for(&s, bf16, n_threads)
+    mem->engine = matmul == GPT_MATMUL_ONEDNN      ? engine_onednn_bytes_for(&s, bf16, attention == GPT_ATTENTION_FUSED,
+                                                                           n_threads)
                 : matmul == GPT_MATMUL_REFERENCE ? engine_reference_bytes_for(&s, n_threads)
-                                                 : engine_openblas_bytes_for(&s, n_threads);
+                                                 : engine_openblas_bytes_for(&s, attention == GPT_ATTENTION_FUSED,
+                                                                             n_threads);
     gpt_free(shell);
     return 0;
 }
@@ -115,7 +127,7 @@ int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errle
     *model = NULL;
     if (params_alloc(m, err, errlen) != 0 ||
         pos_ctx_init(&m->pos_ctx, m->pos, &m->cfg, m->cfg.block_size, err, errlen) != 0 ||
-        gpt_set_matmul(m, GPT_MATMUL_OPENBLAS, GPT_FP32, err, errlen) != 0) {
+        gpt_set_matmul(m, GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, err, errlen) != 0) {
         gpt_free(m);
         return -1;
     }

@@ -165,9 +165,16 @@ int gpt_check_batch(const GPTConfig *cfg, int B, int T, char *err, size_t errlen
 // has no bf16 products (below AVX-512), or for bf16 on another engine.
 // Activations already sized are sized again, and lose their contents, when
 // the new engine needs another layout (bf16 keeps fewer: gpt_alloc_activations).
+// attention: GPT_ATTENTION_BLOCKED (blocks of query rows against all their
+// keys: the softmax row whole, scratch ~ T) or GPT_ATTENTION_FUSED (blocks of
+// keys too, an online softmax: scratch independent of T; openblas only, for
+// now). The reference engine has only its own plain attention (the oracle)
+// and takes BLOCKED to mean it.
 typedef enum { GPT_MATMUL_OPENBLAS, GPT_MATMUL_ONEDNN, GPT_MATMUL_REFERENCE } GPTMatmul;
 typedef enum { GPT_FP32, GPT_BF16 } GPTPrecision;
-int gpt_set_matmul(GPT *model, GPTMatmul matmul, GPTPrecision precision, char *err, size_t errlen);
+typedef enum { GPT_ATTENTION_BLOCKED, GPT_ATTENTION_FUSED } GPTAttention;
+int gpt_set_matmul(GPT *model, GPTMatmul matmul, GPTPrecision precision, GPTAttention attention, char *err,
+                   size_t errlen);
 // One line naming the engine in use (backend, precision, the ISA it dispatches to,
 // where attention's products run).
 const char *gpt_matmul_describe(const GPT *model);
@@ -225,7 +232,7 @@ int gpt_decode_step(GPT *model, KVCache *cache, int token, float *logits, char *
 // functions those allocations size themselves with (so the figures cannot
 // drift from them; a program adds up its own need from these,
 // src/cli/footprint.h). For batches of (B, T) on the engine (matmul,
-// precision) with n_threads threads; B = 0: no activations (decoding only);
+// precision, attention) with n_threads threads; B = 0: no activations (decoding only);
 // backward = 0: forward passes only. 0, or -1 with a message for a
 // configuration or batch the model refuses.
 typedef struct {
@@ -235,8 +242,8 @@ typedef struct {
     size_t activations;     // gpt_alloc_activations(B, T), laid out for the engine
     size_t engine;          // the engine's buffers (engine.h: all but what oneDNN sizes itself)
 } GPTMemory;
-int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, int B, int T, int backward,
-               int n_threads, GPTMemory *mem, char *err, size_t errlen);
+int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, GPTAttention attention, int B, int T,
+               int backward, int n_threads, GPTMemory *mem, char *err, size_t errlen);
 // gpt_alloc_activations(B, T)'s allocation; keeps_inputs: laid out for an
 // engine that keeps its own copies of the linear inputs (bf16; engine.h).
 size_t gpt_activations_bytes_for(const GPTConfig *cfg, int B, int T, int keeps_inputs);

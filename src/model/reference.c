@@ -311,9 +311,10 @@ static void reference_attention_forward(Engine *e, float *out, float *lse, const
     }
 }
 
-// dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (NULL: skipped)
+// dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (NULL: skipped); out not read
 static void reference_attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
-                                         const float *lse, const float *bias, int B, int T, int C, int H) {
+                                         const float *out, const float *lse, const float *bias, int B, int T, int C,
+                                         int H) {
     float *scratch = reference_scratch(e, T);
     if (!scratch) return;
     const int D = C / H;
@@ -607,7 +608,7 @@ void model_backward(GPT *m, int B, int T, float loss_scale) {
         // attention block
         e->linear_backward(e, a->dact, g->attn_proj_w, g->attn_proj_b, a->dres, la.atty, w->attn_proj_w,
                            BT, C, C);
-        e->attention_backward(e, a->dqkv, dbias, a->dact, la.qkv, la.att_lse, bias, B, T, C, H);
+        e->attention_backward(e, a->dqkv, dbias, a->dact, la.qkv, la.atty, la.att_lse, bias, B, T, C, H);
         if (pos->qk_backward) pos->qk_backward(&m->pos_ctx, a->dqkv, B, T);
         e->linear_backward(e, a->dact, g->c_attn_w, g->c_attn_b, a->dqkv, la.ln1, w->c_attn_w, BT, C, 3 * C);
         block_norm_backward(c, a->dres, g->ln_1_w, g->ln_1_b, a->dact, la.x, w->ln_1_w,

@@ -60,6 +60,11 @@ static const OptSpec OPTION_TABLE[] = {
     KEY("matmul", "run", OPT_STR, "auto", matmul, 1, 0, 0,
         "engine of the linear layers' and attention's products: openblas (fp32), onednn (fp32 or bf16), "
         "reference (fp32, plain loops: slow); auto = openblas for fp32, onednn for bf16", "auto|openblas|onednn|reference"),
+    KEY("attention", "run", OPT_STR, "auto", attention, 1, 0, 0,
+        "attention's kernels: blocked (blocks of 64 query rows against all their keys: each softmax row at once, "
+        "scratch ~ T), fused (blocks of 64 query rows x 64 keys, an online softmax: scratch independent of T; "
+        "fp32 on openblas or onednn, not with reproducible = 1); auto = blocked; may change on --resume",
+        "auto|blocked|fused"),
     KEY("reproducible", "run", OPT_INT, "0", reproducible, 0, 1, 0,
         "1: the run's bits are the same on any x86-64 CPU with AVX2 and FMA, whatever the thread count and "
         "OPENBLAS_CORETYPE: OpenBLAS fp32 on its Haswell kernels (./train sets OPENBLAS_CORETYPE=Haswell and "
@@ -384,7 +389,24 @@ int options_engine(const char *matmul, const char *precision, GPTMatmul *m, GPTP
     return 0;
 }
 
-int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, char *err, size_t errlen) {
+int options_attention(const char *attention, GPTMatmul matmul, GPTPrecision precision, int reproducible,
+                      GPTAttention *a, char *err, size_t errlen) {
+    *a = strcmp(attention, "fused") == 0 ? GPT_ATTENTION_FUSED : GPT_ATTENTION_BLOCKED;   // auto: blocked
+    if (*a == GPT_ATTENTION_FUSED && (matmul == GPT_MATMUL_REFERENCE || precision == GPT_BF16)) {
+        snprintf(err, errlen, "attention=fused runs in fp32 on openblas or onednn: %s has the blocked attention",
+                 matmul == GPT_MATMUL_REFERENCE ? "the reference engine" : "bf16");
+        return -1;
+    }
+    if (*a == GPT_ATTENTION_FUSED && reproducible) {
+        snprintf(err, errlen, "the reproducible mode runs the blocked attention (attention = auto or blocked), "
+                 "whose bits its runs were written with");
+        return -1;
+    }
+    return 0;
+}
+
+int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, GPTAttention *attention,
+                   char *err, size_t errlen) {
     char msg[ERR_MAX];
     if (options_engine(opt->matmul, opt->precision, matmul, precision, msg, sizeof msg) != 0)
         return blame(opt, "precision", "matmul", err, errlen, "%s", msg);
@@ -392,6 +414,11 @@ int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *pre
         return blame(opt, "reproducible", strcmp(opt->precision, "fp32") ? "precision" : "matmul", err, errlen,
                      "reproducible = 1 runs on OpenBLAS in fp32 (matmul = auto or openblas, precision = fp32): "
                      "oneDNN's kernels and blocking follow the CPU");
+    if (options_attention(opt->attention, *matmul, *precision, opt->reproducible, attention, msg, sizeof msg) != 0)
+        return blame(opt, "attention", opt->reproducible         ? "reproducible"
+                                       : *precision == GPT_BF16 ? "precision"
+                                                                : "matmul",
+                     err, errlen, "%s", msg);
     return 0;
 }
 
@@ -408,7 +435,8 @@ int options_check(TrainOptions *opt, char *err, size_t errlen) {
     }
     GPTMatmul matmul;
     GPTPrecision precision;
-    if (options_matmul(opt, &matmul, &precision, err, errlen) != 0) return -1;
+    GPTAttention attention;
+    if (options_matmul(opt, &matmul, &precision, &attention, err, errlen) != 0) return -1;
     gpt_config_resolve(&opt->model);
     if (!opt->out_dir[0]) {
         char buf[2 * OPT_STR_MAX + 64];

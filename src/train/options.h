@@ -44,6 +44,7 @@ typedef struct {
     int threads;
     char precision[8];          // fp32 | bf16
     char matmul[16];            // auto | openblas | onednn | reference
+    char attention[16];         // auto | blocked | fused
     int reproducible;           // 1: bits independent of the CPU (OpenBLAS fp32, Haswell kernels)
     char out_dir[OPT_STR_MAX];  // "" = runs/<pos>-<config name>-s<seed>, resolved by options_check
 
@@ -111,8 +112,17 @@ int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size,
 // home of that rule: ./train (options_matmul), ./eval and ./sample.
 int options_engine(const char *matmul, const char *precision, GPTMatmul *m, GPTPrecision *p, char *err,
                    size_t errlen);
-// options_engine of these options, naming where the keys came from.
-int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, char *err, size_t errlen);
+// The attention kernels named by the key attention (auto|blocked|fused, already
+// checked against the key's choices) on the engine (matmul, precision): auto is
+// blocked (the bits of every run before the fused attention existed); fused
+// needs fp32 on openblas or onednn and is refused in the reproducible mode
+// (reproducible 1), which keeps the blocked attention's bits. The one home of
+// that rule: ./train (options_matmul), ./eval.
+int options_attention(const char *attention, GPTMatmul matmul, GPTPrecision precision, int reproducible,
+                      GPTAttention *a, char *err, size_t errlen);
+// options_engine and options_attention of these options, naming where the keys came from.
+int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, GPTAttention *attention,
+                   char *err, size_t errlen);
 
 // The training key `key` (an OPTION_TABLE key: "seed", "threads", "matmul",
 // "precision") as a command-line flag of another program (./sample --seed,

@@ -165,14 +165,15 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     }
     GPTMatmul matmul;
     GPTPrecision precision;
-    if (options_matmul(opt, &matmul, &precision, err, sizeof err) != 0) {
+    GPTAttention attention;
+    if (options_matmul(opt, &matmul, &precision, &attention, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_ECONFIG;
     }
     // The checkpoint (--resume) and --init-from's weights are read tensor by
     // tensor into buffers already counted (weights_file.h): nothing more.
     Footprint need;
-    if (footprint_train(&need, &cfg, B, T, matmul, precision, omp_get_max_threads(), need_val, err,
+    if (footprint_train(&need, &cfg, B, T, matmul, precision, attention, omp_get_max_threads(), need_val, err,
                         sizeof err) != 0 ||
         footprint_check(&need, dist_processes_on_this_machine(), err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
@@ -187,7 +188,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
         return TRAIN_EIO;
     }
     // The engine before the activations, which are laid out for it (bf16 keeps fewer).
-    if (gpt_set_matmul(t->model, matmul, precision, err, sizeof err) != 0) {
+    if (gpt_set_matmul(t->model, matmul, precision, attention, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);   // e.g. bf16 on a CPU without bf16 dot products
         return TRAIN_ECONFIG;
     }
@@ -301,7 +302,8 @@ static int run_debug_state(Trainer *t) {
     if (dist_is_main_process()) {
         GPTMatmul matmul;
         GPTPrecision precision;
-        options_matmul(t->opt, &matmul, &precision, err, sizeof err);   // checked at setup
+        GPTAttention attention;
+        options_matmul(t->opt, &matmul, &precision, &attention, err, sizeof err);   // checked at setup
         if (debug_state_save(t->args->debug_state, t->model, inputs, targets, dist_size() * B, T, loss,
                              precision == GPT_BF16 ? "bf16" : "fp32",
                              matmul == GPT_MATMUL_ONEDNN      ? "onednn"
