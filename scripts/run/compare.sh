@@ -210,6 +210,12 @@ cp "$config" "$out/config.ini"
 read -r -a vlist <<< "$variants"
 total=$(( ${#vlist[@]} * seeds ))
 start_all=$(date +%s)
+# The study's wall time over every call that trained its runs (a study stopped and
+# resumed adds its calls up), written after each finished run, so that a call
+# that is stopped loses at most the time since its last finished run.
+wall_before=$(sed -n 's/^wall_s=//p' "$out/wall_time.txt" 2>/dev/null || true)
+wall_before=${wall_before:-0}
+record_wall() { echo "wall_s=$(( wall_before + $(date +%s) - start_all ))" > "$out/wall_time.txt"; }
 
 T=$(sed -n 's/^[[:space:]]*block_size[[:space:]]*=[[:space:]]*\([0-9]*\).*/\1/p' "$config" | head -1)
 val_file=$(sed -n 's/^[[:space:]]*val_file[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p' "$config" | head -1)
@@ -292,7 +298,7 @@ for seed in $(seq 1 "$seeds"); do
     fi
     if [ "$running" -ge "$jobs" ]; then
       wait -n || failed=$((failed+1))
-      running=$((running-1)); finished=$((finished+1))
+      running=$((running-1)); finished=$((finished+1)); record_wall
     fi
     eta="?"
     spent=$(( $(date +%s) - start_all ))
@@ -304,11 +310,11 @@ for seed in $(seq 1 "$seeds"); do
       running=$((running+1))
     else
       run_one "$variant" "$seed" || failed=$((failed+1))
-      finished=$((finished+1))
+      finished=$((finished+1)); record_wall
     fi
   done
 done
-while [ "$running" -gt 0 ]; do wait -n || failed=$((failed+1)); running=$((running-1)); done
+while [ "$running" -gt 0 ]; do wait -n || failed=$((failed+1)); running=$((running-1)); record_wall; done
 # --final-eval for runs finished before it was asked for (or by an older compare.sh).
 if [ "$final_eval" = 1 ]; then
   for seed in $(seq 1 "$seeds"); do
@@ -324,9 +330,7 @@ if [ "$failed" -gt 0 ]; then
   echo "compare.sh: $failed run(s) failed; see $out/*.log (run again to continue)" >&2
   exit 1
 fi
-if [ "$reused" -lt "$total" ]; then   # this call trained something: record its wall time
-  echo "wall_s=$(( $(date +%s) - start_all ))" > "$out/wall_time.txt"
-fi
+if [ "$reused" -lt "$total" ]; then record_wall; fi   # this call trained something (and ran its final evals)
 
 # Length extrapolation: each final model at T, 2T and 4T on the validation split.
 extrap="$out/extrapolation.csv"
