@@ -267,7 +267,7 @@ typedef struct {
     float *scratch;           // thread_scratch_floats floats of this thread
 } AttHead;
 
-static AttHead att_head(int bh, float *scratch, size_t thread_floats, const float *qkv, const float *bias, int T,
+static AttHead att_head(const OpenblasEngine *ob, int bh, float *scratch, const float *qkv, const float *bias, int T,
                         int C, int H) {
     AttHead a;
     int b = bh / H, h = bh % H;
@@ -282,7 +282,7 @@ static AttHead att_head(int bh, float *scratch, size_t thread_floats, const floa
     a.k = a.q + C;
     a.v = a.q + 2 * C;
     a.bias_h = bias ? bias + (size_t)h * T : NULL;
-    a.scratch = scratch + (size_t)omp_get_thread_num() * thread_floats;
+    a.scratch = scratch + (size_t)omp_get_thread_num() * thread_scratch_floats(ob->fused, T);
     return a;
 }
 
@@ -301,62 +301,49 @@ static float *scratch_for(OpenblasEngine *ob, int T) {
     return ob->scratch;
 }
 
-// qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
-static void attention_forward(Engine *e, float *out, float *lse, const float *qkv, const float *bias,
-                              int B, int T, int C, int H) {
-    float *scratch = scratch_for((OpenblasEngine *)e, T);
-    if (!scratch) return;
-    const size_t thread_floats = thread_scratch_floats(0, T);
-    #pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * H; bh++) {
-        const AttHead a = att_head(bh, scratch, thread_floats, qkv, bias, T, C, H);
-        float *s = a.scratch;
-        for (int i0 = 0; i0 < T; i0 += a.nb) {
-            int rows = T - i0 < a.nb ? T - i0 : a.nb, keys = i0 + rows;
-            att_probs(s, a.q, a.k, a.C3, a.bias_h, NULL, lse + a.lse_off, i0, rows, keys, a.D, a.scale);
-            // Y_I (rows, D) = P (rows, keys) V_J (keys, D), written into out's head columns
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, a.D, keys, 1.0f, s, keys, a.v, a.C3,
-                        0.0f, out + a.out_off + (size_t)i0 * C, C);
-        }
+// One (batch, head) pair's attention, blocks of query rows against all their
+// keys: q, k, v (T, D), bias row or NULL -> its columns of out (T, D of C), its lse (T)
+static void head_forward(const AttHead *a, float *out, float *lse, int T, int C) {
+    float *s = a->scratch;
+    for (int i0 = 0; i0 < T; i0 += a->nb) {
+        int rows = T - i0 < a->nb ? T - i0 : a->nb, keys = i0 + rows;
+        att_probs(s, a->q, a->k, a->C3, a->bias_h, NULL, lse + a->lse_off, i0, rows, keys, a->D, a->scale);
+        // Y_I (rows, D) = P (rows, keys) V_J (keys, D), written into out's head columns
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, a->D, keys, 1.0f, s, keys, a->v, a->C3,
+                    0.0f, out + a->out_off + (size_t)i0 * C, C);
     }
 }
 
-// dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
-static void attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
-                               const float *out, const float *lse, const float *bias, int B, int T, int C, int H) {
-    float *scratch = scratch_for((OpenblasEngine *)e, T);
-    if (!scratch) return;
-    const size_t thread_floats = thread_scratch_floats(0, T);
-    #pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * H; bh++) {
-        const AttHead a = att_head(bh, scratch, thread_floats, qkv, bias, T, C, H);
-        const int D = a.D;
-        const size_t C3 = a.C3;
-        float *p = a.scratch, *dp = p + (size_t)a.nb * T;   // probabilities, then their gradient
-        float *dq = dqkv + a.qkv_off, *dk = dq + C, *dv = dq + 2 * C;
-        const float *dy = dout + a.out_off;
-        float *dbias_bh = dbias ? dbias + a.lse_off : NULL;
-        // this task owns the dk, dv columns of head h in batch row b; they
-        // are sums over query blocks, so they start from zero
-        zero_rows(dk, C3, T, D);
-        zero_rows(dv, C3, T, D);
-        for (int i0 = 0; i0 < T; i0 += a.nb) {
-            int rows = T - i0 < a.nb ? T - i0 : a.nb, keys = i0 + rows;
-            att_probs(p, a.q, a.k, C3, a.bias_h, lse + a.lse_off, NULL, i0, rows, keys, D, a.scale);
-            // dP (rows, keys) = dY_I (rows, D) V_J^T
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, D, 1.0f, dy + (size_t)i0 * C, C,
-                        a.v, C3, 0.0f, dp, keys);
-            // dS = P * (dP - rowsum(P * dP)), in place in dp
-            attention_block_dscores(dp, p, i0, rows, keys, dbias_bh);
-            // dQ_I (rows, D) = scale dS K_J  (each query row is in one block: overwrite)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, keys, a.scale, dp, keys, a.k, C3,
-                        0.0f, dq + (size_t)i0 * C3, C3);
-            // dK_J (keys, D) += scale dS^T Q_I ;  dV_J (keys, D) += P^T dY_I
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, D, rows, a.scale, dp, keys,
-                        a.q + (size_t)i0 * C3, C3, 1.0f, dk, C3);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, D, rows, 1.0f, p, keys,
-                        dy + (size_t)i0 * C, C, 1.0f, dv, C3);
-        }
+// Its backward: dout's columns (T, D of C) -> its columns of dqkv (overwritten), its
+// dbias row (T) += (if non-NULL)
+static void head_backward(const AttHead *a, float *dqkv, float *dbias, const float *dout, const float *lse, int T,
+                          int C) {
+    const int D = a->D;
+    const size_t C3 = a->C3;
+    float *p = a->scratch, *dp = p + (size_t)a->nb * T;   // probabilities, then their gradient
+    float *dq = dqkv + a->qkv_off, *dk = dq + C, *dv = dq + 2 * C;
+    const float *dy = dout + a->out_off;
+    float *dbias_bh = dbias ? dbias + a->lse_off : NULL;
+    // this task owns the dk, dv columns of head h in batch row b; they
+    // are sums over query blocks, so they start from zero
+    zero_rows(dk, C3, T, D);
+    zero_rows(dv, C3, T, D);
+    for (int i0 = 0; i0 < T; i0 += a->nb) {
+        int rows = T - i0 < a->nb ? T - i0 : a->nb, keys = i0 + rows;
+        att_probs(p, a->q, a->k, C3, a->bias_h, lse + a->lse_off, NULL, i0, rows, keys, D, a->scale);
+        // dP (rows, keys) = dY_I (rows, D) V_J^T
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, keys, D, 1.0f, dy + (size_t)i0 * C, C,
+                    a->v, C3, 0.0f, dp, keys);
+        // dS = P * (dP - rowsum(P * dP)), in place in dp
+        attention_block_dscores(dp, p, i0, rows, keys, dbias_bh);
+        // dQ_I (rows, D) = scale dS K_J  (each query row is in one block: overwrite)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, keys, a->scale, dp, keys, a->k, C3,
+                    0.0f, dq + (size_t)i0 * C3, C3);
+        // dK_J (keys, D) += scale dS^T Q_I ;  dV_J (keys, D) += P^T dY_I
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, D, rows, a->scale, dp, keys,
+                    a->q + (size_t)i0 * C3, C3, 1.0f, dk, C3);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, keys, D, rows, 1.0f, p, keys,
+                    dy + (size_t)i0 * C, C, 1.0f, dv, C3);
     }
 }
 
@@ -378,82 +365,95 @@ static void attention_backward(Engine *e, float *dqkv, float *dbias, const float
  * dqkv. The order of every sum is fixed by the loops, and one thread owns a
  * (batch, head) pair: the bits do not depend on the thread count. */
 
-// qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
-static void attention_fused_forward(Engine *e, float *out, float *lse, const float *qkv, const float *bias,
-                                    int B, int T, int C, int H) {
-    float *scratch = scratch_for((OpenblasEngine *)e, T);
-    if (!scratch) return;
-    const size_t thread_floats = thread_scratch_floats(1, T);
-    #pragma omp parallel for schedule(dynamic, 1)
-    for (int bh = 0; bh < B * H; bh++) {
-        const AttHead a = att_head(bh, scratch, thread_floats, qkv, bias, T, C, H);
-        const int D = a.D, nb = a.nb;
-        const size_t C3 = a.C3;
-        float *s = a.scratch, *row_max = s + (size_t)nb * nb, *row_sum = row_max + nb;
-        for (int i0 = 0; i0 < T; i0 += nb) {
-            int rows = T - i0 < nb ? T - i0 : nb;
-            const float *q_i = a.q + (size_t)i0 * C3;
-            float *y = out + a.out_off + (size_t)i0 * C;   // Y_I (rows, D), row stride C
-            for (int j0 = 0; j0 <= i0; j0 += nb) {
-                int cols = j0 < i0 ? nb : rows;   // the diagonal block is rows x rows
-                // S (rows, cols) = scale Q_I K_J^T
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, a.scale, q_i, C3,
-                            a.k + (size_t)j0 * C3, C3, 0.0f, s, cols);
-                attention_online_probs(s, i0, rows, j0, cols, a.bias_h, row_max, row_sum, y, C, D);
-                // Y_I (rows, D) (+)= P (rows, cols) V_J (cols, D)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, cols, 1.0f, s, cols,
-                            a.v + (size_t)j0 * C3, C3, j0 == 0 ? 0.0f : 1.0f, y, C);
-            }
-            attention_online_finish(y, C, D, rows, row_max, row_sum, lse + a.lse_off + i0);
+// One (batch, head) pair's fused forward: as head_forward, in query x key blocks
+static void head_fused_forward(const AttHead *a, float *out, float *lse, int T, int C) {
+    const int D = a->D, nb = a->nb;
+    const size_t C3 = a->C3;
+    float *s = a->scratch, *row_max = s + (size_t)nb * nb, *row_sum = row_max + nb;
+    for (int i0 = 0; i0 < T; i0 += nb) {
+        int rows = T - i0 < nb ? T - i0 : nb;
+        const float *q_i = a->q + (size_t)i0 * C3;
+        float *y = out + a->out_off + (size_t)i0 * C;   // Y_I (rows, D), row stride C
+        for (int j0 = 0; j0 <= i0; j0 += nb) {
+            int cols = j0 < i0 ? nb : rows;   // the diagonal block is rows x rows
+            // S (rows, cols) = scale Q_I K_J^T
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, a->scale, q_i, C3,
+                        a->k + (size_t)j0 * C3, C3, 0.0f, s, cols);
+            attention_online_probs(s, i0, rows, j0, cols, a->bias_h, row_max, row_sum, y, C, D);
+            // Y_I (rows, D) (+)= P (rows, cols) V_J (cols, D)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, cols, 1.0f, s, cols,
+                        a->v + (size_t)j0 * C3, C3, j0 == 0 ? 0.0f : 1.0f, y, C);
+        }
+        attention_online_finish(y, C, D, rows, row_max, row_sum, lse + a->lse_off + i0);
+    }
+}
+
+// Its backward, which reads the forward's output out (rho = rowsum(dY * Y))
+static void head_fused_backward(const AttHead *a, float *dqkv, float *dbias, const float *dout, const float *out,
+                                const float *lse, int T, int C) {
+    const int D = a->D, nb = a->nb;
+    const size_t C3 = a->C3;
+    float *p = a->scratch, *dp = p + (size_t)nb * nb, *rho = dp + (size_t)nb * nb;
+    float *dq = dqkv + a->qkv_off, *dk = dq + C, *dv = dq + 2 * C;
+    float *dbias_bh = dbias ? dbias + a->lse_off : NULL;
+    zero_rows(dk, C3, T, D);   // sums over the query blocks
+    zero_rows(dv, C3, T, D);
+    for (int i0 = 0; i0 < T; i0 += nb) {
+        int rows = T - i0 < nb ? T - i0 : nb;
+        const float *q_i = a->q + (size_t)i0 * C3;
+        const float *dy = dout + a->out_off + (size_t)i0 * C, *y = out + a->out_off + (size_t)i0 * C;
+        float *dq_i = dq + (size_t)i0 * C3;
+        attention_row_dots(rho, dy, y, C, rows, D);
+        for (int j0 = 0; j0 <= i0; j0 += nb) {
+            int cols = j0 < i0 ? nb : rows;
+            const float *k_j = a->k + (size_t)j0 * C3, *v_j = a->v + (size_t)j0 * C3;
+            // S (rows, cols) = scale Q_I K_J^T, then P = exp(S + bias - lse), masked
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, a->scale, q_i, C3, k_j, C3,
+                        0.0f, p, cols);
+            attention_key_block_probs(p, i0, rows, j0, cols, a->bias_h, lse + a->lse_off);
+            // dP (rows, cols) = dY_I V_J^T
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, 1.0f, dy, C, v_j, C3, 0.0f,
+                        dp, cols);
+            // dS = P * (dP - rho), in place in dp
+            attention_key_block_dscores(dp, p, i0, rows, j0, cols, rho, dbias_bh);
+            // dQ_I (rows, D) (+)= scale dS K_J
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, cols, a->scale, dp, cols, k_j, C3,
+                        j0 == 0 ? 0.0f : 1.0f, dq_i, C3);
+            // dK_J (cols, D) += scale dS^T Q_I ;  dV_J (cols, D) += P^T dY_I
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, D, rows, a->scale, dp, cols, q_i, C3,
+                        1.0f, dk + (size_t)j0 * C3, C3);
+            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, D, rows, 1.0f, p, cols, dy, C, 1.0f,
+                        dv + (size_t)j0 * C3, C3);
         }
     }
 }
 
-// dout (B,T,C), out (B,T,C) the forward's -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
-static void attention_fused_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
-                                     const float *out, const float *lse, const float *bias, int B, int T, int C,
-                                     int H) {
-    float *scratch = scratch_for((OpenblasEngine *)e, T);
+// The two passes: one (batch, head) pair a task, its head's attention blocked or fused.
+// qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
+static void attention_forward(Engine *e, float *out, float *lse, const float *qkv, const float *bias,
+                              int B, int T, int C, int H) {
+    OpenblasEngine *ob = (OpenblasEngine *)e;
+    float *scratch = scratch_for(ob, T);
     if (!scratch) return;
-    const size_t thread_floats = thread_scratch_floats(1, T);
     #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
-        const AttHead a = att_head(bh, scratch, thread_floats, qkv, bias, T, C, H);
-        const int D = a.D, nb = a.nb;
-        const size_t C3 = a.C3;
-        float *p = a.scratch, *dp = p + (size_t)nb * nb, *rho = dp + (size_t)nb * nb;
-        float *dq = dqkv + a.qkv_off, *dk = dq + C, *dv = dq + 2 * C;
-        float *dbias_bh = dbias ? dbias + a.lse_off : NULL;
-        zero_rows(dk, C3, T, D);   // sums over the query blocks
-        zero_rows(dv, C3, T, D);
-        for (int i0 = 0; i0 < T; i0 += nb) {
-            int rows = T - i0 < nb ? T - i0 : nb;
-            const float *q_i = a.q + (size_t)i0 * C3;
-            const float *dy = dout + a.out_off + (size_t)i0 * C, *y = out + a.out_off + (size_t)i0 * C;
-            float *dq_i = dq + (size_t)i0 * C3;
-            attention_row_dots(rho, dy, y, C, rows, D);
-            for (int j0 = 0; j0 <= i0; j0 += nb) {
-                int cols = j0 < i0 ? nb : rows;
-                const float *k_j = a.k + (size_t)j0 * C3, *v_j = a.v + (size_t)j0 * C3;
-                // S (rows, cols) = scale Q_I K_J^T, then P = exp(S + bias - lse), masked
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, a.scale, q_i, C3, k_j, C3,
-                            0.0f, p, cols);
-                attention_key_block_probs(p, i0, rows, j0, cols, a.bias_h, lse + a.lse_off);
-                // dP (rows, cols) = dY_I V_J^T
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, 1.0f, dy, C, v_j, C3, 0.0f,
-                            dp, cols);
-                // dS = P * (dP - rho), in place in dp
-                attention_key_block_dscores(dp, p, i0, rows, j0, cols, rho, dbias_bh);
-                // dQ_I (rows, D) (+)= scale dS K_J
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, cols, a.scale, dp, cols, k_j, C3,
-                            j0 == 0 ? 0.0f : 1.0f, dq_i, C3);
-                // dK_J (cols, D) += scale dS^T Q_I ;  dV_J (cols, D) += P^T dY_I
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, D, rows, a.scale, dp, cols, q_i, C3,
-                            1.0f, dk + (size_t)j0 * C3, C3);
-                cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, D, rows, 1.0f, p, cols, dy, C, 1.0f,
-                            dv + (size_t)j0 * C3, C3);
-            }
-        }
+        const AttHead a = att_head(ob, bh, scratch, qkv, bias, T, C, H);
+        if (ob->fused) head_fused_forward(&a, out, lse, T, C);
+        else head_forward(&a, out, lse, T, C);
+    }
+}
+
+// dout (B,T,C), out (B,T,C) the forward's -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
+static void attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
+                               const float *out, const float *lse, const float *bias, int B, int T, int C, int H) {
+    OpenblasEngine *ob = (OpenblasEngine *)e;
+    float *scratch = scratch_for(ob, T);
+    if (!scratch) return;
+    #pragma omp parallel for schedule(dynamic, 1)
+    for (int bh = 0; bh < B * H; bh++) {
+        const AttHead a = att_head(ob, bh, scratch, qkv, bias, T, C, H);
+        if (ob->fused) head_fused_backward(&a, dqkv, dbias, dout, out, lse, T, C);
+        else head_backward(&a, dqkv, dbias, dout, lse, T, C);
     }
 }
 
@@ -475,8 +475,7 @@ int engine_openblas_create(Engine **out, int fused_attention, char *err, size_t 
     if (!ob) { snprintf(err, errlen, "out of memory"); return -1; }
     ob->fused = fused_attention != 0;
     ob->base = (Engine){.linear_forward = linear_forward, .linear_backward = linear_backward,
-                        .attention_forward = ob->fused ? attention_fused_forward : attention_forward,
-                        .attention_backward = ob->fused ? attention_fused_backward : attention_backward,
+                        .attention_forward = attention_forward, .attention_backward = attention_backward,
                         .bytes = bytes, .free = engine_free};
     if (ob->fused)
         snprintf(ob->base.describe, sizeof ob->base.describe,
