@@ -2,8 +2,9 @@
 // test writes and tokenises with ./prepare: every positional scheme learns,
 // an interrupted and resumed run logs exactly the losses of a straight run,
 // a crash in the middle of a save leaves the previous checkpoint usable,
-// --debug-state holds true gradients, and a diverging run stops with a
-// message naming the step. Run from the repository root with ./train, its
+// --debug-state holds true gradients, the start line and machine.txt say
+// what matmul = auto chose, and a diverging run stops with a message naming
+// the step. Run from the repository root with ./train, its
 // test build (TRAIN_WITH_FAULTS, for the interruption and the crash) and
 // ./prepare built.
 #include <setjmp.h>
@@ -309,6 +310,38 @@ static void test_debug_state(void **state) {
     st_close(f);
 }
 
+// The start line and machine.txt say what matmul = auto chose and why; the
+// ISA question answered by the test hook (ROPELAB_TEST_AUTO_ISA), so that
+// both answers run here. The reproducible mode takes OpenBLAS whatever the
+// answer, in ./train and in ./eval, never refusing auto.
+static void test_matmul_auto_recorded(void **state) {
+    static const struct {
+        const char *isa, *flags, *engine, *choice;
+    } cases[] = {
+        {"avx512", "", "onednn fp32 (", "matmul = auto: onednn fp32 (AVX-512, as ROPELAB_TEST_AUTO_ISA says)"},
+        {"avx2", "", "openblas fp32 (", "matmul = auto: openblas fp32 (no AVX-512, as ROPELAB_TEST_AUTO_ISA says)"},
+        {"avx512", "--reproducible=1", "openblas fp32 (", "matmul = auto: openblas fp32 (reproducible)"},
+        {"avx512", "--matmul=openblas", "openblas fp32 (", "matmul = openblas"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char run_dir[512], want[256];
+        snprintf(run_dir, sizeof run_dir, "%s/auto-%zu", dir, i);
+        if (run("{ ROPELAB_TEST_AUTO_ISA=%s ./train configs/tiny.ini %s --threads=1 --steps=1 --eval_every=0 %s "
+                "--out_dir=%s && cat %s/machine.txt; }", cases[i].isa, data_args, cases[i].flags, run_dir, run_dir) != 0)
+            fail_msg("%s %s: %s", cases[i].isa, cases[i].flags, out);
+        snprintf(want, sizeof want, "; %s", cases[i].engine);
+        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in the start line: %s", cases[i].isa, cases[i].flags, want, out);
+        snprintf(want, sizeof want, "; %s", cases[i].choice);
+        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in the start line: %s", cases[i].isa, cases[i].flags, want, out);
+        snprintf(want, sizeof want, "\nengine = %s", cases[i].engine);
+        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in machine.txt: %s", cases[i].isa, cases[i].flags, want, out);
+        snprintf(want, sizeof want, "\n%s\n", cases[i].choice);
+        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in machine.txt: %s", cases[i].isa, cases[i].flags, want, out);
+    }
+    assert_int_equal(run("ROPELAB_TEST_AUTO_ISA=avx512 ./eval --weights %s/auto-2/model.safetensors --data "
+                         "%s/data/val.bin --batches 1 --threads 1 --reproducible", dir, dir), 0);
+}
+
 static void test_divergence_stops(void **state) {
     char run_dir[512], path[600];
     snprintf(run_dir, sizeof run_dir, "%s/nan", dir);
@@ -344,6 +377,7 @@ int main(void) {
         cmocka_unit_test(test_crash_in_save_keeps_previous_checkpoint),
         cmocka_unit_test(test_kill9_during_saves),
         cmocka_unit_test(test_debug_state),
+        cmocka_unit_test(test_matmul_auto_recorded),
         cmocka_unit_test(test_divergence_stops),
     };
     return cmocka_run_group_tests(tests, setup, remove_data_dir);
