@@ -25,6 +25,7 @@
 #include "util_gradcheck.h"
 #include "format/safetensors.h"
 #include "format/weights_file.h"
+#include "train/options.h"
 #include "util_run.h"
 
 // Tiny models gain nothing from threads, and 2 OpenMP threads on a 2-core
@@ -282,7 +283,13 @@ static void test_debug_state(void **state) {
     assert_true(fabsf(L - logf(320.0f)) < 0.5f);          // near ln V at initialisation
 
     // The file's loss and gradients are the real ones: recompute the loss from
-    // the stored parameters and check a few gradients by central differences.
+    // the stored parameters, on the engine the file names (matmul = auto's
+    // choice), and check a few gradients by central differences.
+    GPTMatmul matmul;
+    GPTPrecision precision;
+    assert_int_equal(options_engine(st_meta(f, "matmul"), st_meta(f, "precision"), 0, &matmul, &precision, NULL, err,
+                                    sizeof err), 0);
+    assert_int_equal(gpt_set_matmul(m, matmul, precision, GPT_ATTENTION_BLOCKED, err, sizeof err), 0);
     assert_int_equal(gpt_alloc_activations(m, 8, 32, err, sizeof err), 0);
     assert_float_equal(gc_forward(m, inputs, targets, 8, 32), L, 1e-5);
     float *params = gpt_params(m);
