@@ -404,13 +404,21 @@ int options_engine(const char *matmul, const char *precision, int reproducible, 
         // reproducible mode only OpenBLAS (oneDNN's kernels follow the CPU).
         int hooked = 0, avx512 = 0;
         if (*p == GPT_FP32 && !reproducible && (avx512 = auto_has_avx512(&hooked, err, errlen)) < 0) return -1;
-        *m = *p == GPT_BF16 || avx512 ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;
-        said = *p == GPT_BF16  ? "matmul = auto: onednn bf16"
-               : reproducible ? "matmul = auto: openblas fp32 (reproducible)"
-               : avx512 && hooked ? "matmul = auto: onednn fp32 (AVX-512, as ROPELAB_TEST_AUTO_ISA says)"
-               : avx512            ? "matmul = auto: onednn fp32 (AVX-512)"
-               : hooked            ? "matmul = auto: openblas fp32 (no AVX-512, as ROPELAB_TEST_AUTO_ISA says)"
-                                   : "matmul = auto: openblas fp32 (no AVX-512)";
+        if (*p == GPT_BF16) {
+            *m = GPT_MATMUL_ONEDNN;
+            said = "matmul = auto: onednn bf16";
+        } else if (reproducible) {
+            *m = GPT_MATMUL_OPENBLAS;
+            said = "matmul = auto: openblas fp32 (reproducible)";
+        } else if (avx512) {
+            *m = GPT_MATMUL_ONEDNN;
+            said = hooked ? "matmul = auto: onednn fp32 (AVX-512, as ROPELAB_TEST_AUTO_ISA says)"
+                          : "matmul = auto: onednn fp32 (AVX-512)";
+        } else {
+            *m = GPT_MATMUL_OPENBLAS;
+            said = hooked ? "matmul = auto: openblas fp32 (no AVX-512, as ROPELAB_TEST_AUTO_ISA says)"
+                          : "matmul = auto: openblas fp32 (no AVX-512)";
+        }
     } else if (strcmp(matmul, "onednn") == 0) {
         *m = GPT_MATMUL_ONEDNN;
         said = "matmul = onednn";
@@ -448,8 +456,8 @@ int options_attention(const char *attention, GPTMatmul matmul, GPTPrecision prec
 int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, GPTAttention *attention,
                    const char **choice, char *err, size_t errlen) {
     char msg[ERR_MAX];
-    if (options_engine(opt->matmul, opt->precision, opt->reproducible, matmul, precision, choice, msg, sizeof msg) !=
-        0)
+    if (options_engine(opt->matmul, opt->precision, opt->reproducible, matmul, precision, choice, msg,
+                       sizeof msg) != 0)
         return blame(opt, "precision", "matmul", err, errlen, "%s", msg);
     if (opt->reproducible && (*matmul != GPT_MATMUL_OPENBLAS || *precision != GPT_FP32))
         return blame(opt, "reproducible", strcmp(opt->precision, "fp32") ? "precision" : "matmul", err, errlen,
