@@ -5,8 +5,9 @@
 //   - ./sample with a fixed seed prints the same text twice; another seed
 //     prints other text; learned stops at block_size and says so;
 //   - ./eval's loss equals the mean loss computed here directly with
-//     gpt_forward over the same fixed windows, read here from the token file
-//     without the loader (an independent path);
+//     gpt_forward, on the engine --matmul auto picks, over the same fixed
+//     windows, read here from the token file without the loader (an
+//     independent path);
 //   - ./eval refuses a learned model at a length beyond block_size, and
 //     runs the other schemes at 2x block_size;
 //   - weights whose forward pass overflows float32 (finite values of 1e38):
@@ -35,6 +36,7 @@
 #include "data/tokens.h"
 #include "model/gpt.h"
 #include "format/weights_file.h"
+#include "train/options.h"
 #include "util_gradcheck.h"
 
 static char dir[128];
@@ -152,6 +154,11 @@ static double direct_eval_loss(const char *pos, int B, int T, int batches) {
     snprintf(path, sizeof path, "%s/%s.safetensors", dir, pos);
     GPT *model;
     assert_int_equal(gpt_load(&model, path, 0, err, sizeof err), 0);
+    // on the engine ./eval's --matmul auto runs here (options_engine's rule)
+    GPTMatmul matmul;
+    GPTPrecision precision;
+    assert_int_equal(options_engine("auto", "fp32", 0, &matmul, &precision, NULL, err, sizeof err), 0);
+    assert_int_equal(gpt_set_matmul(model, matmul, precision, GPT_ATTENTION_BLOCKED, err, sizeof err), 0);
     TokenFile tf;
     snprintf(path, sizeof path, "%s/val.bin", dir);
     assert_int_equal(tokens_open(&tf, path, 0, err, sizeof err), 0);

@@ -120,8 +120,8 @@ static float f32_at(const StTensor *t, size_t k) {
 // Tolerance of the gradients: every entry within 1e-5 of its tensor's
 // largest magnitude. Each gradient entry is a sum over the B*T positions of
 // the batch; np=2 sums each half on its rank and adds the two halves (and
-// OpenBLAS blocks the products of a 4-row batch differently from an 8-row
-// one), so the float sums are grouped differently. A float sum of n terms in
+// the engine, OpenBLAS or oneDNN, blocks the products of a 4-row batch
+// differently from an 8-row one), so the float sums are grouped differently. A float sum of n terms in
 // any order is within (n-1) u sum|x_i| of the exact one (u = 2^-24 = 6e-8);
 // the observed difference is ~6e-7 of the tensor's largest entry (the terms
 // cancel, so it is not small against each entry, only against the tensor's

@@ -2,8 +2,9 @@
 // test writes and tokenises with ./prepare: every positional scheme learns,
 // an interrupted and resumed run logs exactly the losses of a straight run,
 // a crash in the middle of a save leaves the previous checkpoint usable,
-// --debug-state holds true gradients, and a diverging run stops with a
-// message naming the step. Run from the repository root with ./train, its
+// --debug-state holds true gradients, the start line and machine.txt say
+// what matmul = auto chose, and a diverging run stops with a message naming
+// the step. Run from the repository root with ./train, its
 // test build (TRAIN_WITH_FAULTS, for the interruption and the crash) and
 // ./prepare built.
 #include <setjmp.h>
@@ -24,6 +25,7 @@
 #include "util_gradcheck.h"
 #include "format/safetensors.h"
 #include "format/weights_file.h"
+#include "train/options.h"
 #include "util_run.h"
 
 // Tiny models gain nothing from threads, and 2 OpenMP threads on a 2-core
@@ -281,7 +283,13 @@ static void test_debug_state(void **state) {
     assert_true(fabsf(L - logf(320.0f)) < 0.5f);          // near ln V at initialisation
 
     // The file's loss and gradients are the real ones: recompute the loss from
-    // the stored parameters and check a few gradients by central differences.
+    // the stored parameters, on the engine the file names (matmul = auto's
+    // choice), and check a few gradients by central differences.
+    GPTMatmul matmul;
+    GPTPrecision precision;
+    assert_int_equal(options_engine(st_meta(f, "matmul"), st_meta(f, "precision"), 0, &matmul, &precision, NULL, err,
+                                    sizeof err), 0);
+    assert_int_equal(gpt_set_matmul(m, matmul, precision, GPT_ATTENTION_BLOCKED, err, sizeof err), 0);
     assert_int_equal(gpt_alloc_activations(m, 8, 32, err, sizeof err), 0);
     assert_float_equal(gc_forward(m, inputs, targets, 8, 32), L, 1e-5);
     float *params = gpt_params(m);
@@ -307,6 +315,38 @@ static void test_debug_state(void **state) {
     }
     gpt_free(m);
     st_close(f);
+}
+
+// The start line and machine.txt say what matmul = auto chose and why; the
+// ISA question answered by the test hook (ROPELAB_TEST_AUTO_ISA), so that
+// both answers run here. The reproducible mode takes OpenBLAS whatever the
+// answer, in ./train and in ./eval, never refusing auto.
+static void test_matmul_auto_recorded(void **state) {
+    static const struct {
+        const char *isa, *flags, *engine, *choice;
+    } cases[] = {
+        {"avx512", "", "onednn fp32 (", "matmul = auto: onednn fp32 (AVX-512, as ROPELAB_TEST_AUTO_ISA says)"},
+        {"avx2", "", "openblas fp32 (", "matmul = auto: openblas fp32 (no AVX-512, as ROPELAB_TEST_AUTO_ISA says)"},
+        {"avx512", "--reproducible=1", "openblas fp32 (", "matmul = auto: openblas fp32 (reproducible)"},
+        {"avx512", "--matmul=openblas", "openblas fp32 (", "matmul = openblas"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char run_dir[512], want[256];
+        snprintf(run_dir, sizeof run_dir, "%s/auto-%zu", dir, i);
+        if (run("{ ROPELAB_TEST_AUTO_ISA=%s ./train configs/tiny.ini %s --threads=1 --steps=1 --eval_every=0 %s "
+                "--out_dir=%s && cat %s/machine.txt; }", cases[i].isa, data_args, cases[i].flags, run_dir, run_dir) != 0)
+            fail_msg("%s %s: %s", cases[i].isa, cases[i].flags, out);
+        snprintf(want, sizeof want, "; %s", cases[i].engine);
+        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in the start line: %s", cases[i].isa, cases[i].flags, want, out);
+        snprintf(want, sizeof want, "; %s", cases[i].choice);
+        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in the start line: %s", cases[i].isa, cases[i].flags, want, out);
+        snprintf(want, sizeof want, "\nengine = %s", cases[i].engine);
+        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in machine.txt: %s", cases[i].isa, cases[i].flags, want, out);
+        snprintf(want, sizeof want, "\n%s\n", cases[i].choice);
+        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in machine.txt: %s", cases[i].isa, cases[i].flags, want, out);
+    }
+    assert_int_equal(run("ROPELAB_TEST_AUTO_ISA=avx512 ./eval --weights %s/auto-2/model.safetensors --data "
+                         "%s/data/val.bin --batches 1 --threads 1 --reproducible", dir, dir), 0);
 }
 
 static void test_divergence_stops(void **state) {
@@ -344,6 +384,7 @@ int main(void) {
         cmocka_unit_test(test_crash_in_save_keeps_previous_checkpoint),
         cmocka_unit_test(test_kill9_during_saves),
         cmocka_unit_test(test_debug_state),
+        cmocka_unit_test(test_matmul_auto_recorded),
         cmocka_unit_test(test_divergence_stops),
     };
     return cmocka_run_group_tests(tests, setup, remove_data_dir);

@@ -75,8 +75,9 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
          .help = "batches to evaluate, 0 = every whole batch in the file"},
         options_flag("threads", F(threads), "N", NULL),
         options_flag("precision", F(precision_name), "P", "fp32 or bf16 (the products' inputs, on oneDNN)"),
-        options_flag("matmul", F(matmul_name), "M", "the products' engine: auto (openblas for fp32, onednn for "
-                     "bf16), openblas, onednn, or reference (plain loops, slow)"),
+        options_flag("matmul", F(matmul_name), "M", "the products' engine: auto (./train's key matmul: for fp32 "
+                     "onednn with AVX-512, openblas without it and with --reproducible; for bf16 onednn), openblas, "
+                     "onednn, or reference (plain loops, slow)"),
         options_flag("attention", F(attention_name), "A", "attention's kernels: auto (blocked), blocked, or fused "
                      "(key blocks and an online softmax; fp32 on openblas or onednn)"),
         {.name = "per-position", .type = OPT_ARG, .offset = F(per_position), .arg = "F", .min = 1,
@@ -98,7 +99,8 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
     };
     cli_parse_or_exit(&spec, argc, argv, a, NULL, NULL);
     char err[ERR_MAX];
-    if (options_engine(a->matmul_name, a->precision_name, &a->matmul, &a->precision, err, sizeof err) != 0) {
+    if (options_engine(a->matmul_name, a->precision_name, a->reproducible, &a->matmul, &a->precision, NULL, err,
+                       sizeof err) != 0) {
         fprintf(stderr, "eval: %s\n", err);
         exit(2);
     }

@@ -75,8 +75,9 @@ static void parse_args(int argc, char **argv, SampleArgs *a) {
          .help = "sample among the K most likely tokens, 0 = all"},
         options_flag("seed", F(seed), "N", "sampling seed"),
         options_flag("threads", F(threads), "N", NULL),
-        options_flag("matmul", F(matmul_name), "M", "the linear products' engine: auto (openblas for fp32, onednn "
-                     "for bf16), openblas, onednn, or reference (plain loops, slow)"),
+        options_flag("matmul", F(matmul_name), "M", "the linear products' engine: auto (./train's key matmul: for "
+                     "fp32 onednn with AVX-512, openblas without it; for bf16 onednn), openblas, onednn, or reference "
+                     "(plain loops, slow)"),
         options_flag("precision", F(precision_name), "P", "fp32 or bf16 (the products' inputs, on oneDNN)"),
     };
 #undef F
@@ -89,7 +90,7 @@ static void parse_args(int argc, char **argv, SampleArgs *a) {
     };
     cli_parse_or_exit(&spec, argc, argv, a, NULL, NULL);
     char err[ERR_MAX];
-    if (options_engine(a->matmul_name, a->precision_name, &a->matmul, &a->precision, err, sizeof err) != 0) {
+    if (options_engine(a->matmul_name, a->precision_name, 0, &a->matmul, &a->precision, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "sample: %s\n", err);
         exit(2);
     }

@@ -91,6 +91,10 @@ int engine_openblas_create(Engine **e, int fused_attention, char *err, size_t er
 // avx512_core_bf16 or amx, emulated on plain avx512_core; otherwise -1 with the reason);
 // fused_attention as OpenBLAS's, fp32 only (bf16 with it: -1).
 int engine_onednn_create(Engine **e, int bf16, int fused_attention, char *err, size_t errlen);
+// 1 if oneDNN runs its AVX-512 kernels on this CPU (its effective ISA, which DNNL_MAX_CPU_ISA
+// may lower, is avx512_core or above): where its fp32 products beat OpenBLAS's, so the one
+// question options_engine asks of matmul = auto (src/train/options.c).
+int engine_onednn_has_avx512(void);
 
 // What an engine will hold (Engine.bytes) for a model's products, from their
 // shapes, before it runs: its scratch and buffers, by the formulas its own

@@ -475,6 +475,14 @@ static const char *isa_name(dnnl_cpu_isa_t isa) {
     }
 }
 
+// The ISA values are bit sets: avx512_core_amx contains avx512_core_bf16,
+// which contains avx512_core.
+static int isa_has_avx512(dnnl_cpu_isa_t isa) {
+    return (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core;
+}
+
+int engine_onednn_has_avx512(void) { return isa_has_avx512(dnnl_get_effective_cpu_isa()); }
+
 static void describe(OnednnEngine *e, int fused_attention) {
     const dnnl_version_t *v = dnnl_version();
     const char *weights = e->layout == WEIGHTS_PACKED ? "2 packed copies per weight"
@@ -694,13 +702,12 @@ int engine_onednn_create_with_layout(Engine **out, int bf16, int fused_attention
         return -1;
     }
     dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-    // The ISA values are bit sets: avx512_core_amx contains avx512_core_bf16,
-    // which contains avx512_core. With native bf16 dot products (avx512_core_bf16,
-    // amx) oneDNN computes bf16 x bf16 -> fp32 in hardware; on a plain AVX-512
-    // core it emulates them (each bf16 widened to fp32, the same exact products
-    // and fp32 sums), so the numbers keep bf16's rounding of the inputs but the
-    // speed is fp32's or below. Below AVX-512 oneDNN has no bf16 products.
-    if (bf16 && (isa & dnnl_cpu_isa_avx512_core) != dnnl_cpu_isa_avx512_core) {
+    // With native bf16 dot products (avx512_core_bf16, amx) oneDNN computes
+    // bf16 x bf16 -> fp32 in hardware; on a plain AVX-512 core it emulates them
+    // (each bf16 widened to fp32, the same exact products and fp32 sums), so the
+    // numbers keep bf16's rounding of the inputs but the speed is fp32's or
+    // below. Below AVX-512 oneDNN has no bf16 products.
+    if (bf16 && !isa_has_avx512(isa)) {
         snprintf(err, errlen, "bf16 matmuls need AVX-512 (native bf16 dot products: avx512_core_bf16 or amx; "
                  "emulated: avx512_core); oneDNN dispatches to %s on this CPU: use fp32", isa_name(isa));
         return -1;

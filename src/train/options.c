@@ -15,6 +15,7 @@
 
 #include "cli/cli.h"
 #include "common/atomic_file.h"
+#include "engine/engine.h"
 
 // The keys of training itself ([data], [optim], [run]), in the programs' one
 // option-table form (cli/opt.h: name, section, type, default as text, field
@@ -59,7 +60,9 @@ static const OptSpec OPTION_TABLE[] = {
         "fp32 weights and everything else); may change on --resume", "fp32|bf16"),
     KEY("matmul", "run", OPT_STR, "auto", matmul, 1, 0, 0,
         "engine of the linear layers' and attention's products: openblas (fp32), onednn (fp32 or bf16), "
-        "reference (fp32, plain loops: slow); auto = openblas for fp32, onednn for bf16", "auto|openblas|onednn|reference"),
+        "reference (fp32, plain loops: slow); auto = the faster fp32 engine by the CPUs measured "
+        "(docs/PERFORMANCE.md): onednn where oneDNN runs AVX-512 kernels, openblas elsewhere and with "
+        "reproducible = 1; onednn for bf16", "auto|openblas|onednn|reference"),
     KEY("attention", "run", OPT_STR, "auto", attention, 1, 0, 0,
         "attention's kernels: blocked (blocks of 64 query rows against all their keys: each softmax row at once, "
         "scratch ~ T), fused (blocks of 64 query rows x 64 keys, an online softmax: scratch independent of T; "
@@ -374,13 +377,58 @@ int options_check_batch(const TrainOptions *opt, const GPTConfig *cfg, char *err
     return blame(opt, "batch_size", "block_size", err, errlen, "%s", msg);
 }
 
-int options_engine(const char *matmul, const char *precision, GPTMatmul *m, GPTPrecision *p, char *err,
-                   size_t errlen) {
+// ROPELAB_TEST_AUTO_ISA=avx512|avx2, a test hook (tests/README.md): answers
+// matmul = auto's ISA question in the CPU's place, so that a machine without
+// AVX-512 runs what one with it would (oneDNN fp32 runs on AVX2 too), and
+// the other way round. 1 or 0, hooked 1 when the hook answered; -1 on a bad value.
+static int auto_has_avx512(int *hooked, char *err, size_t errlen) {
+    const char *isa = getenv("ROPELAB_TEST_AUTO_ISA");
+    *hooked = isa && isa[0];
+    if (!*hooked) return engine_onednn_has_avx512();
+    if (strcmp(isa, "avx512") == 0) return 1;
+    if (strcmp(isa, "avx2") == 0) return 0;
+    snprintf(err, errlen, "matmul = auto: ROPELAB_TEST_AUTO_ISA (a test hook) is '%s', not avx512 or avx2", isa);
+    return -1;
+}
+
+int options_engine(const char *matmul, const char *precision, int reproducible, GPTMatmul *m, GPTPrecision *p,
+                   const char **choice, char *err, size_t errlen) {
+    const char *said = "matmul = openblas";
     *p = strcmp(precision, "bf16") == 0 ? GPT_BF16 : GPT_FP32;
-    if (strcmp(matmul, "auto") == 0) *m = *p == GPT_BF16 ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;
-    else if (strcmp(matmul, "onednn") == 0) *m = GPT_MATMUL_ONEDNN;
-    else if (strcmp(matmul, "reference") == 0) *m = GPT_MATMUL_REFERENCE;
-    else *m = GPT_MATMUL_OPENBLAS;
+    if (strcmp(matmul, "auto") == 0) {
+        // The rule, from the whole training step timed on each CPU of
+        // docs/PERFORMANCE.md ("Measured, per CPU"): in fp32 oneDNN is the
+        // faster engine wherever it runs its AVX-512 kernels, OpenBLAS below
+        // them. A rule, not a timing at start: a machine always picks the
+        // same engine, so its runs keep their bits. bf16 has only oneDNN; the
+        // reproducible mode only OpenBLAS (oneDNN's kernels follow the CPU).
+        int hooked = 0, avx512 = 0;
+        if (*p == GPT_FP32 && !reproducible && (avx512 = auto_has_avx512(&hooked, err, errlen)) < 0) return -1;
+        if (*p == GPT_BF16) {
+            *m = GPT_MATMUL_ONEDNN;
+            said = "matmul = auto: onednn bf16";
+        } else if (reproducible) {
+            *m = GPT_MATMUL_OPENBLAS;
+            said = "matmul = auto: openblas fp32 (reproducible)";
+        } else if (avx512) {
+            *m = GPT_MATMUL_ONEDNN;
+            said = hooked ? "matmul = auto: onednn fp32 (AVX-512, as ROPELAB_TEST_AUTO_ISA says)"
+                          : "matmul = auto: onednn fp32 (AVX-512)";
+        } else {
+            *m = GPT_MATMUL_OPENBLAS;
+            said = hooked ? "matmul = auto: openblas fp32 (no AVX-512, as ROPELAB_TEST_AUTO_ISA says)"
+                          : "matmul = auto: openblas fp32 (no AVX-512)";
+        }
+    } else if (strcmp(matmul, "onednn") == 0) {
+        *m = GPT_MATMUL_ONEDNN;
+        said = "matmul = onednn";
+    } else if (strcmp(matmul, "reference") == 0) {
+        *m = GPT_MATMUL_REFERENCE;
+        said = "matmul = reference";
+    } else {
+        *m = GPT_MATMUL_OPENBLAS;
+    }
+    if (choice) *choice = said;
     if (*p == GPT_BF16 && *m != GPT_MATMUL_ONEDNN) {
         snprintf(err, errlen, "precision=bf16 needs matmul=onednn (or auto): %s has no bf16 products",
                  *m == GPT_MATMUL_OPENBLAS ? "OpenBLAS" : "the reference engine");
@@ -406,9 +454,10 @@ int options_attention(const char *attention, GPTMatmul matmul, GPTPrecision prec
 }
 
 int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, GPTAttention *attention,
-                   char *err, size_t errlen) {
+                   const char **choice, char *err, size_t errlen) {
     char msg[ERR_MAX];
-    if (options_engine(opt->matmul, opt->precision, matmul, precision, msg, sizeof msg) != 0)
+    if (options_engine(opt->matmul, opt->precision, opt->reproducible, matmul, precision, choice, msg,
+                       sizeof msg) != 0)
         return blame(opt, "precision", "matmul", err, errlen, "%s", msg);
     if (opt->reproducible && (*matmul != GPT_MATMUL_OPENBLAS || *precision != GPT_FP32))
         return blame(opt, "reproducible", strcmp(opt->precision, "fp32") ? "precision" : "matmul", err, errlen,
@@ -436,7 +485,7 @@ int options_check(TrainOptions *opt, char *err, size_t errlen) {
     GPTMatmul matmul;
     GPTPrecision precision;
     GPTAttention attention;
-    if (options_matmul(opt, &matmul, &precision, &attention, err, errlen) != 0) return -1;
+    if (options_matmul(opt, &matmul, &precision, &attention, NULL, err, errlen) != 0) return -1;
     gpt_config_resolve(&opt->model);
     if (!opt->out_dir[0]) {
         char buf[2 * OPT_STR_MAX + 64];

@@ -107,11 +107,16 @@ int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size,
 
 // The engine of the matrix products named by the keys matmul
 // (auto|openblas|onednn|reference, already checked against the key's
-// choices) and precision (fp32|bf16): matmul = auto is openblas for fp32 and
-// onednn for bf16; bf16 on an engine other than onednn is refused. The one
-// home of that rule: ./train (options_matmul), ./eval and ./sample.
-int options_engine(const char *matmul, const char *precision, GPTMatmul *m, GPTPrecision *p, char *err,
-                   size_t errlen);
+// choices) and precision (fp32|bf16), in the reproducible mode or not.
+// matmul = auto is, for fp32, onednn where oneDNN runs its AVX-512 kernels
+// (engine_onednn_has_avx512) and openblas otherwise, openblas always when
+// reproducible is 1; for bf16 onednn. bf16 on an engine other than onednn is
+// refused. choice (if not NULL) gets a static line saying what the key chose
+// and why ("matmul = auto: onednn fp32 (AVX-512)"), for the start line and
+// machine.txt. The one home of that rule: ./train (options_matmul), ./eval
+// and ./sample.
+int options_engine(const char *matmul, const char *precision, int reproducible, GPTMatmul *m, GPTPrecision *p,
+                   const char **choice, char *err, size_t errlen);
 // The attention kernels named by the key attention (auto|blocked|fused, already
 // checked against the key's choices) on the engine (matmul, precision): auto is
 // blocked (the bits of every run before the fused attention existed); fused
@@ -120,9 +125,10 @@ int options_engine(const char *matmul, const char *precision, GPTMatmul *m, GPTP
 // that rule: ./train (options_matmul), ./eval.
 int options_attention(const char *attention, GPTMatmul matmul, GPTPrecision precision, int reproducible,
                       GPTAttention *a, char *err, size_t errlen);
-// options_engine and options_attention of these options, naming where the keys came from.
+// options_engine and options_attention of these options, naming where the keys came from;
+// choice as options_engine's.
 int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, GPTAttention *attention,
-                   char *err, size_t errlen);
+                   const char **choice, char *err, size_t errlen);
 
 // The training key `key` (an OPTION_TABLE key: "seed", "threads", "matmul",
 // "precision") as a command-line flag of another program (./sample --seed,

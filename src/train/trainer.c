@@ -56,6 +56,7 @@ typedef struct {
     char path_log[OPT_STR_MAX + 64], path_config[OPT_STR_MAX + 64];
     char path_lock[OPT_STR_MAX + 64];
     float *val_losses;               // eval_batches: the loss of each validation batch
+    const char *matmul_choice;       // what the key matmul chose and why (options_engine)
 } Trainer;
 
 static volatile sig_atomic_t stop_signal = 0;
@@ -166,7 +167,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     GPTMatmul matmul;
     GPTPrecision precision;
     GPTAttention attention;
-    if (options_matmul(opt, &matmul, &precision, &attention, err, sizeof err) != 0) {
+    if (options_matmul(opt, &matmul, &precision, &attention, &t->matmul_choice, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_ECONFIG;
     }
@@ -303,7 +304,7 @@ static int run_debug_state(Trainer *t) {
         GPTMatmul matmul;
         GPTPrecision precision;
         GPTAttention attention;
-        options_matmul(t->opt, &matmul, &precision, &attention, err, sizeof err);   // checked at setup
+        options_matmul(t->opt, &matmul, &precision, &attention, NULL, err, sizeof err);   // checked at setup
         if (debug_state_save(t->args->debug_state, t->model, inputs, targets, dist_size() * B, T, loss,
                              precision == GPT_BF16 ? "bf16" : "fp32",
                              matmul == GPT_MATMUL_ONEDNN      ? "onednn"
@@ -384,8 +385,8 @@ static int record_machine(Trainer *t, char *err, size_t errlen) {
     }
     fprintf(f, "[from step %d]\n", t->state.step);
     machine_describe(f);
-    fprintf(f, "engine = %s\nthreads = %d\nreproducible = %d\n", gpt_matmul_describe(t->model),
-            omp_get_max_threads(), t->opt->reproducible);
+    fprintf(f, "engine = %s\n%s\nthreads = %d\nreproducible = %d\n", gpt_matmul_describe(t->model),
+            t->matmul_choice, omp_get_max_threads(), t->opt->reproducible);
     if (fclose(f) != 0) {
         snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
         return -1;
@@ -671,9 +672,10 @@ static int train_loop(Trainer *t) {
 
     progress_init(&t->progress, t->args->quiet, opt->steps);
     if (!t->args->quiet)
-        fprintf(stderr, "%s %s: %zu parameters, vocab %d, %.0f tokens per step, %d threads, step %d of %d; %s%s\n",
+        fprintf(stderr, "%s %s: %zu parameters, vocab %d, %.0f tokens per step, %d threads, step %d of %d; %s; %s%s\n",
                 first_step ? "resuming" : "training", opt->out_dir, gpt_num_params(t->model), t->vocab_size,
                 tokens_per_step, omp_get_max_threads(), first_step, opt->steps, gpt_matmul_describe(t->model),
+                t->matmul_choice,
                 opt->reproducible ? "; reproducible (OpenBLAS " BLAS_REPRODUCIBLE_KERNELS " kernels)" : "");
     if (!t->args->quiet) dist_print_setup(stderr, opt->batch_size, opt->grad_accum);
     if (first_step == 0) {                   // row 0: the initial weights
