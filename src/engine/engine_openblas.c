@@ -37,7 +37,7 @@
 // and the per-thread scratch is 2 x ATT_BLOCK x T floats instead of T x T.
 // The loops between the products (attention_block_probs, _dscores) are
 // shared with the oneDNN engine. The fused attention (engine_openblas_create's
-// fused_attention; "fused attention" below) cuts the keys into blocks too.
+// fused_attention) cuts the keys into blocks too: attention_fused.c.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,17 +113,10 @@ static void linear_backward(Engine *e, float *dinp, float *dW, float *db, const 
 
 int attention_block_rows(int T) { return T < ATT_BLOCK ? T : ATT_BLOCK; }
 
-// Keys j0..j0+cols-1 of query row i: how many of them it sees (j <= i); at least 1 when j0 <= i.
-static inline int visible_keys(int i, int j0, int cols) { return i - j0 + 1 < cols ? i - j0 + 1 : cols; }
-
-void attention_row_dots(float *rho, const float *dy, const float *y, size_t ld, int rows, int D) {
-    for (int r = 0; r < rows; r++) LANE_SUM(rho[r], d, D, dy[(size_t)r * ld + d] * y[(size_t)r * ld + d]);
-}
-
 void attention_key_block_probs(float *s, int i0, int rows, int j0, int cols, const float *bias_h,
                                const float *lse) {
     for (int r = 0; r < rows; r++) {
-        int i = i0 + r, n = visible_keys(i, j0, cols);
+        int i = i0 + r, n = attention_visible_keys(i, j0, cols);
         float *row = s + (size_t)r * cols, row_lse = lse[i];
         if (bias_h)
             for (int j = 0; j < n; j++) row[j] += bias_h[i - j0 - j];
@@ -156,15 +149,6 @@ void attention_block_probs(float *s, int i0, int rows, int keys, const float *bi
     }
 }
 
-// Row i's keys j0..j0+cols-1, the first n of them visible: dS = P (dP - rho) in place, the rest 0.
-static inline void dscores_row(float *dpr, const float *pr, int i, int j0, int n, int cols, float rho,
-                               float *dbias_bh) {
-    for (int j = 0; j < n; j++) dpr[j] = pr[j] * (dpr[j] - rho);
-    for (int j = n; j < cols; j++) dpr[j] = 0.0f;
-    if (dbias_bh)
-        for (int j = 0; j < n; j++) dbias_bh[i - j0 - j] += dpr[j];
-}
-
 void attention_block_dscores(float *dp, const float *p, int i0, int rows, int keys, float *dbias_bh) {
     for (int r = 0; r < rows; r++) {
         int i = i0 + r, n = i + 1;
@@ -172,68 +156,11 @@ void attention_block_dscores(float *dp, const float *p, int i0, int rows, int ke
         float *dpr = dp + (size_t)r * keys;
         float sum_pd;
         LANE_SUM(sum_pd, j, n, pr[j] * dpr[j]);
-        dscores_row(dpr, pr, i, 0, n, keys, sum_pd, dbias_bh);
-    }
-}
-
-void attention_key_block_dscores(float *dp, const float *p, int i0, int rows, int j0, int cols, const float *rho,
-                                 float *dbias_bh) {
-    for (int r = 0; r < rows; r++) {
-        int i = i0 + r;
-        dscores_row(dp + (size_t)r * cols, p + (size_t)r * cols, i, j0, visible_keys(i, j0, cols), cols, rho[r],
-                    dbias_bh);
-    }
-}
-
-// Online softmax (Milakov and Gimelshein 2018; FlashAttention): after key
-// blocks 1..k, row i holds m_i = max_j s_ij, l_i = sum_j exp(s_ij - m_i) and
-// y_i = sum_j exp(s_ij - m_i) v_j over their keys. A new block with max m'
-// >= m_i scales the three sums' earlier terms by exp(m_i - m') (exactly 1,
-// and skipped, when the max did not move) and adds its own. At the end y_i / l_i
-// is the softmax's output and m_i + log l_i its lse.
-void attention_online_probs(float *s, int i0, int rows, int j0, int cols, const float *bias_h, float *row_max,
-                            float *row_sum, float *y, size_t ldy, int D) {
-    for (int r = 0; r < rows; r++) {
-        int i = i0 + r, n = visible_keys(i, j0, cols);
-        float *row = s + (size_t)r * cols;
-        if (bias_h)
-            for (int j = 0; j < n; j++) row[j] += bias_h[i - j0 - j];
-        float mx = j0 == 0 ? -INFINITY : row_max[r];
-        #pragma omp simd reduction(max : mx)
-        for (int j = 0; j < n; j++) mx = row[j] > mx ? row[j] : mx;
-        for (int j = 0; j < n; j++) row[j] = exp_fast(row[j] - mx);
-        for (int j = n; j < cols; j++) row[j] = 0.0f;   // causal mask
-        float sum;
-        LANE_SUM(sum, j, n, row[j]);   // fixed order on every CPU (lane_sum.h)
-        if (j0 == 0) {
-            row_sum[r] = sum;
-        } else if (mx != row_max[r]) {
-            float rescale = exp_fast(row_max[r] - mx);
-            float *yr = y + (size_t)r * ldy;
-            for (int d = 0; d < D; d++) yr[d] *= rescale;
-            row_sum[r] = row_sum[r] * rescale + sum;
-        } else {
-            row_sum[r] += sum;
-        }
-        row_max[r] = mx;
-    }
-}
-
-void attention_online_finish(float *y, size_t ldy, int D, int rows, const float *row_max, const float *row_sum,
-                             float *lse) {
-    for (int r = 0; r < rows; r++) {
-        float inv = 1.0f / row_sum[r], *yr = y + (size_t)r * ldy;
-        for (int d = 0; d < D; d++) yr[d] *= inv;
-        lse[r] = row_max[r] + logf(row_sum[r]);
+        attention_dscores_row(dpr, pr, i, 0, n, keys, sum_pd, dbias_bh);
     }
 }
 
 size_t attention_scratch_floats(int T) { return 2 * (size_t)attention_block_rows(T) * T; }
-
-size_t attention_fused_scratch_floats(int T) {
-    size_t nb = (size_t)attention_block_rows(T);
-    return 2 * nb * nb + 2 * nb;
-}
 
 // One thread's scratch floats for the engine's attention.
 static size_t thread_scratch_floats(int fused, int T) {
@@ -250,22 +177,6 @@ static void att_probs(float *s, const float *q, const float *k, size_t ld, const
                 0.0f, s, keys);
     attention_block_probs(s, i0, rows, keys, bias_h, lse_in, lse_out);
 }
-
-// One (batch b, head h) pair's view of attention's tensors: its head's
-// columns of the packed (B,T,3C) qkv (q there, k at +C, v at +2C, row stride
-// 3C), its row of the distance bias, where its rows start in a (B,T,C) tensor
-// and in the (B,H,T) lse, and this thread's scratch.
-typedef struct {
-    int D, nb;                // head dimension, query rows (and, fused, keys) per block
-    size_t C3;                // qkv's row stride
-    float scale;              // 1/sqrt(D)
-    const float *q, *k, *v;   // (T, D) each, row stride C3
-    const float *bias_h;      // (T) or NULL
-    size_t qkv_off;           // head h of batch b in qkv (and dqkv)
-    size_t out_off;           // head h of batch b in a (B,T,C) tensor
-    size_t lse_off;           // (b, h) in a (B,H,T) tensor
-    float *scratch;           // thread_scratch_floats floats of this thread
-} AttHead;
 
 static AttHead att_head(const OpenblasEngine *ob, int bh, float *scratch, const float *qkv, const float *bias, int T,
                         int C, int H) {
@@ -347,87 +258,6 @@ static void head_backward(const AttHead *a, float *dqkv, float *dbias, const flo
     }
 }
 
-/* ---- fused attention ----
- *
- * The same maths with the keys in blocks too: per query block I and key
- * block J <= I (ATT_BLOCK of each; only J = I, the diagonal block, has keys
- * above the diagonal), every product is (nb x nb) x (nb x D), and a thread's
- * scratch is two nb x nb blocks and two rows, whatever T.
- *   forward   S = scale Q_I K_J^T (+ bias), the online softmax's step
- *             (attention_online_probs: running max m, running sum l, Y_I
- *             rescaled), Y_I += P V_J; at the end Y_I /= l, lse = m + log l
- *   backward  rho_i = dY_i . Y_i once per query row (FlashAttention-2: equal
- *             to rowsum(P * dP) over all keys, which no key block sees whole);
- *             per key block P = exp(S - lse), dP = dY_I V_J^T,
- *             dS = P * (dP - rho), dQ_I += scale dS K_J,
- *             dK_J += scale dS^T Q_I, dV_J += P^T dY_I
- * Y_I's sums are kept in out itself (its rows belong to this task), dQ_I in
- * dqkv. The order of every sum is fixed by the loops, and one thread owns a
- * (batch, head) pair: the bits do not depend on the thread count. */
-
-// One (batch, head) pair's fused forward: as head_forward, in query x key blocks
-static void head_fused_forward(const AttHead *a, float *out, float *lse, int T, int C) {
-    const int D = a->D, nb = a->nb;
-    const size_t C3 = a->C3;
-    float *s = a->scratch, *row_max = s + (size_t)nb * nb, *row_sum = row_max + nb;
-    for (int i0 = 0; i0 < T; i0 += nb) {
-        int rows = T - i0 < nb ? T - i0 : nb;
-        const float *q_i = a->q + (size_t)i0 * C3;
-        float *y = out + a->out_off + (size_t)i0 * C;   // Y_I (rows, D), row stride C
-        for (int j0 = 0; j0 <= i0; j0 += nb) {
-            int cols = j0 < i0 ? nb : rows;   // the diagonal block is rows x rows
-            // S (rows, cols) = scale Q_I K_J^T
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, a->scale, q_i, C3,
-                        a->k + (size_t)j0 * C3, C3, 0.0f, s, cols);
-            attention_online_probs(s, i0, rows, j0, cols, a->bias_h, row_max, row_sum, y, C, D);
-            // Y_I (rows, D) (+)= P (rows, cols) V_J (cols, D)
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, cols, 1.0f, s, cols,
-                        a->v + (size_t)j0 * C3, C3, j0 == 0 ? 0.0f : 1.0f, y, C);
-        }
-        attention_online_finish(y, C, D, rows, row_max, row_sum, lse + a->lse_off + i0);
-    }
-}
-
-// Its backward, which reads the forward's output out (rho = rowsum(dY * Y))
-static void head_fused_backward(const AttHead *a, float *dqkv, float *dbias, const float *dout, const float *out,
-                                const float *lse, int T, int C) {
-    const int D = a->D, nb = a->nb;
-    const size_t C3 = a->C3;
-    float *p = a->scratch, *dp = p + (size_t)nb * nb, *rho = dp + (size_t)nb * nb;
-    float *dq = dqkv + a->qkv_off, *dk = dq + C, *dv = dq + 2 * C;
-    float *dbias_bh = dbias ? dbias + a->lse_off : NULL;
-    zero_rows(dk, C3, T, D);   // sums over the query blocks
-    zero_rows(dv, C3, T, D);
-    for (int i0 = 0; i0 < T; i0 += nb) {
-        int rows = T - i0 < nb ? T - i0 : nb;
-        const float *q_i = a->q + (size_t)i0 * C3;
-        const float *dy = dout + a->out_off + (size_t)i0 * C, *y = out + a->out_off + (size_t)i0 * C;
-        float *dq_i = dq + (size_t)i0 * C3;
-        attention_row_dots(rho, dy, y, C, rows, D);
-        for (int j0 = 0; j0 <= i0; j0 += nb) {
-            int cols = j0 < i0 ? nb : rows;
-            const float *k_j = a->k + (size_t)j0 * C3, *v_j = a->v + (size_t)j0 * C3;
-            // S (rows, cols) = scale Q_I K_J^T, then P = exp(S + bias - lse), masked
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, a->scale, q_i, C3, k_j, C3,
-                        0.0f, p, cols);
-            attention_key_block_probs(p, i0, rows, j0, cols, a->bias_h, lse + a->lse_off);
-            // dP (rows, cols) = dY_I V_J^T
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, cols, D, 1.0f, dy, C, v_j, C3, 0.0f,
-                        dp, cols);
-            // dS = P * (dP - rho), in place in dp
-            attention_key_block_dscores(dp, p, i0, rows, j0, cols, rho, dbias_bh);
-            // dQ_I (rows, D) (+)= scale dS K_J
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, D, cols, a->scale, dp, cols, k_j, C3,
-                        j0 == 0 ? 0.0f : 1.0f, dq_i, C3);
-            // dK_J (cols, D) += scale dS^T Q_I ;  dV_J (cols, D) += P^T dY_I
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, D, rows, a->scale, dp, cols, q_i, C3,
-                        1.0f, dk + (size_t)j0 * C3, C3);
-            cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, cols, D, rows, 1.0f, p, cols, dy, C, 1.0f,
-                        dv + (size_t)j0 * C3, C3);
-        }
-    }
-}
-
 // The two passes: one (batch, head) pair a task, its head's attention blocked or fused.
 // qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
 static void attention_forward(Engine *e, float *out, float *lse, const float *qkv, const float *bias,
@@ -438,7 +268,7 @@ static void attention_forward(Engine *e, float *out, float *lse, const float *qk
     #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         const AttHead a = att_head(ob, bh, scratch, qkv, bias, T, C, H);
-        if (ob->fused) head_fused_forward(&a, out, lse, T, C);
+        if (ob->fused) attention_fused_head_forward(&a, out, lse, T, C);
         else head_forward(&a, out, lse, T, C);
     }
 }
@@ -452,7 +282,7 @@ static void attention_backward(Engine *e, float *dqkv, float *dbias, const float
     #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         const AttHead a = att_head(ob, bh, scratch, qkv, bias, T, C, H);
-        if (ob->fused) head_fused_backward(&a, dqkv, dbias, dout, out, lse, T, C);
+        if (ob->fused) attention_fused_head_backward(&a, dqkv, dbias, dout, out, lse, T, C);
         else head_backward(&a, dqkv, dbias, dout, lse, T, C);
     }
 }

@@ -43,7 +43,7 @@ void attention_block_probs(float *s, int i0, int rows, int keys, const float *bi
 // dbias_bh[i-j] += dS_ij if set.
 void attention_block_dscores(float *dp, const float *p, int i0, int rows, int keys, float *dbias_bh);
 
-// The fused attention's loops (engine_openblas.c): per (batch, head), block
+// The fused attention's loops (attention_fused.c): per (batch, head), block
 // of query rows i0..i0+rows-1 and block of keys j0..j0+cols-1 (j0 <= i0; the
 // diagonal block j0 = i0 is the only one with keys above the diagonal).
 // Floats of one thread's scratch: two blocks (rows x cols) and two rows of
@@ -71,5 +71,40 @@ void attention_key_block_probs(float *s, int i0, int rows, int j0, int cols, con
 // dbias_bh[i-j] += dS_ij if set.
 void attention_key_block_dscores(float *dp, const float *p, int i0, int rows, int j0, int cols, const float *rho,
                                  float *dbias_bh);
+
+// Keys j0..j0+cols-1 of query row i: how many of them it sees (j <= i); at least 1 when j0 <= i.
+static inline int attention_visible_keys(int i, int j0, int cols) { return i - j0 + 1 < cols ? i - j0 + 1 : cols; }
+// Row i's keys j0..j0+cols-1, the first n of them visible: dS = P (dP - rho) in place, the rest 0.
+static inline void attention_dscores_row(float *dpr, const float *pr, int i, int j0, int n, int cols, float rho,
+                                         float *dbias_bh) {
+    for (int j = 0; j < n; j++) dpr[j] = pr[j] * (dpr[j] - rho);
+    for (int j = n; j < cols; j++) dpr[j] = 0.0f;
+    if (dbias_bh)
+        for (int j = 0; j < n; j++) dbias_bh[i - j0 - j] += dpr[j];
+}
+
+// The OpenBLAS engine's attention (engine_openblas.c, attention_fused.c):
+// one (batch b, head h) pair's view of attention's tensors: its head's
+// columns of the packed (B,T,3C) qkv (q there, k at +C, v at +2C, row stride
+// 3C), its row of the distance bias, where its rows start in a (B,T,C) tensor
+// and in the (B,H,T) lse, and this thread's scratch.
+typedef struct {
+    int D, nb;                // head dimension, query rows (and, fused, keys) per block
+    size_t C3;                // qkv's row stride
+    float scale;              // 1/sqrt(D)
+    const float *q, *k, *v;   // (T, D) each, row stride C3
+    const float *bias_h;      // (T) or NULL
+    size_t qkv_off;           // head h of batch b in qkv (and dqkv)
+    size_t out_off;           // head h of batch b in a (B,T,C) tensor
+    size_t lse_off;           // (b, h) in a (B,H,T) tensor
+    float *scratch;           // this thread's scratch (engine_openblas.c's thread_scratch_floats)
+} AttHead;
+// The fused attention of one (batch, head) pair on OpenBLAS (attention_fused.c):
+// q, k, v, bias row -> its columns of out (T, D of C), its lse (T); and the
+// backward: dout's columns -> its columns of dqkv (overwritten), its dbias row
+// (T) += (if non-NULL), reading the forward's out.
+void attention_fused_head_forward(const AttHead *a, float *out, float *lse, int T, int C);
+void attention_fused_head_backward(const AttHead *a, float *dqkv, float *dbias, const float *dout, const float *out,
+                                   const float *lse, int T, int C);
 
 #endif

@@ -471,7 +471,7 @@ static HeadTask head_task(const OnednnAttention *ae, const Plan *pl, const char 
 
 /* ---- fused attention (fp32) ----
  *
- * engine_openblas.c's fused attention on these primitives: per query block I
+ * attention_fused.c's fused attention on these primitives: per query block I
  * and key block J <= I, the products of the table above with keys J alone
  * (cols = nb below the diagonal block, rows on it), Y_I and dQ_I summed over
  * the key blocks by a sum post-op into rows zeroed first, between them the

@@ -85,8 +85,14 @@ POS_SCHEME_LIST(POS_SCHEME_EXTERN_)
 void rope_frequencies_at(const GPTConfig *cfg, int n, double *theta, double *table_scale);
 // The same for the tables (n = 0: dynamic's angles up to L).
 void rope_frequencies(const GPTConfig *cfg, double *theta, double *table_scale);
-// rope: the base of the angles after ntk's scaling (rope_base s^(R/(R-2))), else rope_base.
+// rope_scaling.c: the trained length L (rope_original_length, or block_size when 0);
+// the base of the angles after ntk's scaling (rope_base s^(R/(R-2))), else rope_base;
+// the same with dynamic NTK's for n positions; and theta (R/2) rescaled in place by
+// linear, yarn or yarn_paper, returning the tables' scale (yarn's sqrt(1/t), else 1).
+double rope_trained_length(const GPTConfig *cfg);
 double rope_scaled_base(const GPTConfig *cfg);
+double rope_scaled_base_at(const GPTConfig *cfg, int n);
+double rope_scale_angles(const GPTConfig *cfg, double *theta);
 // rope: cos/sin tables for cfg, entry [m*R/2 + i] = table_scale cos(m theta_i) (sin likewise).
 void rope_build_tables(float *cos_tab, float *sin_tab, int n_pos, const GPTConfig *cfg);
 // rope: rotate the first R dims of one head vector u (D) at table row m.
