@@ -43,7 +43,13 @@
 #   - the scheme overhead (bench_model --compare-schemes, on each engine of
 #     SCHEME_ENGINES, for the configs of SCHEME_CONFIGS), the RoPE
 #     micro-benchmark (bench_model --rope-micro) and attention alone on each
-#     engine (build/bench_attention, S and M).
+#     engine, blocked and fused (build/bench_attention, S and M).
+#   - memory and the longest context (build/bench_memory, MEMORY_CONFIGS): from
+#     the program's accounting alone (footprint_train; nothing is trained), per
+#     config and setup (OpenBLAS and oneDNN fp32, blocked and fused attention;
+#     oneDNN bf16) the memory at the config's T, what one more token of context
+#     costs and the largest T that fits in the memory the same engine's blocked
+#     attention needs at T ("today's"), and in MEM_GIB GiB.
 #
 # Why L is not in the default CONFIGS: a training step of L is 2.40 TFLOP
 # (S 0.027, M 0.076: 32x M's), so one round of L (every engine and every
@@ -69,8 +75,9 @@
 # "rope learned sinusoidal t5"), ENGINES (default "openblas-fp32 onednn-fp32
 # onednn-bf16"), TORCH_MODES (default "fp32 bf16"), SCHEME_ENGINES (engines of
 # the scheme-overhead comparison, default "openblas-fp32 onednn-bf16"; those
-# not in ENGINES are skipped), NO_TORCH=1 to skip PyTorch, BENCH_OUT (the
-# results file, default build/bench/results-<UTC time>.txt).
+# not in ENGINES are skipped), MEMORY_CONFIGS (the configs of the memory stage,
+# default "M L"), MEM_GIB (its fixed budget, default 16), NO_TORCH=1 to skip
+# PyTorch, BENCH_OUT (the results file, default build/bench/results-<UTC time>.txt).
 # Time with the defaults on 2 cores: about 10-15 minutes (config M is 2/3 of it).
 # With CONFIGS="S M L": 1.5-2 hours more on 2 cores, or longer
 # (with SCHEMES=rope ROUNDS=1, L adds about 9 minutes or more).
@@ -92,6 +99,8 @@ SCHEMES=${SCHEMES:-"rope learned sinusoidal t5"}
 ENGINES=${ENGINES:-"openblas-fp32 onednn-fp32 onednn-bf16"}
 TORCH_MODES=${TORCH_MODES:-"fp32 bf16"}
 SCHEME_ENGINES=${SCHEME_ENGINES:-"openblas-fp32 onednn-bf16"}
+MEMORY_CONFIGS=${MEMORY_CONFIGS:-"M L"}
+MEM_GIB=${MEM_GIB:-16}
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3
 OUT=${BENCH_OUT:-build/bench/results-$(date -u '+%Y%m%dT%H%M%SZ').txt}
@@ -149,7 +158,7 @@ echo "# results file: $OUT"
 rec "bench date=$(q "$(date -u '+%Y-%m-%d %H:%M UTC')") threads=$THREADS steps=$STEPS warmup=$WARMUP" \
     "rounds=$ROUNDS scheme_steps=$SCHEME_STEPS configs=$(q "$CONFIGS") schemes=$(q "$SCHEMES") torch=$have_torch" \
     "engines=$(q "$ENGINES") torch_modes=$(q "$TORCH_MODES") scheme_engines=$(q "$SCHEME_ENGINES")" \
-    "scheme_configs=$(q "$SCHEME_CONFIGS")"
+    "scheme_configs=$(q "$SCHEME_CONFIGS") memory_configs=$(q "$MEMORY_CONFIGS") mem_gib=$MEM_GIB"
 # The CPU: its name, vendor, family and model (a VM's name can be just "AMD EPYC"), and
 # the ISA extensions the products' speed depends on (AVX-512, native bf16, AMX).
 cpuinfo() { grep -m1 "^$1[[:space:]]*:" /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'; }
@@ -180,7 +189,7 @@ for name, p in presets.items():
     print(name, " ".join(f"{keys[k]}={p[k]}" for k in keys))
 PYEOF
 )
-for cfg in $CONFIGS $SCHEME_CONFIGS; do
+for cfg in $CONFIGS $SCHEME_CONFIGS $MEMORY_CONFIGS; do
     line=$(grep "^bench_config config=$cfg " <<<"$configs_out" || true)
     [ -n "$line" ] || { echo "bench.sh: unknown config '$cfg' (build/bench_model --list-configs)" >&2; exit 2; }
     mine=$(for k in L C H T B V; do sed -n "s/.* $k=\([^ ]*\).*/$k=\1/p" <<<"$line"; done | paste -sd' ')
@@ -293,9 +302,14 @@ for cfg in $SCHEME_CONFIGS; do
     done
 done
 build/bench_model --rope-micro --threads "$THREADS" | recs rope_micro
-# Attention alone, on each engine (the products on OpenBLAS, oneDNN fp32, oneDNN bf16).
+# Attention alone, on each engine (the products on OpenBLAS, oneDNN fp32, oneDNN bf16), blocked and fused.
 [ -x build/bench_attention ] || make build/bench_attention >/dev/null
 build/bench_attention --threads "$THREADS" | recs attention
+# Memory and the longest context, from the accounting (no training, no timing).
+[ -x build/bench_memory ] || make build/bench_memory >/dev/null
+for cfg in $MEMORY_CONFIGS; do
+    build/bench_memory --config "$cfg" --mem-gib "$MEM_GIB" --threads "$THREADS" | recs 'memory*'
+done
 
 echo
 "$PY" bench/bench_report.py "$OUT"

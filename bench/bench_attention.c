@@ -1,10 +1,12 @@
-// bench_attention.c: do attention's matrix products gain from oneDNN, and
-// from bf16? One causal attention forward + backward at the model shapes of
-// configs S and M, three ways, alternating in each round:
+// bench_attention.c: do attention's matrix products gain from oneDNN, from
+// bf16, from the fused attention? One causal attention forward + backward at
+// the model shapes of configs S and M, five ways, alternating in each round:
 //
-//   fp32-openblas   engine_openblas.c (cblas_sgemm): the model with the OpenBLAS engine
-//   fp32-onednn     onednn_attention.c in fp32: the model with --matmul=onednn
-//   bf16-onednn     onednn_attention.c in bf16: the model with --precision=bf16
+//   fp32-openblas         engine_openblas.c (cblas_sgemm): the model with the OpenBLAS engine
+//   fp32-openblas-fused   the same engine's fused attention: --attention=fused
+//   fp32-onednn           onednn_attention.c in fp32: the model with --matmul=onednn
+//   fp32-onednn-fused     the same, fused: --matmul=onednn --attention=fused
+//   bf16-onednn           onednn_attention.c in bf16: the model with --precision=bf16 (blocked only)
 //
 //   build/bench_attention [--config S|M|both] [--rounds 9] [--threads N (default: all cores)]
 //
@@ -15,7 +17,7 @@
 // here the largest difference from fp32-openblas, relative to its largest
 // value, is printed beside the times as a sanity figure.
 //
-// Timing: 2 warm-up rounds, then --rounds rounds of the three in turn; per
+// Timing: 2 warm-up rounds, then --rounds rounds of the five in turn; per
 // variant the median ms of forward, backward and both, the model GFLOP/s
 // (bench_model.c's count: forward 4 B C T(T+1)/2, backward twice that), and
 // the speed-up = median over rounds of fp32-openblas's time / the variant's
@@ -41,8 +43,10 @@
 #include "engine/engine.h"
 #include "util_bench.h"
 
-enum { MAX_ROUNDS = 101, N_VARIANTS = 3 };
-static const char *const variant_names[N_VARIANTS] = {"fp32-openblas", "fp32-onednn", "bf16-onednn"};
+enum { MAX_ROUNDS = 101, N_VARIANTS = 5, BF16 = N_VARIANTS - 1 };   // bf16 last: left out without native bf16
+static const char *const variant_names[N_VARIANTS] = {"fp32-openblas", "fp32-openblas-fused", "fp32-onednn",
+                                                      "fp32-onednn-fused", "bf16-onednn"};
+static const int variant_fused[N_VARIANTS] = {0, 1, 0, 1, 0};
 
 
 static float *alloc_floats(size_t n) {
@@ -84,11 +88,11 @@ static int bench_config(const BenchConfig *c, int rounds, int n_threads, int hav
     Engine *engine[N_VARIANTS] = {NULL};
     Outputs o[N_VARIANTS];
     char err[256];
-    int n_variants = have_bf16 ? 3 : 2;
+    int n_variants = have_bf16 ? N_VARIANTS : N_VARIANTS - 1;
     for (int v = 0; v < n_variants; v++) {
         o[v] = (Outputs){alloc_floats(n_out), alloc_floats((size_t)c->B * c->H * c->T), alloc_floats(n_qkv)};
-        if ((v == 0 ? engine_openblas_create(&engine[v], 0, err, sizeof err)
-                    : engine_onednn_create(&engine[v], v == 2, 0, err, sizeof err)) != 0) {
+        if ((v < 2 ? engine_openblas_create(&engine[v], variant_fused[v], err, sizeof err)
+                   : engine_onednn_create(&engine[v], v == BF16, variant_fused[v], err, sizeof err)) != 0) {
             fprintf(stderr, "bench_attention: %s\n", err);
             return 1;
         }

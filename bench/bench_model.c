@@ -8,6 +8,7 @@
 //                     [--attention blocked|fused]
 //                     [--steps 10] [--warmup 2] [--threads 2]
 //                     [--peak-gflops X] [--batch B (default: the config's)]
+//                     [--seq-len T (default: the config's; block_size T too)]
 //   build/bench_model --peak            sgemm peak, square 1024..2048, same threads, and
 //                                       the linear engine's forward at model-like shapes
 //   build/bench_model --peak --matmul onednn --precision fp32|bf16
@@ -234,10 +235,7 @@ static GPTAttention bench_attention = GPT_ATTENTION_BLOCKED;
 // A model of config bc on matmul engine (mm, prec), activations sized for
 // (B, T); NULL with a message on stderr if it cannot be made.
 static GPT *bench_gpt(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecision prec) {
-    GPTConfig cfg = {.n_layer = bc->L, .n_head = bc->H, .d_model = bc->C, .vocab_size = bc->V,
-                     .block_size = bc->T, .pos = pos};
-    gc_config_defaults(&cfg);
-    cfg.pos = pos;
+    GPTConfig cfg = bench_model_config(bc, pos);
     char err[256];
     GPT *model = NULL;
     if (gpt_create(&model, &cfg, 1337, err, sizeof err) != 0 ||
@@ -569,7 +567,7 @@ static void list_configs(void) {
 
 static void usage(void) {
     fprintf(stderr, "usage: bench_model --config S|M|L [--pos rope] [--steps 10] [--warmup 2] "
-                    "[--threads N] [--peak-gflops X] [--batch B] [ENGINE]\n"
+                    "[--threads N] [--peak-gflops X] [--batch B] [--seq-len T] [ENGINE]\n"
                     "       bench_model --compare-schemes --config S|M|L [--steps N] [--threads N] [ENGINE]\n"
                     "       bench_model --peak [--threads N] [ENGINE]\n"
                     "       bench_model --rope-micro [--threads N]\n"
@@ -582,7 +580,7 @@ int main(int argc, char **argv) {
     blas_use_native_kernels(argv);
     const char *config = NULL, *pos_name = "rope";
     const char *matmul_arg = "openblas", *precision_arg = "fp32";
-    int steps = 10, warmup = 2, threads = 0, do_peak = 0, do_rope = 0, batch = 0, do_compare = 0;
+    int steps = 10, warmup = 2, threads = 0, do_peak = 0, do_rope = 0, batch = 0, seq_len = 0, do_compare = 0;
     double peak = 0.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -597,6 +595,7 @@ int main(int argc, char **argv) {
         else if (v && !strcmp(a, "--threads")) { threads = atoi(v); i++; }
         else if (v && !strcmp(a, "--peak-gflops")) { peak = atof(v); i++; }
         else if (v && !strcmp(a, "--batch")) { batch = atoi(v); i++; }
+        else if (v && !strcmp(a, "--seq-len")) { seq_len = atoi(v); i++; }
         else if (v && !strcmp(a, "--matmul")) { matmul_arg = v; i++; }
         else if (v && !strcmp(a, "--precision")) { precision_arg = v; i++; }
         else if (v && !strcmp(a, "--attention") && (!strcmp(v, "blocked") || !strcmp(v, "fused"))) {
@@ -636,5 +635,6 @@ int main(int argc, char **argv) {
     if (do_compare) return compare_schemes(bc, mm, prec, steps, warmup);
     BenchConfig custom = *bc;
     if (batch > 0) custom.B = batch;   // smaller batches for profiling under valgrind
+    if (seq_len > 0) custom.T = seq_len;   // longer windows: memory against the accounting (bench_memory)
     return run_model(&custom, pos, mm, prec, steps, warmup, peak);
 }

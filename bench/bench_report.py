@@ -52,7 +52,19 @@ appends (a key given twice: the last one counts).
     scheme_compare config=S pos=... engine=... precision=... ...   build/bench_model --compare-schemes
     scheme_kernels config=S pos=... engine=... precision=... ...
     rope_micro dir=forward ... / rope_micro max_abs_diff=...   build/bench_model --rope-micro
-    attention config=M variant=bf16-onednn fwd_bwd_ms=.. ...   build/bench_attention
+    attention config=M variant=bf16-onednn fwd_bwd_ms=.. ...   build/bench_attention (variants
+                                                        fp32-openblas[-fused], fp32-onednn[-fused],
+                                                        bf16-onednn)
+    memory config=M engine=openblas precision=fp32 attention=blocked B=8 T=256 threads=2 state_mb=..
+           act_mb=.. engine_mb=.. total_mb=.. token_b=.. token_state_b=.. token_act_b=.. token_engine_b=..
+           token_layers_b=.. token_logits_b=.. token_other_b=.. today_mb=.. longest_t_today=.. today_x=..
+           limit_today=.. budget_gib=16 longest_t_budget=.. budget_x=.. limit_budget=..
+           recompute_token_b=.. recompute_t_today=.. recompute_t_budget=..
+                                                        build/bench_memory: the accounting's memory
+                                                        at T, per token of context, and the longest T
+                                                        (its docstring has each field)
+    memory_fused config=M engine=openblas precision=fp32 ... ratio_today=.. ratio_budget=..
+                                                        the longest T fused over blocked
 
 Records written before a field existed lack it: a ropelab or scheme record
 without engine= is OpenBLAS fp32, a torch record without autocast= is fp32;
@@ -738,6 +750,67 @@ def attention_table(res, out):
             f"{r.get('bwd_ms')} | {r.get('gflops')} | {r.get('speedup_vs_fp32_openblas')}x | {r.get('max_rel_diff')} |")
 
 
+ENGINE_NAMES = {"openblas": "OpenBLAS", "onednn": "oneDNN"}
+
+
+def memory_tables(res, out):
+    """build/bench_memory's records: the memory at each config's T, the longest T that fits, and
+    what one more token of context costs, part by part (all from the program's accounting)."""
+    recs = res.all("memory")
+    if not recs:
+        return
+
+    def setup(r):
+        return f"{ENGINE_NAMES.get(r.get('engine'), r.get('engine'))} {r.get('precision')} {r.get('attention', '')}"
+
+    def longest(r, which):
+        limit = r.get(f"limit_{which}", "budget")
+        return (f"{r.get(f'longest_t_{which}')} ({r.get(f'{which}_x')}x)"
+                + ("" if limit == "budget" else f" [model limit: {limit}]"))
+    gib = recs[0].get("budget_gib", "?")
+    out("")
+    out(f"Memory and the longest context (build/bench_memory: footprint_train, the accounting ./train checks; "
+        f"engine scratch at threads={recs[0].get('threads', '?')}; nothing trained). Today's memory: what the same "
+        "engine and precision with the blocked attention need at the config's T:")
+    out("")
+    out("| config | setup | B, T | at T, MiB: state + activations + engine = total | KiB per token of context | "
+        f"longest T in today's memory (x T) | longest T in {gib} GiB (x T) | "
+        f"recomputation estimate: longest T today's, {gib} GiB |")
+    out("|---|---|---|---|---|---|---|---|")
+    for r in recs:
+        out(f"| {r.get('config')} | {setup(r)} | {r.get('B')}, {r.get('T')} | {r.get('state_mb')} + {r.get('act_mb')} + "
+            f"{r.get('engine_mb')} = {r.get('total_mb')} | {fmt(num(r.get('token_b')) / 1024, '.1f')} | "
+            f"{longest(r, 'today')} | {longest(r, 'budget')} | {r.get('recompute_t_today')}, "
+            f"{r.get('recompute_t_budget')} |")
+    for r in res.all("memory_fused"):
+        out(f"Fused over blocked, {r.get('config')} {ENGINE_NAMES.get(r.get('engine'), r.get('engine'))} "
+            f"{r.get('precision')}: longest T {r.get('longest_t_fused_today')} / {r.get('longest_t_blocked_today')} "
+            f"= {fmt(num(r.get('ratio_today')), '.2f')}x in today's memory, {r.get('longest_t_fused_budget')} / "
+            f"{r.get('longest_t_blocked_budget')} = {fmt(num(r.get('ratio_budget')), '.2f')}x in "
+            f"{r.get('budget_gib')} GiB.")
+    out("")
+    out("What one more token of context costs (at the config's B; bytes, and share): the layers' saved "
+        "tensors, the logits (B, T, V), the other activations (embedding output, ln_f, cross-entropy, the "
+        "backward's one-layer scratch), the engine's buffers (attention scratch; bf16: kept rounded inputs), "
+        "the state (the scheme's tables):")
+    out("")
+    out("| config | setup | bytes | layers | logits | other activations | engine | state |")
+    out("|---|---|---|---|---|---|---|---|")
+    for r in recs:
+        tot = num(r.get("token_b"))
+
+        def part(key):
+            v = num(r.get(key))
+            return f"{v:.0f} ({fmt(100 * v / tot, '.1f')}%)"
+        out(f"| {r.get('config')} | {setup(r)} | {r.get('token_b')} | {part('token_layers_b')} | "
+            f"{part('token_logits_b')} | {part('token_other_b')} | {part('token_engine_b')} | "
+            f"{part('token_state_b')} |")
+    out("")
+    out("Recomputation estimate (not the program's): each layer keeps only its input, one (B, T, C) fp32 tensor, "
+        "and one layer's saved tensors are live at a time; the longest T extrapolated linearly from the "
+        "footprint at T.")
+
+
 def report(records, out=print):
     res = Results(records)
     header(res, out)
@@ -749,6 +822,7 @@ def report(records, out=print):
     scheme_tables(res, out)
     rope_micro(res, out)
     attention_table(res, out)
+    memory_tables(res, out)
     targets(res, rows, out)
 
 

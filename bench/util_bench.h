@@ -1,10 +1,12 @@
 // util_bench.h: what the benchmarks (bench/bench_*.c) share: the model
-// configurations S, M and L, their size formulas (parameters, model FLOPs,
-// memory), the clock and the median.
+// configurations S, M and L, the model's configuration made from one, their
+// size formulas (parameters, model FLOPs, memory), the clock and the median.
 #ifndef ROPELAB_UTIL_BENCH_H
 #define ROPELAB_UTIL_BENCH_H
 
 #include "common/clock.h"
+#include "model/gpt.h"
+#include "../tests/util_gradcheck.h"
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -38,6 +40,17 @@ static inline const BenchConfig *bench_config_named(const char *name) {
     for (int i = 0; name && i < N_CONFIGS; i++)
         if (!strcmp(name, CONFIGS[i].name)) return &CONFIGS[i];
     return NULL;
+}
+
+// The model of config c with scheme pos (every other key at its default),
+// trained on windows of c->T tokens (block_size = T): what bench_model trains
+// and bench_memory accounts for.
+static inline GPTConfig bench_model_config(const BenchConfig *c, PosKind pos) {
+    GPTConfig cfg = {.n_layer = c->L, .n_head = c->H, .d_model = c->C, .vocab_size = c->V, .block_size = c->T,
+                     .pos = pos};
+    gc_config_defaults(&cfg);
+    cfg.pos = pos;
+    return cfg;
 }
 
 // Parameters of the gpt2 block with rope (no positional tensor; learned adds
