@@ -63,7 +63,8 @@ void attention_online_finish(float *y, size_t ldy, int D, int rows, const float 
 // Backward: rho_i = dY_i . Y_i for the block's rows (dy, y: rows of D floats, row stride ld), which
 // is rowsum(P * dP) over all of row i's keys (Y_i = sum_j P_ij V_j), in a fixed order.
 void attention_row_dots(float *rho, const float *dy, const float *y, size_t ld, int rows, int D);
-// Backward: s (rows, cols) holds scale Q_I K_J^T: P = exp(s + bias - lse) in place, masked.
+// Backward: s (rows, cols) holds scale Q_I K_J^T: P = exp(s + bias - lse) in place, masked
+// (engine_openblas.c: the blocked attention's backward runs it too, with j0 = 0).
 void attention_key_block_probs(float *s, int i0, int rows, int j0, int cols, const float *bias_h,
                                const float *lse);
 // Backward: dp (rows, cols) holds dY_I V_J^T: dS = P * (dP - rho_i) in place, masked, with

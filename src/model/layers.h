@@ -1,5 +1,5 @@
-// layers.h: the layers of reference.c, for its tests (and LN_EPS, for the
-// GGUF export), each a forward/backward pair over flat float buffers
+// layers.h: the layers of reference.c, for its tests (and LN_EPS and
+// RMS_EPS, for the GGUF and Hugging Face exports), each a forward/backward pair over flat float buffers
 // (row-major, N = B*T rows). The linear layers' and attention's products go
 // through an engine (engine.h).
 //
