@@ -23,6 +23,9 @@
 #     dtype=torch.bfloat16) around forward and loss (scripts/torch/torch_baseline.py
 #     --autocast bf16). fp32 engines are compared with PyTorch fp32, bf16 with
 #     PyTorch autocast bf16.
+#   - what the default ./train (matmul = auto) runs here in fp32: bench_model's
+#     "# auto fp32 = ..." line (options_engine, src/train/options.c), as an
+#     auto record; the report sets that engine against the fastest fp32 one.
 #   - peaks, measured before and after the runs with the same thread count,
 #     one per engine (build/bench_model --peak --matmul M --precision P):
 #     openblas-fp32: sgemm on square 1024/1536/2048; onednn-*: the engine's
@@ -251,6 +254,14 @@ ob=$(grep -m1 '^# openblas ' <<<"$first_out" || true)
 rec "blas side=ropelab core=$(sed -n 's/.* core=\([^ ]*\).*/\1/p' <<<"$ob")" \
     "config=$(q "$(sed -n 's/.* config=\(.*\) threads=.*/\1/p' <<<"$ob")")" \
     "threads=$(sed -n 's/.* threads=\([^ ]*\).*/\1/p' <<<"$ob")"
+# "# auto fp32 = ENGINE (CHOICE)" (every bench_model run prints it: options_engine's pick for
+# the default ./train, matmul = auto) -> an auto record, for the report's #37 targets
+au=$(grep -m1 '^# auto fp32 = ' <<<"$first_out" || true)
+if [ -n "$au" ]; then
+    au=${au#\# auto fp32 = }
+    au_choice=${au#* (}
+    rec "auto precision=fp32 engine=${au%% *} choice=$(q "${au_choice%)}")"
+fi
 if [ $have_torch = 1 ]; then
     rec "$("$PY" - "$THREADS" <<'EOF'
 import ctypes, shlex, sys, torch

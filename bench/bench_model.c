@@ -27,6 +27,10 @@
 // "enable" to it after the warm-up steps, so the profile holds the timed
 // steps and none of the set-up (bench/profile.sh).
 //
+// Every run (but --list-configs) first prints two header lines: `# openblas core=... config=... threads=N` and
+// `# auto fp32 = ENGINE (CHOICE)`, the engine the default ./train (matmul = auto) picks here,
+// from options_engine (src/train/options.c), the rule's one home; bench.sh records both.
+//
 // One machine-readable line per measurement (key=value), read by bench.sh.
 // The matmul engine's records carry engine= (openblas, onednn) and precision=
 // (fp32, bf16), so bench_report.py can tell the setups apart.
@@ -53,6 +57,7 @@
 #include "engine/engine.h"
 #include "model/pos.h"
 #include "train/adamw.h"
+#include "train/options.h"
 
 static double peak_rss_mb(void) {
     struct rusage ru;
@@ -616,6 +621,16 @@ int main(int argc, char **argv) {
     const char *core = openblas_get_corename();
     printf("# openblas core=%s config=%s threads=%d\n", core ? core : "?", openblas_get_config(),
            omp_get_max_threads());
+    // What the default ./train (matmul = auto, fp32) runs on this machine, by the one home of that
+    // rule (options_engine), so the report can set it against the fastest fp32 engine measured.
+    GPTMatmul auto_mm;
+    GPTPrecision auto_prec;
+    const char *auto_choice = NULL;
+    char auto_err[256];
+    if (options_engine("auto", "fp32", 0, &auto_mm, &auto_prec, &auto_choice, auto_err, sizeof auto_err) == 0)
+        printf("# auto fp32 = %s (%s)\n", matmul_name(auto_mm), auto_choice);
+    else
+        printf("# auto fp32 = ? (%s)\n", auto_err);
     if (do_peak) {
         // OpenBLAS: the square sgemm peak is its reference; its linear forward at the
         // oneDNN shapes is printed beside it, so the engines can be compared shape for shape.

@@ -34,6 +34,10 @@ appends (a key given twice: the last one counts).
     coretype source=openblas detected=X                 unset: OpenBLAS's own choice
     blas side=ropelab|torch core=X config="..." ...     the OpenBLAS core each side really uses
     matmul_engine engine=onednn precision=bf16 describe="..."   an engine's own description
+    auto precision=fp32 engine=openblas choice="matmul = auto: openblas fp32 (no AVX-512)"
+                                                        what the default ./train (matmul = auto) runs
+                                                        here in fp32: build/bench_model's "# auto fp32
+                                                        = ..." line, from options_engine (the #37 targets)
     engine_unavailable engine=onednn precision=bf16 reason="..."   left out (e.g. no native bf16)
     sgemm n=1024 threads=2 gflops=G when=before         build/bench_model --peak, + when=
     sgemm_peak gflops=G when=before|after               (the peak of PEAKS["sgemm"])
@@ -87,6 +91,13 @@ training line as a `ropelab` record with a field that tells it apart (say
 ranks=4) and its peak as a record of its own kind; bench.sh appends both to
 the file; here, add one Peak to PEAKS and one Setup to SETUPS, and its
 targets to RATIO_TARGETS if any.
+
+Issue #37's targets (T37_*, rows "#37: ..." of the targets table) come from
+the same records: the auto record's engine against the fastest fp32 setup on
+M; oneDNN bf16's MFU on M (judged only with native bf16); each setup's
+attention_gflops over its own peak on M and L; config M's longest T in
+today's memory (memory records); every setup against its PyTorch side. A row
+the run cannot judge says why; a missed target says what bounds it.
 """
 
 import math
@@ -159,6 +170,15 @@ RATIO_TARGETS = [
 MFU_TARGETS = {"OpenBLAS fp32": {"M": 0.80}, "oneDNN fp32": {"M": 0.55}, "oneDNN bf16": {"M": 0.75, "S": 0.65}}
 RSS_TARGET = 1.3            # peak RSS / the program's accounting
 SCHEME_TARGETS = {"rope": 3.0, "t5": 5.0}   # % of a step added to learned's (kernel by kernel), every setup
+# Issue #37's targets (rows labelled "#37: ..."; targets_37): the default ./train (matmul = auto) against
+# the fastest fp32 engine on M; oneDNN bf16's MFU on M where the CPU has native bf16; attention's GFLOP/s
+# over its setup's own peak on M and L; config M's longest context in today's memory; every setup
+# against its PyTorch side.
+T37_AUTO = 0.95          # auto's engine's tokens/s over the fastest fp32 engine's, on M, every scheme
+T37_BF16_MFU = 0.70      # oneDNN bf16 on M, on a CPU with native bf16 (avx512_bf16 or amx_bf16)
+T37_ATTENTION = 0.50     # attention_gflops / the setup's own peak, on M and L, every setup and scheme
+T37_CONTEXT = 4.0        # config M: the best setup's longest T in today's memory / the config's T
+T37_TORCH = 1.0          # every setup's tokens/s over its PyTorch side's, every config and scheme
 
 
 # ----------------------------------------------------------------------------
@@ -313,6 +333,10 @@ def header(res, out):
                 f"({side.get('libs') or 'no OpenBLAS loaded'}), threads={side.get('threads', '?')}")
     for eng in res.all("matmul_engine"):
         out(f"ropelab engine {eng.get('engine', '?')} {eng.get('precision', '?')}: {eng.get('describe', '?')}")
+    auto = res.first.get("auto")
+    if auto:
+        out(f"./train's default (matmul = auto) on this machine, fp32: {auto.get('engine', '?')} "
+            f"({auto.get('choice', '?')}; options_engine, src/train/options.c)")
     for eng in res.all("engine_unavailable"):
         out(f"ropelab engine {eng.get('engine', '?')} {eng.get('precision', '?')}: NOT AVAILABLE on this machine "
             f"({eng.get('reason', '?')}): no rows, no targets")
@@ -611,29 +635,171 @@ def targets(res, rows, out):
                     pct = r.get("vs_learned_pct")
                     checks.append((f"{pos} adds <= {limit:g}% of a step to learned's ({s.name}, kernel by kernel)",
                                    cfg, pos, f"{pct}%", verdict(num(pct), limit, "max")))
+    checks = [c + ("",) for c in checks] + targets_37(res, rows)
     if not checks:
         return
     out("")
-    out("Targets (this run; a target is met when every one of its rows is):")
+    out("Targets (this run; a target is met when every one of its rows is; a row the run cannot judge says "
+        "why and counts neither way; a missed #37 target says what bounds it, from its lowest row):")
     out("")
     out("| target | rows | measured | verdict |")
     out("|---|---|---|---|")
     for target in dict.fromkeys(c[0] for c in checks):
         mine = [c for c in checks if c[0] == target]
-        by_value = sorted(mine, key=lambda c: num(c[3].rstrip("x%")))
-        lo, hi = by_value[0][3], by_value[-1][3]   # as printed in the rows
+        judged = [c for c in mine if c[4] in ("met", "MISSED")]
+        shown = [c for c in (judged or mine) if not math.isnan(num(c[3].rstrip("x%")))]
+        by_value = sorted(shown, key=lambda c: num(c[3].rstrip("x%")))
+        lo, hi = (by_value[0][3], by_value[-1][3]) if by_value else ("-", "-")   # as printed in the rows
         measured = lo if lo == hi else f"{lo} to {hi}"
-        missed = sum(c[4] != "met" for c in mine)
-        cfgs = ", ".join(dict.fromkeys(c[1] for c in mine))
-        out(f"| {target} | {len(mine)} ({cfgs}) | {measured} | "
-            + ("met" if missed == 0 else f"MISSED ({missed} of {len(mine)})") + " |")
+        missed = [c for c in by_value if c[4] == "MISSED"]
+        cfgs = ", ".join(dict.fromkeys(c[1] for c in mine if c[1] != "-")) or "-"
+        others = "; ".join(dict.fromkeys(c[4] for c in mine if c not in judged))
+        if not judged:
+            text = others
+        else:
+            text = "met" if not missed else f"MISSED ({len(missed)} of {len(judged)})"
+            if missed and missed[0][5]:
+                text += f": {missed[0][5]}"
+            if others:
+                text += f"; other rows {others}"
+        out(f"| {target} | {len(mine)} ({cfgs}) | {measured} | {text} |")
     out("")
     out("Every row:")
     out("")
     out("| target | config | pos | measured | verdict |")
     out("|---|---|---|---|---|")
     for c in checks:
-        out("| " + " | ".join(c) + " |")
+        out("| " + " | ".join(c[:4]) + " | " + c[4] + (f": {c[5]}" if c[4] == "MISSED" and c[5] else "") + " |")
+
+
+def targets_37(res, rows):
+    """Issue #37's targets, one check per row: (target, config, pos, measured, verdict, bound).
+    verdict: met, MISSED, or why the run cannot judge the row ("not run here: ...");
+    bound: for a missed row, what bounds it, where the run shows it."""
+    checks = []
+    setups = {s.name: s for s in res.setups}
+    unavailable = {(r.get("engine"), r.get("precision")): r.get("reason", "?") for r in res.all("engine_unavailable")}
+
+    def not_run(cfg):
+        return f"not run: config {cfg} not in this run's CONFIGS"
+
+    # T1: the default ./train against the fastest fp32 engine, on M, every scheme
+    auto = res.first.get("auto")
+    engine = auto.get("engine") if auto else None
+    auto_setup = most_specific([s for s in SETUPS if s.kind == "ropelab" and s.where.get("precision", "fp32") == "fp32"],
+                               {"engine": engine, "precision": "fp32"}) if engine in ENGINE_NAMES else None
+    label = (f"#37: the default ./train (matmul = auto: {auto_setup.name if auto_setup else engine or '?'} here) "
+             f">= {100 * T37_AUTO:g}% of the fastest fp32 engine's tokens/s on M, every scheme")
+    fp32 = [s for s in res.setups if s.kind == "ropelab" and s.where.get("precision", "fp32") == "fp32"]
+    if auto is None:
+        checks.append((label, "M", "-", "-", "not judged: no auto record (results from before bench_model "
+                       "printed '# auto fp32')", ""))
+    elif auto_setup is None:
+        checks.append((label, "M", "-", "-", f"not judged: auto's engine '{engine}' is no setup of this report", ""))
+    elif "M" not in res.configs:
+        checks.append((label, "M", "-", "-", not_run("M"), ""))
+    else:
+        for pos in res.schemes:
+            toks = {s.name: res.tokens(s.name, "M", pos) for s in fp32}
+            toks = {n: t for n, t in toks.items() if not math.isnan(t)}
+            if auto_setup.name not in toks or len(toks) < 2:
+                checks.append((label, "M", pos, "-", "not judged: needs auto's engine and the other fp32 engine "
+                               "measured (ENGINES)", ""))
+                continue
+            fastest = max(toks, key=toks.get)
+            r = float(f"{100 * toks[auto_setup.name] / toks[fastest]:.1f}")
+            bound = (f"auto picks {auto_setup.name} ({auto.get('choice', '?')}), {fastest} is "
+                     f"{toks[fastest] / toks[auto_setup.name]:.2f}x faster here: the rule in options_engine "
+                     "(src/train/options.c)")
+            checks.append((label, "M", pos, f"{r:.1f}%", verdict(r, 100 * T37_AUTO, "min"), bound))
+
+    # T2: oneDNN bf16's MFU on M, on a CPU with native bf16
+    name = "oneDNN bf16"
+    label = (f"#37: {name}: MFU >= {100 * T37_BF16_MFU:g}% of the {PEAKS['onednn_bf16'].label} on M "
+             "(a CPU with native bf16)")
+    isa = res.first.get("machine", {}).get("isa")
+    describe = next((r.get("describe", "") for r in res.all("matmul_engine", engine="onednn", precision="bf16")), "")
+    native = "emulated" not in describe and (isa is None or any(f in isa.split() for f in ("avx512_bf16", "amx_bf16")))
+    mine = [(pos, rec, mfu) for cfg, pos, s, rec, speedup, mfu in rows if s.name == name and cfg == "M"]
+    if ("onednn", "bf16") in unavailable:
+        checks.append((label, "M", "-", "-", "not run here: no native bf16 on this CPU (oneDNN bf16 unavailable; "
+                       "the header says why)", ""))
+    elif not mine:
+        checks.append((label, "M", "-", "-", not_run("M") if "M" not in res.configs
+                       else "not run: onednn-bf16 not in this run's ENGINES", ""))
+    else:
+        peak = res.peak(setups[name].peak)[0]
+        for pos, rec, mfu in mine:
+            share, eg = num(rec.get("engine_share")), num(rec.get("engine_gflops"))
+            bound = ("" if math.isnan(share) else
+                     f"outside the engine (the model's fp32 work) {100 * (1 - share):.0f}% of the step; the engine's "
+                     f"calls at {fmt(100 * eg / peak, '.0f')}% of its peak")
+            checks.append((label, "M", pos, f"{100 * mfu:.1f}%",
+                           verdict(mfu, T37_BF16_MFU, "min") if native
+                           else "not judged: no native bf16 here (oneDNN emulates it)", bound))
+
+    # T3: attention's GFLOP/s over its setup's own peak, on M and L
+    label = f"#37: attention >= {100 * T37_ATTENTION:g}% of the setup's own peak on M and L, every setup and scheme"
+    for cfg in ("M", "L"):
+        mine = [(pos, s, rec) for c, pos, s, rec, speedup, mfu in rows if c == cfg]
+        if cfg not in res.configs:
+            checks.append((label, cfg, "-", "-", not_run(cfg), ""))
+        for pos, s, rec in mine:
+            g, peak = num(rec.get("attention_gflops")), res.peak(s.peak)[0]
+            if math.isnan(g) or not peak > 0:
+                checks.append((label, cfg, f"{pos}, {s.name}", "-", "not judged: no attention_gflops or no peak", ""))
+                continue
+            r = float(f"{100 * g / peak:.1f}")
+            flags = "" if s.where.get("engine") is None else \
+                f" --matmul {s.where['engine']} --precision {s.where.get('precision', 'fp32')}"
+            bound = (f"attention {g:.0f} GFLOP/s, {rec.get('attention_ms')} of {rec.get('ms_per_step')} ms/step; "
+                     f"where its time goes: bash bench/profile.sh --config {cfg}{flags}")
+            checks.append((label, cfg, f"{pos}, {s.name}", f"{r:.1f}%", verdict(r, 100 * T37_ATTENTION, "min"), bound))
+
+    # T4: config M's longest context in today's memory, the best setup's
+    # (the accounting covers every setup; the best is among those this CPU runs)
+    mem = [r for r in res.all("memory", config="M") if num(r.get("T")) > 0
+           and (r.get("engine"), r.get("precision")) not in unavailable]
+    label = f"#37: config M (B 8): the best setup's longest T in today's memory >= {T37_CONTEXT:g}x T"
+    if not mem:
+        checks.append((label, "M", "-", "-", "not run: M not in this run's MEMORY_CONFIGS", ""))
+    else:
+        best = max(mem, key=lambda r: num(r.get("longest_t_today")))
+        x = num(best.get("longest_t_today")) / num(best.get("T"))
+        tot = num(best.get("token_b"))
+
+        def share(key):
+            return f"{fmt(100 * num(best.get(key)) / tot, '.0f')}%"
+        limit = best.get("limit_today", "budget")
+        bound = (f"{ENGINE_NAMES.get(best.get('engine'), best.get('engine'))} {best.get('precision')} "
+                 f"{best.get('attention')} reaches T {best.get('longest_t_today')} (B {best.get('B')}); "
+                 + (f"the model refuses more: {limit}; " if limit != "budget" else "")
+                 + f"per token of context {fmt(tot / 1024, '.1f')} KiB: layers' saved tensors "
+                 f"{share('token_layers_b')}, logits {share('token_logits_b')}, other activations "
+                 f"{share('token_other_b')}, engine {share('token_engine_b')}")
+        x = float(f"{x:.2f}")
+        checks.append((label, "M", best.get("pos", "-"), f"{x:.2f}x", verdict(x, T37_CONTEXT, "min"), bound))
+
+    # T5: every setup ahead of its PyTorch side, every config and scheme
+    label = f"#37: every setup >= {T37_TORCH:g}x its PyTorch side's tokens/s (same precision), every config and scheme"
+    for s in res.setups:
+        bname = BASELINES[s.baseline].name
+        mine = [(cfg, pos, rec, speedup) for cfg, pos, rs, rec, speedup, mfu in rows if rs is s]
+        if not any(speedup is not None for *_, speedup in mine):
+            checks.append((label, "-", s.name, "-", f"not judged: no PyTorch rows ({bname}"
+                           + (": NO_TORCH set or torch not installed)" if not res.baselines else ")"), ""))
+            continue
+        for cfg, pos, rec, speedup in mine:
+            if speedup is None:
+                continue
+            base = res.best.get((bname, cfg, pos))
+            share = num(rec.get("engine_share"))
+            bound = (f"{bname} {num(base.get('tokens_per_s')):.0f} vs {num(rec.get('tokens_per_s')):.0f} tokens/s"
+                     + ("" if math.isnan(share) else
+                        f"; ropelab's step {100 * (1 - share):.0f}% outside the engine"))
+            checks.append((label, cfg, f"{pos}, {s.name}", f"{speedup}x", verdict(float(speedup), T37_TORCH, "min"),
+                           bound))
+    return checks
 
 
 def scheme_setups(res, recs):
