@@ -4,8 +4,11 @@
 // are only used under -ffast-math), so a loop calling them runs one element
 // at a time. The softmaxes (attention, cross-entropy) and GELU call them on
 // every element of large tensors: tens of millions of calls per step. These
-// versions are plain arithmetic on floats and their bits, with no branches
-// and no calls, so `-O3 -march=native` turns a loop over them into AVX code.
+// versions are plain arithmetic on floats and their bits, with no calls, so
+// `-O3 -march=native` turns a loop over them into AVX code. Their clamps are
+// comparisons, which a compiler that must keep floating-point traps (GCC's
+// default -ftrapping-math) leaves as branches, and a loop with branches does
+// not vectorise: hence the Makefile's -fno-trapping-math.
 //
 // exp_fast(x): x = n ln2 + r with n = round(x / ln2), |r| <= ln2/2 (the
 // Cody-Waite split of ln2 keeps r exact), exp(r) by the degree-6 minimax
