@@ -247,6 +247,14 @@ measure_peaks() {
     return 0
 }
 measure_peaks before
+# PyTorch's autocast bf16 is the baseline of ropelab's bf16 engine only: where
+# that engine cannot run, its rows would compare with nothing (and autocast
+# without native bf16 is slow: on an AVX2 CPU, M's step takes minutes).
+if [[ " $ENGINES " != *" onednn-bf16 "* && " $TORCH_MODES " == *" bf16 "* ]]; then
+    TORCH_MODES=$(for m in $TORCH_MODES; do [ "$m" = bf16 ] || printf '%s ' "$m"; done)
+    TORCH_MODES=${TORCH_MODES% }
+    rec "torch_mode_dropped mode=bf16 reason=\"ropelab's bf16 engine is unavailable here, so nothing compares with it\""
+fi
 
 # "# openblas core=NAME config=TEXT WITH SPACES threads=N" (every bench_model
 # run prints it) -> a blas record

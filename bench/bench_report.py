@@ -309,9 +309,13 @@ def header(res, out):
         f"steps, medians; best of {bench.get('rounds', '?')} alternating runs per setup")
     if bench.get("engines"):
         modes = bench.get("torch_modes") or "none"
+        dropped = res.first.get("torch_mode_dropped")
+        if dropped:   # bench.sh ran without it: say so instead of listing it
+            modes = " ".join(m for m in modes.split() if m != dropped.get("mode")) or "none"
         out(f"ropelab engines: {bench['engines']}; PyTorch modes: {modes}"
             + (" (bf16 = torch.autocast('cpu', dtype=torch.bfloat16) around forward and loss)"
-               if "bf16" in modes.split() else ""))
+               if "bf16" in modes.split() else "")
+            + (f"; PyTorch {dropped.get('mode')} not run: {dropped.get('reason')}" if dropped else ""))
     core = res.first.get("coretype")
     if core:
         source = core.get("source")
