@@ -35,8 +35,12 @@ static int sh(const char *fmt, const char *a, const char *b) {
     return rc == -1 ? -1 : WEXITSTATUS(rc);
 }
 
+// 1 if /usr/bin/python3 can import torch, asked once (an import takes seconds).
+static int have_torch = -1;
+
 static int setup(void **state) {
-    if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) return 0;  // tests skip
+    have_torch = system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") == 0;
+    if (!have_torch) return 0;  // tests skip
     snprintf(dir, sizeof dir, "/tmp/ropelab_xcheck_%d", (int)getpid());
     // A small corpus of varied text, tokenised with a 300-token vocabulary.
     if (sh("rm -rf %s && mkdir -p %s", dir, dir)) return -1;
@@ -54,29 +58,44 @@ static int teardown(void **state) {
 }
 
 static void skip_without_torch(void) {
-    if (system("/usr/bin/python3 -c 'import torch' >/dev/null 2>&1") != 0) {
+    if (!have_torch) {
         fprintf(stderr, "python3-torch is not installed: skipped\n");
         skip();
     }
 }
 
-// ./train --debug-state with the given extra flags, then the float64 check.
-static void check_scheme(const char *name, const char *flags) {
-    char cmd[2048], file[256];
-    snprintf(file, sizeof file, "%s/%s.safetensors", dir, name);
+// ./train --debug-state with the given extra flags into DIR/NAME.safetensors.
+static void write_state(const char *name, const char *flags) {
+    char cmd[2048];
     snprintf(cmd, sizeof cmd,
              "./train configs/tiny.ini --quiet --threads=1 --tokenizer=%s/data/tokenizer.bin "
              "--train_file=%s/data/train.bin --val_file=%s/data/val.bin --batch_size=3 "
-             "--block_size=24 --n_layer=2 --d_model=32 --n_head=4 %s --debug-state %s",
-             dir, dir, dir, flags, file);
+             "--block_size=24 --n_layer=2 --d_model=32 --n_head=4 %s --debug-state %s/%s.safetensors",
+             dir, dir, dir, flags, dir, name);
     assert_int_equal(system(cmd), 0);
-    snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/torch/check_debug_state.py %s > %s.check.txt 2>&1", file, file);
+}
+
+// The float64 check of the states NAMES (n of them) in one PyTorch process;
+// on a failure, its per-tensor tables are shown.
+static void check_states(const char *const *names, int n) {
+    char cmd[4096], out[256];
+    snprintf(out, sizeof out, "%s/%s.check.txt", dir, names[0]);
+    int len = snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/torch/check_debug_state.py");
+    for (int i = 0; i < n; i++) len += snprintf(cmd + len, sizeof cmd - len, " %s/%s.safetensors", dir, names[i]);
+    snprintf(cmd + len, sizeof cmd - len, " > %s 2>&1", out);
+    assert_true((size_t)len < sizeof cmd - 300);
     int rc = system(cmd);
-    if (rc != 0) {                       // show the per-tensor table of the failure
-        snprintf(cmd, sizeof cmd, "cat %s.check.txt", file);
+    if (rc != 0) {
+        snprintf(cmd, sizeof cmd, "cat %s", out);
         if (system(cmd)) {}
     }
     assert_int_equal(rc, 0);
+}
+
+// One state: its debug state, then the check.
+static void check_scheme(const char *name, const char *flags) {
+    write_state(name, flags);
+    check_states(&name, 1);
 }
 
 static void test_rope(void **state)         { skip_without_torch(); check_scheme("rope", "--pos=rope"); }
@@ -99,19 +118,25 @@ static void test_rope_dynamic(void **state) { skip_without_torch(); check_scheme
 // against a reference that rounds the same product inputs (scripts/torch/check_debug_state.py).
 static void test_onednn_fp32(void **state) {
     skip_without_torch();
-    check_scheme("dnn_rope", "--pos=rope --matmul=onednn");
-    check_scheme("dnn_t5", "--pos=t5 --t5_num_buckets=8 --t5_max_distance=16 --matmul=onednn");
-    check_scheme("dnn_learned", "--pos=learned --matmul=onednn");
+    static const char *const names[] = {"dnn_rope", "dnn_t5", "dnn_learned"};
+    write_state(names[0], "--pos=rope --matmul=onednn");
+    write_state(names[1], "--pos=t5 --t5_num_buckets=8 --t5_max_distance=16 --matmul=onednn");
+    write_state(names[2], "--pos=learned --matmul=onednn");
+    check_states(names, 3);
 }
 // check_scheme for every scheme on the list (gpt.h), with the engine's flags; t5 with few buckets.
 static void check_every_scheme(const char *prefix, const char *engine_flags) {
+    char names[POS_COUNT][32];
+    const char *list[POS_COUNT];
     for (int k = 0; k < POS_COUNT; k++) {
-        char name[32], flags[160];
-        snprintf(name, sizeof name, "%s_%s", prefix, pos_kind_name((PosKind)k));
+        char flags[160];
+        snprintf(names[k], sizeof names[k], "%s_%s", prefix, pos_kind_name((PosKind)k));
         snprintf(flags, sizeof flags, "--pos=%s %s%s", pos_kind_name((PosKind)k), engine_flags,
                  k == POS_T5 ? " --t5_num_buckets=8 --t5_max_distance=16" : "");
-        check_scheme(name, flags);
+        write_state(names[k], flags);
+        list[k] = names[k];
     }
+    check_states(list, POS_COUNT);
 }
 static void test_bf16_every_scheme(void **state) {
     skip_without_torch();
@@ -128,8 +153,10 @@ static void test_llama_every_scheme(void **state) { skip_without_torch(); check_
 static void test_llama_bf16(void **state) {
     skip_without_torch();
     ue_skip_without_bf16();
-    check_scheme("llama_bf16_rope", "--block=llama --pos=rope --precision=bf16");
-    check_scheme("llama_bf16_alibi", "--block=llama --pos=alibi --precision=bf16");
+    static const char *const names[] = {"llama_bf16_rope", "llama_bf16_alibi"};
+    write_state(names[0], "--block=llama --pos=rope --precision=bf16");
+    write_state(names[1], "--block=llama --pos=alibi --precision=bf16");
+    check_states(names, 2);
 }
 static void test_t5(void **state)           { skip_without_torch(); check_scheme("t5", "--pos=t5 --t5_num_buckets=8 --t5_max_distance=16"); }
 static void test_alibi(void **state)        { skip_without_torch(); check_scheme("alibi", "--pos=alibi"); }

@@ -433,7 +433,9 @@ def bad_file_tests(tmpdir, rope_case):
 
 def main():
     ap = argparse.ArgumentParser(description="Check a ropelab debug state against PyTorch (float64).")
-    ap.add_argument("file", nargs="?", help="debug-state safetensors file from ./train --debug-state")
+    ap.add_argument("files", nargs="*", metavar="FILE",
+                    help="debug-state safetensors files from ./train --debug-state, each checked in turn "
+                         "(one process, so PyTorch is imported once)")
     ap.add_argument("--self-test", action="store_true", help="test this checker on PyTorch-written files")
     ap.add_argument("--loss-tol", type=float, default=LOSS_REL_TOL, help="loss relative tolerance")
     ap.add_argument("--grad-tol", type=float, default=None,
@@ -444,9 +446,12 @@ def main():
     if args.self_test:
         with tempfile.TemporaryDirectory() as d:
             return self_test(d)
-    if not args.file:
+    if not args.files:
         ap.error("give a FILE or --self-test")
-    return check_file(args.file, args.loss_tol, args.grad_tol)[0]
+    worst = 0   # the exit code: each file's (0 passed, 1 failed, 2 not a debug state), the largest
+    for f in args.files:
+        worst = max(worst, check_file(f, args.loss_tol, args.grad_tol)[0])
+    return worst
 
 
 if __name__ == "__main__":
