@@ -414,23 +414,20 @@ static void test_range_messages_exact(void **state) {
 // opt_parse into the field at the offset given.
 typedef struct { uint64_t seed; int threads; } FlagArgs;
 
-// matmul = auto's rule (options_engine), each side of the ISA question asked
-// through the test hook ROPELAB_TEST_AUTO_ISA, so both run on any machine:
+// matmul = auto's rule (options_engine_for), each side of the ISA question
+// answered by the test, so both run on any machine:
 // fp32 onednn with AVX-512, openblas without it and always in the
 // reproducible mode, bf16 onednn; a named engine is itself on either side.
 // (test_train_run: what ./train's start line and machine.txt say of it.)
 static void test_matmul_auto(void **state) {
-    const char *saved = getenv("ROPELAB_TEST_AUTO_ISA");
-    char keep[64] = "";
-    if (saved) snprintf(keep, sizeof keep, "%s", saved);
     static const struct {
         const char *isa, *matmul, *precision;
         int reproducible;
         GPTMatmul want;
         const char *choice;
     } cases[] = {
-        {"avx512", "auto", "fp32", 0, GPT_MATMUL_ONEDNN, "matmul = auto: onednn fp32 (AVX-512, as ROPELAB_TEST_AUTO_ISA says)"},
-        {"avx2", "auto", "fp32", 0, GPT_MATMUL_OPENBLAS, "matmul = auto: openblas fp32 (no AVX-512, as ROPELAB_TEST_AUTO_ISA says)"},
+        {"avx512", "auto", "fp32", 0, GPT_MATMUL_ONEDNN, "matmul = auto: onednn fp32 (AVX-512)"},
+        {"avx2", "auto", "fp32", 0, GPT_MATMUL_OPENBLAS, "matmul = auto: openblas fp32 (no AVX-512)"},
         {"avx512", "auto", "fp32", 1, GPT_MATMUL_OPENBLAS, "matmul = auto: openblas fp32 (reproducible)"},
         {"avx2", "auto", "fp32", 1, GPT_MATMUL_OPENBLAS, "matmul = auto: openblas fp32 (reproducible)"},
         {"avx512", "auto", "bf16", 0, GPT_MATMUL_ONEDNN, "matmul = auto: onednn bf16"},
@@ -442,13 +439,12 @@ static void test_matmul_auto(void **state) {
         {"avx512", "openblas", "fp32", 1, GPT_MATMUL_OPENBLAS, "matmul = openblas"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        setenv("ROPELAB_TEST_AUTO_ISA", cases[i].isa, 1);
         GPTMatmul m;
         GPTPrecision p;
         const char *choice = NULL;
         char err[256] = "";
-        int rc = options_engine(cases[i].matmul, cases[i].precision, cases[i].reproducible, &m, &p, &choice, err,
-                                sizeof err);
+        int rc = options_engine_for(cases[i].matmul, cases[i].precision, cases[i].reproducible,
+                                    strcmp(cases[i].isa, "avx512") == 0, 0, &m, &p, &choice, err, sizeof err);
         if (rc != 0 || m != cases[i].want || strcmp(choice, cases[i].choice) != 0)
             fail_msg("%s, matmul %s, %s, reproducible %d: rc %d, engine %d (want %d), '%s' %s", cases[i].isa,
                      cases[i].matmul, cases[i].precision, cases[i].reproducible, rc, (int)m, (int)cases[i].want,
@@ -467,16 +463,11 @@ static void test_matmul_auto(void **state) {
     assert_int_equal(m, GPT_MATMUL_OPENBLAS);
     assert_int_equal(parse(&o, &a, err, sizeof err, "--reproducible=1", "--matmul=onednn", NULL), -1);
     assert_non_null(strstr(err, "reproducible = 1 runs on OpenBLAS in fp32"));
-    // A hook with another value is refused, not taken for either answer; unset, the CPU answers.
-    setenv("ROPELAB_TEST_AUTO_ISA", "avx512f", 1);
-    assert_int_equal(options_engine("auto", "fp32", 0, &m, &p, &choice, err, sizeof err), -1);
-    assert_non_null(strstr(err, "ROPELAB_TEST_AUTO_ISA (a test hook) is 'avx512f', not avx512 or avx2"));
-    unsetenv("ROPELAB_TEST_AUTO_ISA");
+    // options_engine: the CPU answers.
     assert_int_equal(options_engine("auto", "fp32", 0, &m, &p, &choice, err, sizeof err), 0);
     assert_int_equal(m, engine_onednn_has_avx512() ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS);
     assert_string_equal(choice, engine_onednn_has_avx512() ? "matmul = auto: onednn fp32 (AVX-512)"
                                                            : "matmul = auto: openblas fp32 (no AVX-512)");
-    if (keep[0]) setenv("ROPELAB_TEST_AUTO_ISA", keep, 1);
 }
 
 static void test_training_key_as_flag(void **state) {

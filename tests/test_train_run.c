@@ -318,22 +318,22 @@ static void test_debug_state(void **state) {
 }
 
 // The start line and machine.txt say what matmul = auto chose and why; the
-// ISA question answered by the test hook (ROPELAB_TEST_AUTO_ISA), so that
-// both answers run here. The reproducible mode takes OpenBLAS whatever the
+// ISA question answered by the test build's hook (ROPELAB_TEST_AUTO_ISA,
+// src/train/fault_inject.h), so that both answers run here. The reproducible mode takes OpenBLAS whatever the
 // answer, in ./train and in ./eval, never refusing auto.
 static void test_matmul_auto_recorded(void **state) {
     static const struct {
         const char *isa, *flags, *engine, *choice;
     } cases[] = {
-        {"avx512", "", "onednn fp32 (", "matmul = auto: onednn fp32 (AVX-512, as ROPELAB_TEST_AUTO_ISA says)"},
-        {"avx2", "", "openblas fp32 (", "matmul = auto: openblas fp32 (no AVX-512, as ROPELAB_TEST_AUTO_ISA says)"},
+        {"avx512", "", "onednn fp32 (", "matmul = auto: onednn fp32 (AVX-512, as the test hook says)"},
+        {"avx2", "", "openblas fp32 (", "matmul = auto: openblas fp32 (no AVX-512, as the test hook says)"},
         {"avx512", "--reproducible=1", "openblas fp32 (", "matmul = auto: openblas fp32 (reproducible)"},
         {"avx512", "--matmul=openblas", "openblas fp32 (", "matmul = openblas"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char run_dir[512], want[256];
         snprintf(run_dir, sizeof run_dir, "%s/auto-%zu", dir, i);
-        if (run("{ ROPELAB_TEST_AUTO_ISA=%s ./train configs/tiny.ini %s --threads=1 --steps=1 --eval_every=0 %s "
+        if (run("{ ROPELAB_TEST_AUTO_ISA=%s " TRAIN_WITH_FAULTS " configs/tiny.ini %s --threads=1 --steps=1 --eval_every=0 %s "
                 "--out_dir=%s && cat %s/machine.txt; }", cases[i].isa, data_args, cases[i].flags, run_dir, run_dir) != 0)
             fail_msg("%s %s: %s", cases[i].isa, cases[i].flags, out);
         snprintf(want, sizeof want, "; %s", cases[i].engine);
@@ -345,7 +345,7 @@ static void test_matmul_auto_recorded(void **state) {
         snprintf(want, sizeof want, "\n%s\n", cases[i].choice);
         if (!strstr(out, want)) fail_msg("%s %s: no '%s' in machine.txt: %s", cases[i].isa, cases[i].flags, want, out);
     }
-    assert_int_equal(run("ROPELAB_TEST_AUTO_ISA=avx512 ./eval --weights %s/auto-2/model.safetensors --data "
+    assert_int_equal(run("./eval --weights %s/auto-2/model.safetensors --data "
                          "%s/data/val.bin --batches 1 --threads 1 --reproducible", dir, dir), 0);
 }
 

@@ -24,6 +24,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 // ROPELAB_TEST_LOG_FAIL="A-B" (tests/test_train_hardening.c, log.csv rows
@@ -98,6 +99,17 @@ static inline int fault_perturb_step(void) {
     return s ? atoi(s) : -1;
 }
 
+// ROPELAB_TEST_AUTO_ISA=avx512|avx2 (tests/test_train_run.c): answers
+// matmul = auto's one question, whether oneDNN runs AVX-512 kernels, in the
+// CPU's place (cpu_answer), so that both sides of the rule run on any
+// machine. 1 or 0; -1 for another value; *hooked = 1 when the hook answered.
+static inline int fault_auto_has_avx512(int cpu_answer, int *hooked) {
+    const char *isa = getenv("ROPELAB_TEST_AUTO_ISA");
+    *hooked = isa && isa[0];
+    if (!*hooked) return cpu_answer;
+    return strcmp(isa, "avx512") == 0 ? 1 : strcmp(isa, "avx2") == 0 ? 0 : -1;
+}
+
 #else  // the shipped programs: no hook, nothing read, nothing compiled in
 
 static inline int fault_log_write_fails(int last_step) { return 0; }
@@ -106,6 +118,7 @@ static inline void fault_crash_in_save(const char *path, int step, GPT *model, c
 static inline void fault_crash_between_saves(int step) {}
 static inline int fault_sigint_step(void) { return -1; }
 static inline int fault_perturb_step(void) { return -1; }
+static inline int fault_auto_has_avx512(int cpu_answer, int *hooked) { *hooked = 0; return cpu_answer; }
 
 #endif
 #endif

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "common/atomic_file.h"
 #include "engine/engine.h"
+#include "train/fault_inject.h"
 
 // The keys of training itself ([data], [optim], [run]), in the programs' one
 // option-table form (cli/opt.h: name, section, type, default as text, field
@@ -377,22 +378,19 @@ int options_check_batch(const TrainOptions *opt, const GPTConfig *cfg, char *err
     return blame(opt, "batch_size", "block_size", err, errlen, "%s", msg);
 }
 
-// ROPELAB_TEST_AUTO_ISA=avx512|avx2, a test hook (tests/README.md): answers
-// matmul = auto's ISA question in the CPU's place, so that a machine without
-// AVX-512 runs what one with it would (oneDNN fp32 runs on AVX2 too), and
-// the other way round. 1 or 0, hooked 1 when the hook answered; -1 on a bad value.
-static int auto_has_avx512(int *hooked, char *err, size_t errlen) {
-    const char *isa = getenv("ROPELAB_TEST_AUTO_ISA");
-    *hooked = isa && isa[0];
-    if (!*hooked) return engine_onednn_has_avx512();
-    if (strcmp(isa, "avx512") == 0) return 1;
-    if (strcmp(isa, "avx2") == 0) return 0;
-    snprintf(err, errlen, "matmul = auto: ROPELAB_TEST_AUTO_ISA (a test hook) is '%s', not avx512 or avx2", isa);
-    return -1;
-}
-
 int options_engine(const char *matmul, const char *precision, int reproducible, GPTMatmul *m, GPTPrecision *p,
                    const char **choice, char *err, size_t errlen) {
+    int hooked = 0;   // the test build's ROPELAB_TEST_AUTO_ISA (fault_inject.h) may answer for the CPU
+    int avx512 = strcmp(matmul, "auto") == 0 ? fault_auto_has_avx512(engine_onednn_has_avx512(), &hooked) : 0;
+    if (avx512 < 0) {
+        snprintf(err, errlen, "matmul = auto: the test hook's ISA is neither avx512 nor avx2");
+        return -1;
+    }
+    return options_engine_for(matmul, precision, reproducible, avx512, hooked, m, p, choice, err, errlen);
+}
+
+int options_engine_for(const char *matmul, const char *precision, int reproducible, int avx512, int hooked,
+                       GPTMatmul *m, GPTPrecision *p, const char **choice, char *err, size_t errlen) {
     const char *said = "matmul = openblas";
     *p = strcmp(precision, "bf16") == 0 ? GPT_BF16 : GPT_FP32;
     if (strcmp(matmul, "auto") == 0) {
@@ -402,8 +400,6 @@ int options_engine(const char *matmul, const char *precision, int reproducible, 
         // them. A rule, not a timing at start: a machine always picks the
         // same engine, so its runs keep their bits. bf16 has only oneDNN; the
         // reproducible mode only OpenBLAS (oneDNN's kernels follow the CPU).
-        int hooked = 0, avx512 = 0;
-        if (*p == GPT_FP32 && !reproducible && (avx512 = auto_has_avx512(&hooked, err, errlen)) < 0) return -1;
         if (*p == GPT_BF16) {
             *m = GPT_MATMUL_ONEDNN;
             said = "matmul = auto: onednn bf16";
@@ -412,11 +408,11 @@ int options_engine(const char *matmul, const char *precision, int reproducible, 
             said = "matmul = auto: openblas fp32 (reproducible)";
         } else if (avx512) {
             *m = GPT_MATMUL_ONEDNN;
-            said = hooked ? "matmul = auto: onednn fp32 (AVX-512, as ROPELAB_TEST_AUTO_ISA says)"
+            said = hooked ? "matmul = auto: onednn fp32 (AVX-512, as the test hook says)"
                           : "matmul = auto: onednn fp32 (AVX-512)";
         } else {
             *m = GPT_MATMUL_OPENBLAS;
-            said = hooked ? "matmul = auto: openblas fp32 (no AVX-512, as ROPELAB_TEST_AUTO_ISA says)"
+            said = hooked ? "matmul = auto: openblas fp32 (no AVX-512, as the test hook says)"
                           : "matmul = auto: openblas fp32 (no AVX-512)";
         }
     } else if (strcmp(matmul, "onednn") == 0) {

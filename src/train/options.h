@@ -117,6 +117,11 @@ int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size,
 // and ./sample.
 int options_engine(const char *matmul, const char *precision, int reproducible, GPTMatmul *m, GPTPrecision *p,
                    const char **choice, char *err, size_t errlen);
+// The same rule with the ISA question answered by the caller (avx512: 1 if
+// oneDNN runs AVX-512 kernels; hooked: the answer came from the test build's
+// hook, which the choice line then says), so that tests can run both sides.
+int options_engine_for(const char *matmul, const char *precision, int reproducible, int avx512, int hooked,
+                       GPTMatmul *m, GPTPrecision *p, const char **choice, char *err, size_t errlen);
 // The attention kernels named by the key attention (auto|blocked|fused, already
 // checked against the key's choices) on the engine (matmul, precision): auto is
 // blocked (the bits of every run before the fused attention existed); fused
