@@ -1,6 +1,6 @@
 // test_model_attention.c: causal attention on every engine (OpenBLAS's
 // sgemm blocks and oneDNN's primitives, blocked and fused, bf16) against the
-// reference engine's plain loops (reference.c), element by element, forward
+// reference engine's plain loops (engine_reference.c), element by element, forward
 // (out, lse) and backward (dq, dk, dv, dbias), without the distance-bias
 // table (rope, learned, sinusoidal, none: their positions are in q, k or the
 // input) and with one like t5's (learned values per distance bucket) and

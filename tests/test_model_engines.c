@@ -1,5 +1,5 @@
 // test_model_engines.c: the whole model on every engine against the
-// reference engine (reference.c): the same loss up to float rounding, for
+// reference engine (engine_reference.c): the same loss up to float rounding, for
 // every positional scheme (the list in gpt.h), with a tolerance derived for
 // each forward; and the engine seam itself (the model tells the engine when
 // the parameters are written; an engine's failure is the pass's error).

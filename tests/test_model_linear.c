@@ -1,7 +1,7 @@
 // test_model_linear.c: the linear layers' products on every engine,
 // precision and weight layout (OpenBLAS; oneDNN fp32 with the weights read
 // in place or packed; oneDNN bf16 with packed or plain copies), against the
-// reference engine's naive loops (reference.c), and the oneDNN engine's
+// reference engine's naive loops (engine_reference.c), and the oneDNN engine's
 // weight copies, primitives and errors.
 //
 // Tolerances, derived (not tuned). Each checked element is a sum of K

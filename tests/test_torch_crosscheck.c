@@ -143,7 +143,7 @@ static void test_bf16_every_scheme(void **state) {
     ue_skip_without_bf16();
     check_every_scheme("bf16", "--precision=bf16");
 }
-// The reference engine (reference.c's plain loops) passes the same check.
+// The reference engine (engine_reference.c's plain loops) passes the same check.
 static void test_reference_every_scheme(void **state) {
     skip_without_torch();
     check_every_scheme("ref", "--matmul=reference");

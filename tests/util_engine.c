@@ -125,7 +125,7 @@ void ue_tally(UeTally *t, const float *x, const float *ref, const double *bound,
 
 /* ---- attention ----
  *
- * One float evaluation of reference.c's attention maths (any blocking, any
+ * One float evaluation of engine_reference.c's attention maths (any blocking, any
  * order of the sums), per batch row b, head h and query i, D = C/H, scale =
  * 1/sqrt(D), against the exact values. Row magnitudes (Cauchy-Schwarz bounds
  * every dot product): ||q_i||, K = max_{j<=i} ||k_j||, V = max ||v_j||, Bm =

@@ -1,6 +1,6 @@
 // util_engine.h: what the engine tests share: the engines by name, and the
 // rounding model their tolerances are derived from. The one oracle is the
-// reference engine (src/model/reference.c); a fast engine's result y_e and
+// reference engine (src/engine/engine_reference.c); a fast engine's result y_e and
 // the reference's y_r are both float computations of the same exact value
 // y, in different orders, so
 //   |y_e - y_r| <= |y_e - y| + |y_r - y| <= beta_e + beta_r,

@@ -4,7 +4,7 @@
 // residuals, embedding, cross-entropy, the positional hooks) is the model's
 // own code, the same whatever the engine. Three engines:
 //
-//   reference  reference.c         plain loops: a naive triple-loop matmul, per-head causal
+//   reference  engine_reference.c  plain loops: a naive triple-loop matmul, per-head causal
 //                                  attention one query row at a time (fp32)
 //   openblas   engine_openblas.c   every product a cblas_sgemm: linear layers one slice per
 //                                  thread, attention in blocks of 64 query rows against all

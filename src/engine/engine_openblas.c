@@ -22,7 +22,7 @@
 // has the measurement). Slicing also lets the bias copy and the bias
 // gradient run in the same parallel region as the product, on the same rows.
 //
-// Attention: reference.c's maths, one (batch, head) pair per task, as
+// Attention: engine_reference.c's maths, one (batch, head) pair per task, as
 // matrices per block of query rows I = i0..i1-1 (keys J = 0..i1-1, all a
 // causal row of the block can see):
 //   forward   S = scale Q_I K_J^T (+ bias),  P = softmax(S) masked,  Y_I = P V_J

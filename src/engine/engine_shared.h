@@ -1,7 +1,7 @@
 // engine_shared.h: what the engines share below the seam (engine.h): the
 // loops the OpenBLAS and oneDNN engines both run and the buffers every
-// engine grows. Internal to the engines (src/engine/, and reference.c's
-// reference engine); the model sees only engine.h.
+// engine grows. Internal to the engines (src/engine/), but for attention_row,
+// which decoding (kvcache.c) calls too; the model sees only engine.h.
 #ifndef ROPELAB_ENGINE_SHARED_H
 #define ROPELAB_ENGINE_SHARED_H
 
@@ -26,6 +26,13 @@ void zero_rows(float *x, size_t ld, int rows, int cols);
 int grow_buffer(void **buf, size_t *have, size_t bytes);
 // What grow_buffer allocates for `bytes`: rounded up to a multiple of 64.
 size_t grow_buffer_bytes(size_t bytes);
+
+// engine_reference.c: one query row's attention, the reference engine's and
+// decoding's (kvcache.c). Query q (D) at position i over keys and values
+// 0..i (rows ld floats apart), distance bias bias_h[i-j] (NULL: none):
+// p (i+1) gets the probabilities, y (D) the output; returns the row's lse.
+float attention_row(float *y, float *p, const float *q, const float *k, const float *v, size_t ld,
+                    const float *bias_h, int i, int D, float scale);
 
 // engine_openblas.c: the loops of the blocked attention, between its
 // products, which the oneDNN engine runs too (onednn_attention.c). Per

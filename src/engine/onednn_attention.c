@@ -1,7 +1,7 @@
 // onednn_attention.c: the oneDNN engine's attention: engine_openblas.c's
 // blocked causal attention with its five matrix products on oneDNN matmul
 // primitives (fp32, or bf16 inputs with fp32 accumulation). The maths is
-// reference.c's; per (batch, head) and block of query rows I = i0..i1-1
+// engine_reference.c's; per (batch, head) and block of query rows I = i0..i1-1
 // against keys J = 0..i1-1:
 //
 //   product        dst (rows x cols)         src                 wei               attributes

@@ -158,7 +158,7 @@ const ParamEntry *gpt_find_param(const GPT *model, const char *name); // NULL if
 int gpt_check_batch(const GPTConfig *cfg, int B, int T, char *err, size_t errlen);
 // The engine of the model's matrix products (the linear layers, the tied
 // head, attention; src/engine/engine.h): matmul "openblas" (fp32, the
-// default), "onednn" (fp32 or bf16) or "reference" (fp32: reference.c's
+// default), "onednn" (fp32 or bf16) or "reference" (fp32: engine_reference.c's
 // plain loops, slow, the one the others are checked against). bf16: each
 // product's inputs are rounded to bf16 and accumulated in fp32; weights,
 // gradients and everything else stay fp32. Fails with a message where oneDNN

@@ -118,6 +118,10 @@ double model_forward(GPT *m, const int *tokens, const int *targets, int B, int T
 // model's last forward, on (B,T) tokens and targets held in a->tokens,
 // a->targets) into the gradients.
 void model_backward(GPT *m, int B, int T, float loss_scale);
+// kvcache.c: decoding's attention, model_forward's with a cache: qkv (T,3C) of
+// positions kv->len.. -> out (T,C), lse (H,T); their k and v appended to layer l's cache.
+void attention_cached_forward(float *out, float *lse, const float *qkv, const float *bias, KVCache *kv, int l, int T,
+                              int C, int H);
 
 // params.c
 int params_build_table(GPT *m, char *err, size_t errlen);  // the table (entries, offsets) only
