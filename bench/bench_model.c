@@ -55,7 +55,7 @@
 #include "../tests/util_gradcheck.h"
 #include "util_bench.h"
 #include "engine/engine.h"
-#include "model/pos.h"
+#include "model/pos_maths.h"
 #include "train/adamw.h"
 #include "train/options.h"
 

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "model/gpt.h"
-#include "model/pos.h"
+#include "model/pos_maths.h"
 
 static const float *ref_param(GPT *m, const char *name) {
     const ParamEntry *e = gpt_find_param(m, name);

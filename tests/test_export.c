@@ -21,7 +21,7 @@
 #include "data/bpe_gpt2.h"
 #include "format/gguf_model.h"
 #include "format/safetensors.h"
-#include "model/pos.h"
+#include "model/pos_maths.h"
 #include "format/weights_file.h"
 #include "util_gradcheck.h"
 #include "util_run.h"

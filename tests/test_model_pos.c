@@ -10,6 +10,7 @@
 #include <cmocka.h>
 
 #include "model/pos.h"
+#include "model/pos_maths.h"
 #include "util_gradcheck.h"
 
 // Defaults nb = 32, md = 128, so e = 16 exact buckets, nb - e = 16 log

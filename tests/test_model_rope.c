@@ -12,6 +12,7 @@
 #include <cmocka.h>
 
 #include "model/pos.h"
+#include "model/pos_maths.h"
 #include "util_gradcheck.h"
 
 enum { D = 8, NPOS = 64 };

@@ -15,7 +15,7 @@
 
 #include "cli/meter.h"
 #include "model/layers.h"
-#include "model/pos.h"
+#include "model/pos_maths.h"
 
 // Our tensor names and llama.cpp's: a layer's h.{l}.OURS is blk.{l}.THEIRS,
 // or, for a matrix of `parts` stacked blocks of rows, its block `part` is.

@@ -78,32 +78,4 @@ void pos_add_rows(float *x, const float *table, int B, int T, int pos0, int C);
 #define POS_SCHEME_EXTERN_(E, name) extern const PosScheme pos_scheme_##name;
 POS_SCHEME_LIST(POS_SCHEME_EXTERN_)
 
-// Exposed for tests and docs (pure functions of the config).
-// rope: the angle of each pair i < R/2 after cfg's rope_scaling (theta[R/2]),
-// and the factor the tables are multiplied by (yarn's sqrt(1/t), else 1), for
-// a sequence of n positions (only dynamic NTK depends on n; n <= L: unscaled).
-void rope_frequencies_at(const GPTConfig *cfg, int n, double *theta, double *table_scale);
-// The same for the tables (n = 0: dynamic's angles up to L).
-void rope_frequencies(const GPTConfig *cfg, double *theta, double *table_scale);
-// rope_scaling.c: the trained length L (rope_original_length, or block_size when 0);
-// the base of the angles after ntk's scaling (rope_base s^(R/(R-2))), else rope_base;
-// the same with dynamic NTK's for n positions; and theta (R/2) rescaled in place by
-// linear, yarn or yarn_paper, returning the tables' scale (yarn's sqrt(1/t), else 1).
-double rope_trained_length(const GPTConfig *cfg);
-double rope_scaled_base(const GPTConfig *cfg);
-double rope_scaled_base_at(const GPTConfig *cfg, int n);
-double rope_scale_angles(const GPTConfig *cfg, double *theta);
-// rope: cos/sin tables for cfg, entry [m*R/2 + i] = table_scale cos(m theta_i) (sin likewise).
-void rope_build_tables(float *cos_tab, float *sin_tab, int n_pos, const GPTConfig *cfg);
-// rope: rotate the first R dims of one head vector u (D) at table row m.
-void rope_rotate(float *u, const float *cos_row, const float *sin_row, int rope_dims);
-void rope_rotate_back(float *u, const float *cos_row, const float *sin_row, int rope_dims);
-// sinusoidal: PE (n_pos, C).
-void sinusoidal_build_table(float *pe, int n_pos, int C, float scale);
-void sinusoidal_build_rows(float *pe, int t0, int t1, int C, float scale);   // rows t0..t1-1 of the same
-// t5: the causal bucket of distance n >= 0.
-int t5_bucket(int n, int num_buckets, int max_distance);
-// alibi: slopes m_h (H) as in Press et al. (power-of-two interpolation).
-void alibi_slopes(float *slopes, int H);
-
 #endif

@@ -7,6 +7,7 @@
 #include <math.h>
 
 #include "model/pos.h"
+#include "model/pos_maths.h"
 
 void alibi_slopes(float *slopes, int H) {
     int P = 1;

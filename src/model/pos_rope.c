@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "model/pos.h"
+#include "model/pos_maths.h"
 
 void rope_frequencies_at(const GPTConfig *cfg, int n, double *theta, double *table_scale) {
     int R = cfg->rope_dims;

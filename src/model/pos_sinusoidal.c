@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "model/pos.h"
+#include "model/pos_maths.h"
 
 void sinusoidal_build_table(float *pe, int n_pos, int C, float scale) { sinusoidal_build_rows(pe, 0, n_pos, C, scale); }
 

@@ -11,6 +11,7 @@
 #include <math.h>
 
 #include "model/pos.h"
+#include "model/pos_maths.h"
 
 int t5_bucket(int n, int num_buckets, int max_distance) {
     int e = num_buckets / 2;

@@ -25,7 +25,7 @@
 //          cached keep the angles they were rotated with, as Hugging Face's generate does.
 #include <math.h>
 
-#include "model/pos.h"
+#include "model/pos_maths.h"
 
 double rope_trained_length(const GPTConfig *cfg) {
     return cfg->rope_original_length > 0 ? cfg->rope_original_length : cfg->block_size;
