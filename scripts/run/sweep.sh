@@ -16,7 +16,7 @@
 #         at 300, 600, 1,200, 2,400 and 4,800 steps, 3 seeds, each scheme at
 #         its best lr for this corpus: learned 4e-3, its best on GCIDE
 #         (SETUP=gcide-lr: 4.6371 against 4.6570 at 8e-3; the KJV lr study's
-#         8e-3 is within 0.005 of its 4e-3 there, undecided), rope 4e-3 (tied
+#         8e-3 is within 0.001 of its 4e-3 there, undecided), rope 4e-3 (tied
 #         with 8e-3 on GCIDE within 0.001, and best in the lr study), alibi
 #         4e-3 (the lr study's; no GCIDE check). Learned also at 9,600 steps,
 #         so that the budget it needs to match rope at 4,800 is bracketed. The
