@@ -15,16 +15,13 @@
 
 #include <cmocka.h>
 
+#include "util_study.h"
+
 #include "model/gpt.h"
 #include "format/safetensors.h"
 
 static char dir[128];
 static char err[512];
-
-static int sh(const char *cmd) {
-    int rc = system(cmd);
-    return rc == -1 ? -1 : WEXITSTATUS(rc);
-}
 
 static char *slurp(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -37,39 +34,19 @@ static char *slurp(const char *path) {
 }
 
 static int setup(void **state) {
-    char cmd[2048];
-    snprintf(dir, sizeof dir, "/tmp/ropelab_compare_%d", (int)getpid());
-    snprintf(cmd, sizeof cmd,
-             "rm -rf %s && mkdir -p %s && for i in $(seq 1 400); do echo \"verse $((i%%9)): and the "
-             "$((i*7%%5)) sons of the king went up $((i%%3)) times to the city.\"; done > %s/corpus.txt && "
-             "./prepare --vocab-size 300 --val-fraction 0.1 --out-dir %s/data %s/corpus.txt >/dev/null 2>&1",
-             dir, dir, dir, dir, dir);
-    if (sh(cmd)) return -1;
-    snprintf(cmd, sizeof cmd, "%s/quick.ini", dir);
-    FILE *f = fopen(cmd, "w");
-    if (!f) return -1;
-    fprintf(f, "[model]\nn_layer = 1\nn_head = 2\nd_model = 16\nblock_size = 16\n"
-               "[data]\ntokenizer = %s/data/tokenizer.bin\ntrain_file = %s/data/train.bin\n"
-               "val_file = %s/data/val.bin\n"
-               "[optim]\nlr = 0.01\nmin_lr = 0.001\nwarmup_steps = 2\nbatch_size = 4\n"
-               "[run]\nsteps = 12\neval_every = 4\neval_batches = 2\nsave_every = 6\nthreads = 1\n",
-            dir, dir, dir);
-    fclose(f);
-    return 0;
+    return make_quick_study(dir, sizeof dir, "compare", 400);
 }
 
 static int teardown(void **state) {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return sh(cmd) == 0 ? 0 : -1;
+    return run_shell("rm -rf %s", dir) == 0 ? 0 : -1;
 }
 
 static void test_quick_comparison_writes_report(void **state) {
-    if (sh("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null")) { fprintf(stderr, "no matplotlib: skipped\n"); skip(); }
+    if (run_shell("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null")) { fprintf(stderr, "no matplotlib: skipped\n"); skip(); }
     char cmd[1024], path[256];
     snprintf(cmd, sizeof cmd, "bash scripts/run/compare.sh --seeds 2 --config %s/quick.ini --out %s/cmp > %s/cmp.log 2>&1 "
              "|| { cat %s/cmp.log; exit 1; }", dir, dir, dir, dir);
-    assert_int_equal(sh(cmd), 0);
+    assert_int_equal(run_shell("%s", cmd), 0);
     const char *schemes[] = {"rope", "learned", "sinusoidal", "t5"};
     snprintf(path, sizeof path, "%s/cmp/report.md", dir);
     const char *md = slurp(path);
@@ -124,7 +101,7 @@ static void test_schemes_share_init_and_batches(void **state) {
         snprintf(path, sizeof path, "%s/ds_%s.safetensors", dir, schemes[i]);
         snprintf(cmd, sizeof cmd, "./train %s/quick.ini --quiet --pos=%s --seed=3 --debug-state %s",
                  dir, schemes[i], path);
-        assert_int_equal(sh(cmd), 0);
+        assert_int_equal(run_shell("%s", cmd), 0);
         assert_int_equal(st_open(&files[i], path, err, sizeof err), 0);
     }
     for (int i = 1; i < 6; i++) {

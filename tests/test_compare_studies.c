@@ -14,41 +14,17 @@
 
 #include <cmocka.h>
 
-static char dir[128];
+#include "util_study.h"
 
-static int sh(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    return rc == -1 ? -1 : WEXITSTATUS(rc);
-}
+static char dir[128];
 
 // Lines of a small grammar (learnable in a few dozen steps), tokenised with 300 tokens.
 static int setup(void **state) {
-    snprintf(dir, sizeof dir, "/tmp/ropelab_studies_%d", (int)getpid());
-    if (sh("rm -rf %s && mkdir -p %s && for i in $(seq 1 900); do echo \"psalm $((i%%7)): the $((i*5%%9)) "
-           "servants of the lord sang $((i%%4)) songs at the gate of the city.\"; done > %s/corpus.txt && "
-           "./prepare --vocab-size 300 --val-fraction 0.1 --out-dir %s/data %s/corpus.txt >/dev/null 2>&1",
-           dir, dir, dir, dir, dir))
-        return -1;
-    char path[256];
-    snprintf(path, sizeof path, "%s/quick.ini", dir);
-    FILE *f = fopen(path, "w");
-    if (!f) return -1;
-    fprintf(f, "[model]\nn_layer = 1\nn_head = 2\nd_model = 16\nblock_size = 16\n"
-               "[data]\ntokenizer = %s/data/tokenizer.bin\ntrain_file = %s/data/train.bin\n"
-               "val_file = %s/data/val.bin\n"
-               "[optim]\nlr = 0.01\nmin_lr = 0.001\nwarmup_steps = 2\nbatch_size = 4\n"
-               "[run]\nsteps = 12\neval_every = 4\neval_batches = 2\nsave_every = 6\nthreads = 1\n",
-            dir, dir, dir);
-    return fclose(f) == 0 ? 0 : -1;
+    return make_quick_study(dir, sizeof dir, "studies", 900);
 }
 
 static int teardown(void **state) {
-    return getenv("KEEP") ? 0 : sh("rm -rf %s", dir) == 0 ? 0 : -1;
+    return getenv("KEEP") ? 0 : run_shell("rm -rf %s", dir) == 0 ? 0 : -1;
 }
 
 // The validation loss of the last row of RUN/log.csv.
@@ -70,7 +46,7 @@ static void tiny_runs(const char *name, const char *flags, double *mean, double 
     for (int seed = 1; seed <= 3; seed++) {
         char run[256];
         snprintf(run, sizeof run, "%s/tiny-%s-s%d", dir, name, seed);
-        assert_int_equal(sh("./train configs/tiny.ini --quiet --threads=1 %s --seed=%d "
+        assert_int_equal(run_shell("./train configs/tiny.ini --quiet --threads=1 %s --seed=%d "
                             "--tokenizer=%s/data/tokenizer.bin --train_file=%s/data/train.bin "
                             "--val_file=%s/data/val.bin --out_dir=%s", flags, seed, dir, dir, dir, run), 0);
         x[seed - 1] = final_val(run);
@@ -115,10 +91,10 @@ static int count_lines(const char *path, const char *prefix) {
 // A comparison of every scheme the study reads (1 seed), then the study with
 // --quick (lengths T, 2T, 4T; 4 fine-tune steps at 4T): every row is there.
 static void test_long_context_quick_study(void **state) {
-    assert_int_equal(sh("bash scripts/run/compare.sh --config %s/quick.ini --out %s/cmp --seeds 1 "
+    assert_int_equal(run_shell("bash scripts/run/compare.sh --config %s/quick.ini --out %s/cmp --seeds 1 "
                         "--variants \"rope learned sinusoidal t5 alibi none\" > %s/cmp.log 2>&1 "
                         "|| { cat %s/cmp.log; exit 1; }", dir, dir, dir, dir), 0);
-    assert_int_equal(sh("bash scripts/run/long_context.sh --compare %s/cmp --out %s/lc --quick > %s/lc.log 2>&1 "
+    assert_int_equal(run_shell("bash scripts/run/long_context.sh --compare %s/cmp --out %s/lc --quick > %s/lc.log 2>&1 "
                         "|| { cat %s/lc.log; exit 1; }", dir, dir, dir, dir), 0);
     char path[256];
     snprintf(path, sizeof path, "%s/lc/results.csv", dir);
@@ -134,7 +110,7 @@ static void test_long_context_quick_study(void **state) {
     assert_int_equal(count_lines(path, "variant,"), 1);
     // every loss is a number: no empty field at the end of a row
     assert_int_equal(count_lines(path, ""), 1 + 10 * 3 + 1 + 6);
-    assert_int_equal(sh("awk -F, 'NR > 1 && !($6 > 0) { bad = 1 } END { exit bad }' %s", path), 0);
+    assert_int_equal(run_shell("awk -F, 'NR > 1 && !($6 > 0) { bad = 1 } END { exit bad }' %s", path), 0);
     snprintf(path, sizeof path, "%s/lc/positions.csv", dir);
     assert_int_equal(count_lines(path, "rope-yarn,"), 64);   // one row per position of a 4T = 64 window
     assert_int_equal(count_lines(path, "none,"), 64);
@@ -156,59 +132,59 @@ static void test_init_from(void **state) {
     char cmd[1024], base[256], args[700];
     snprintf(base, sizeof base, "%s/cmp/rope-s1/model.safetensors", dir);
     if (access(base, R_OK) != 0) {   // the quick study's comparison is not there when run alone
-        assert_int_equal(sh("./train %s/quick.ini --quiet --pos=rope --out_dir=%s/cmp/rope-s1", dir, dir), 0);
+        assert_int_equal(run_shell("./train %s/quick.ini --quiet --pos=rope --out_dir=%s/cmp/rope-s1", dir, dir), 0);
     }
     snprintf(args, sizeof args, "%s/quick.ini --quiet --steps=4 --init-from=%s", dir, base);
     snprintf(cmd, sizeof cmd, "./train %s --pos=rope --n_layer=2 --out_dir=%s/if1 2>&1 | grep -q "
              "'n_layer is 1 in the file but 2 in this run'", args, dir);
-    assert_int_equal(sh("%s", cmd), 0);
-    assert_int_equal(sh("./train %s --pos=rope --n_layer=2 --out_dir=%s/if1 2>/dev/null", args, dir), 2);
-    assert_int_equal(sh("./train %s --pos=t5 --out_dir=%s/if2 2>&1 | grep -q 'pos is rope in the file but t5'",
+    assert_int_equal(run_shell("%s", cmd), 0);
+    assert_int_equal(run_shell("./train %s --pos=rope --n_layer=2 --out_dir=%s/if1 2>/dev/null", args, dir), 2);
+    assert_int_equal(run_shell("./train %s --pos=t5 --out_dir=%s/if2 2>&1 | grep -q 'pos is rope in the file but t5'",
                         args, dir), 0);
     // a longer context with a scaling is what --init-from is for
-    assert_int_equal(sh("./train %s --pos=rope --block_size=64 --rope_scaling=yarn --rope_scaling_factor=4 "
+    assert_int_equal(run_shell("./train %s --pos=rope --block_size=64 --rope_scaling=yarn --rope_scaling_factor=4 "
                         "--rope_original_length=16 --out_dir=%s/if3", args, dir), 0);
-    assert_int_equal(sh("grep -qx 'rope_original_length = 16' %s/if3/config.ini", dir), 0);
+    assert_int_equal(run_shell("grep -qx 'rope_original_length = 16' %s/if3/config.ini", dir), 0);
     // without rope_original_length, the source's trained length (its block_size, 16), not the new 64
-    assert_int_equal(sh("./train %s --pos=rope --block_size=64 --rope_scaling=yarn --rope_scaling_factor=4 "
+    assert_int_equal(run_shell("./train %s --pos=rope --block_size=64 --rope_scaling=yarn --rope_scaling_factor=4 "
                         "--out_dir=%s/if6", args, dir), 0);
-    assert_int_equal(sh("grep -qx 'rope_original_length = 16' %s/if6/config.ini", dir), 0);
+    assert_int_equal(run_shell("grep -qx 'rope_original_length = 16' %s/if6/config.ini", dir), 0);
     // and a source that has one passes it on: if6 (block 64, L 16) to 128 keeps 16
-    assert_int_equal(sh("./train %s/quick.ini --quiet --steps=2 --pos=rope --block_size=128 --rope_scaling=yarn "
+    assert_int_equal(run_shell("./train %s/quick.ini --quiet --steps=2 --pos=rope --block_size=128 --rope_scaling=yarn "
                         "--rope_scaling_factor=8 --init-from=%s/if6/model.safetensors --out_dir=%s/if7", dir, dir, dir), 0);
-    assert_int_equal(sh("grep -qx 'rope_original_length = 16' %s/if7/config.ini", dir), 0);
+    assert_int_equal(run_shell("grep -qx 'rope_original_length = 16' %s/if7/config.ini", dir), 0);
     // a rope scaling for a scheme without rope: ./train and ./eval refuse it alike (exit 2, one line)
-    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=alibi --rope_scaling=yarn --steps=2 --out_dir=%s/al "
+    assert_int_equal(run_shell("./train %s/quick.ini --quiet --pos=alibi --rope_scaling=yarn --steps=2 --out_dir=%s/al "
                         "2>&1 | grep -qx -- '--rope_scaling: rope_scaling=yarn applies to pos=rope only, not pos=alibi'",
                         dir, dir), 0);
-    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=alibi --rope_scaling=yarn --out_dir=%s/al 2>/dev/null",
+    assert_int_equal(run_shell("./train %s/quick.ini --quiet --pos=alibi --rope_scaling=yarn --out_dir=%s/al 2>/dev/null",
                         dir, dir), 2);
-    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=alibi --steps=2 --out_dir=%s/al", dir, dir), 0);
-    assert_int_equal(sh("./eval --weights %s/al/model.safetensors --data %s/data/val.bin --rope_scaling=yarn 2>&1 | "
+    assert_int_equal(run_shell("./train %s/quick.ini --quiet --pos=alibi --steps=2 --out_dir=%s/al", dir, dir), 0);
+    assert_int_equal(run_shell("./eval --weights %s/al/model.safetensors --data %s/data/val.bin --rope_scaling=yarn 2>&1 | "
                         "grep -q 'rope_scaling=yarn applies to pos=rope only, not pos=alibi'", dir, dir), 0);
-    assert_int_equal(sh("./eval --weights %s/al/model.safetensors --data %s/data/val.bin --rope_scaling_factor=2 "
+    assert_int_equal(run_shell("./eval --weights %s/al/model.safetensors --data %s/data/val.bin --rope_scaling_factor=2 "
                         "2>/dev/null", dir, dir), 2);
     // learned: wpe has block_size rows
-    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=learned --steps=2 --out_dir=%s/lrn", dir, dir), 0);
-    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=learned --block_size=32 --steps=2 --out_dir=%s/if4 "
+    assert_int_equal(run_shell("./train %s/quick.ini --quiet --pos=learned --steps=2 --out_dir=%s/lrn", dir, dir), 0);
+    assert_int_equal(run_shell("./train %s/quick.ini --quiet --pos=learned --block_size=32 --steps=2 --out_dir=%s/if4 "
                         "--init-from=%s/lrn/model.safetensors 2>&1 | grep -q 'one learned row per position'",
                         dir, dir, dir), 0);
     // a file that is bad in itself (a NaN in wte): exit 1, as ./eval gives for it
-    assert_int_equal(sh("/usr/bin/python3 -c \"import json, struct; b = bytearray(open('%s', 'rb').read()); "
+    assert_int_equal(run_shell("/usr/bin/python3 -c \"import json, struct; b = bytearray(open('%s', 'rb').read()); "
                         "n = struct.unpack('<Q', b[:8])[0]; o = json.loads(b[8:8 + n])['wte']['data_offsets'][0]; "
                         "b[8 + n + o:12 + n + o] = struct.pack('<f', float('nan')); open('%s/nan.safetensors', 'wb').write(b)\"",
                         base, dir), 0);
-    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=rope --steps=2 --init-from=%s/nan.safetensors "
+    assert_int_equal(run_shell("./train %s/quick.ini --quiet --pos=rope --steps=2 --init-from=%s/nan.safetensors "
                         "--out_dir=%s/if5 2>/dev/null", dir, dir, dir), 1);
-    assert_int_equal(sh("./eval --weights %s/nan.safetensors --data %s/data/val.bin 2>/dev/null", dir, dir), 1);
+    assert_int_equal(run_shell("./eval --weights %s/nan.safetensors --data %s/data/val.bin 2>/dev/null", dir, dir), 1);
     // --overwrite with a bad file: the old run's checkpoint stays
-    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=rope --steps=4 --out_dir=%s/old", dir, dir), 0);
-    assert_int_equal(sh("./train %s/quick.ini --quiet --pos=rope --overwrite --init-from=%s/nope.safetensors "
+    assert_int_equal(run_shell("./train %s/quick.ini --quiet --pos=rope --steps=4 --out_dir=%s/old", dir, dir), 0);
+    assert_int_equal(run_shell("./train %s/quick.ini --quiet --pos=rope --overwrite --init-from=%s/nope.safetensors "
                         "--out_dir=%s/old 2>/dev/null", dir, dir, dir), 1);
-    assert_int_equal(sh("test -f %s/old/checkpoint.safetensors", dir), 0);
+    assert_int_equal(run_shell("test -f %s/old/checkpoint.safetensors", dir), 0);
     // the debug state of a run started from the file holds the file's weights
-    assert_int_equal(sh("./train %s --pos=rope --debug-state %s/ifds.safetensors", args, dir), 0);
-    assert_int_equal(sh("/usr/bin/python3 -c \"import sys; sys.path.insert(0, 'scripts/torch'); import torch_model as tm; "
+    assert_int_equal(run_shell("./train %s --pos=rope --debug-state %s/ifds.safetensors", args, dir), 0);
+    assert_int_equal(run_shell("/usr/bin/python3 -c \"import sys; sys.path.insert(0, 'scripts/torch'); import torch_model as tm; "
                         "a, _ = tm.load_safetensors('%s'); b, _ = tm.load_safetensors('%s/ifds.safetensors'); "
                         "sys.exit(0 if all(bool((a[n] == b[n]).all()) for n in a) else 1)\"", base, dir), 0);
 }

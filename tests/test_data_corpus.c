@@ -20,6 +20,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "util_shell.h"
+
 // Where dict-gcide puts its database (-D to try the skip path elsewhere).
 #ifndef GCIDE_DICT
 #define GCIDE_DICT "/usr/share/dictd/gcide.dict.dz"
@@ -44,11 +46,6 @@ static size_t corpus_len;
 static int corpus_state;          // 0: not tried, 1: ready, -1: unavailable (skip), -2: get_data.sh failed
 static char skip_reason[256];
 static char run_output[8192];     // what get_data.sh printed
-
-static int sh(const char *cmd) {
-    int rc = system(cmd);
-    return rc == -1 || !WIFEXITED(rc) ? -1 : WEXITSTATUS(rc);
-}
 
 static char *read_file(const char *path, size_t *n) {
     FILE *f = fopen(path, "rb");
@@ -91,7 +88,7 @@ static void need_corpus(void) {
             snprintf(cmd, sizeof cmd, "ROPELAB_DATA_DIR=%s scripts/run/get_data.sh gcide >%s/run1.txt 2>&1", dir, dir);
             struct timespec t0, t1;
             clock_gettime(CLOCK_MONOTONIC, &t0);
-            int rc = sh(cmd);
+            int rc = run_shell("%s", cmd);
             clock_gettime(CLOCK_MONOTONIC, &t1);
             snprintf(cmd, sizeof cmd, "%s/run1.txt", dir);
             read_into(cmd, run_output, sizeof run_output);
@@ -167,7 +164,7 @@ static int teardown(void **state) {
     char cmd[128];
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     free(corpus);
-    return sh(cmd) == 0 ? 0 : -1;
+    return run_shell("%s", cmd) == 0 ? 0 : -1;
 }
 
 // The whole cleaned dictionary: valid UTF-8 without NUL, the expected size,
@@ -243,7 +240,7 @@ static void test_gcide_idempotent(void **state) {
     assert_int_equal(stat(out_path, &before), 0);
     char cmd[512], out[1024];
     snprintf(cmd, sizeof cmd, "ROPELAB_DATA_DIR=%s scripts/run/get_data.sh gcide >%s/run2.txt 2>&1", dir, dir);
-    assert_int_equal(sh(cmd), 0);
+    assert_int_equal(run_shell("%s", cmd), 0);
     snprintf(cmd, sizeof cmd, "%s/run2.txt", dir);
     read_into(cmd, out, sizeof out);
     if (!strstr(out, "is already there")) {
@@ -264,7 +261,7 @@ static void test_gcide_limit_is_prefix(void **state) {
     snprintf(path, sizeof path, "%s/prefix.txt", dir);
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 scripts/run/gcide_to_text.py --limit 3000 -o %s >%s/run3.txt 2>&1",
              path, dir);
-    assert_int_equal(sh(cmd), 0);
+    assert_int_equal(run_shell("%s", cmd), 0);
     size_t n;
     char *prefix = read_file(path, &n);
     assert_non_null(prefix);
@@ -286,7 +283,7 @@ static void test_gcide_limit_is_prefix(void **state) {
 static void test_get_data_command_line(void **state) {
     char cmd[512], out[2048], err[1024];
     snprintf(cmd, sizeof cmd, "scripts/run/get_data.sh --help >%s/help.txt 2>&1", dir);
-    assert_int_equal(sh(cmd), 0);
+    assert_int_equal(run_shell("%s", cmd), 0);
     snprintf(cmd, sizeof cmd, "%s/help.txt", dir);
     read_into(cmd, out, sizeof out);
     assert_non_null(strstr(out, "kjv"));
@@ -294,7 +291,7 @@ static void test_get_data_command_line(void **state) {
 
     snprintf(cmd, sizeof cmd, "ROPELAB_DATA_DIR=%s/unknown scripts/run/get_data.sh nosuchcorpus >%s/u.out 2>%s/u.err",
              dir, dir, dir);
-    assert_int_equal(sh(cmd), 2);
+    assert_int_equal(run_shell("%s", cmd), 2);
     snprintf(cmd, sizeof cmd, "%s/u.out", dir);
     read_into(cmd, out, sizeof out);
     assert_string_equal(out, "");

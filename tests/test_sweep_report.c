@@ -26,24 +26,16 @@
 
 #include <cmocka.h>
 
-static char dir[128];
+#include "util_shell.h"
 
-static int sh(const char *fmt, ...) {
-    char cmd[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    return rc == -1 ? -1 : WEXITSTATUS(rc);
-}
+static char dir[128];
 
 // A finished sweep run: RUN/done, RUN/log.csv (its last row's elapsed_s) and
 // RUN/final_eval.txt in ./eval's form, with the given whole-split loss.
 static int write_run(const char *name, double loss) {
     char path[512];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    if (sh("mkdir -p %s && touch %s/done", path, path)) return -1;
+    if (run_shell("mkdir -p %s && touch %s/done", path, path)) return -1;
     FILE *f;
     snprintf(path, sizeof path, "%s/%s/log.csv", dir, name);
     if (!(f = fopen(path, "w"))) return -1;
@@ -60,7 +52,7 @@ static int write_run(const char *name, double loss) {
 
 static int setup(void **state) {
     snprintf(dir, sizeof dir, "/tmp/ropelab_sweep_%d/runs/compare-budget", (int)getpid());
-    if (sh("rm -rf %s && mkdir -p %s", dir, dir)) return -1;
+    if (run_shell("rm -rf %s && mkdir -p %s", dir, dir)) return -1;
     const int budgets[3] = {300, 600, 1200};
     const double learned[3] = {5.0, 4.6, 4.2}, rope[3] = {4.7, 4.3, 4.0};
     char name[128];
@@ -76,7 +68,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-    sh("rm -rf /tmp/ropelab_sweep_%d", (int)getpid());
+    run_shell("rm -rf /tmp/ropelab_sweep_%d", (int)getpid());
     return 0;
 }
 
@@ -84,7 +76,7 @@ static int teardown(void **state) {
 static double summary_value(const char *expr) {
     char out[256];
     snprintf(out, sizeof out, "%s/value.txt", dir);
-    if (sh("/usr/bin/python3 -c 'import json; d = json.load(open(\"%s/summary.json\")); print(%s)' > %s", dir, expr,
+    if (run_shell("/usr/bin/python3 -c 'import json; d = json.load(open(\"%s/summary.json\")); print(%s)' > %s", dir, expr,
            out))
         return NAN;
     FILE *f = fopen(out, "r");
@@ -97,8 +89,8 @@ static double summary_value(const char *expr) {
 }
 
 static void test_multiplier_known_in_closed_form(void **state) {
-    if (sh("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null")) { fprintf(stderr, "no matplotlib: skipped\n"); skip(); }
-    assert_int_equal(sh("/usr/bin/python3 scripts/report/sweep_report.py budget %s --train-tokens=1000000 >/dev/null",
+    if (run_shell("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null")) { fprintf(stderr, "no matplotlib: skipped\n"); skip(); }
+    assert_int_equal(run_shell("/usr/bin/python3 scripts/report/sweep_report.py budget %s --train-tokens=1000000 >/dev/null",
                         dir), 0);
     // K(300) and K(600): 2^0.75 from the seed means, per seed, and at both ends of the
     // bootstrap interval. The script reads losses printed to 6 decimals: a loss error of

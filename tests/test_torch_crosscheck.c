@@ -23,17 +23,12 @@
 
 #include <cmocka.h>
 
+#include "util_shell.h"
+
 #include "model/gpt.h"
 #include "util_engine.h"
 
 static char dir[128];
-
-static int sh(const char *fmt, const char *a, const char *b) {
-    char cmd[2048];
-    snprintf(cmd, sizeof cmd, fmt, a, b);
-    int rc = system(cmd);
-    return rc == -1 ? -1 : WEXITSTATUS(rc);
-}
 
 // 1 if /usr/bin/python3 can import torch, asked once (an import takes seconds).
 static int have_torch = -1;
@@ -43,17 +38,17 @@ static int setup(void **state) {
     if (!have_torch) return 0;  // tests skip
     snprintf(dir, sizeof dir, "/tmp/ropelab_xcheck_%d", (int)getpid());
     // A small corpus of varied text, tokenised with a 300-token vocabulary.
-    if (sh("rm -rf %s && mkdir -p %s", dir, dir)) return -1;
-    if (sh("for i in $(seq 1 60); do echo \"line $i: the quick brown fox $((i*7%%13)) jumps over "
+    if (run_shell("rm -rf %s && mkdir -p %s", dir, dir)) return -1;
+    if (run_shell("for i in $(seq 1 60); do echo \"line $i: the quick brown fox $((i*7%%13)) jumps over "
            "the lazy dog $((i%%5)), and the cat sat on the mat $((i*3%%11)).\"; done > %s/corpus.txt%s",
            dir, "")) return -1;
-    if (sh("./prepare --vocab-size 300 --val-fraction 0.2 --out-dir %s/data %s/corpus.txt >/dev/null 2>&1",
+    if (run_shell("./prepare --vocab-size 300 --val-fraction 0.2 --out-dir %s/data %s/corpus.txt >/dev/null 2>&1",
            dir, dir)) return -1;
     return 0;
 }
 
 static int teardown(void **state) {
-    if (dir[0] && !getenv("KEEP")) sh("rm -rf %s%s", dir, "");
+    if (dir[0] && !getenv("KEEP")) run_shell("rm -rf %s", dir);
     return 0;
 }
 

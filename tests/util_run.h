@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "common/rng.h"
+#include "util_shell.h"
 
 // UNDER_ASAN: 1 in the AddressSanitizer build (make sanitize; GCC's macro
 // or clang's feature test), where address-space limits and heap counts
@@ -92,9 +93,7 @@ static int make_data_dir(const char *name) {
 
 static int remove_data_dir(void **state) {
     (void)state;
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return run_shell("rm -rf '%s'", dir) == 0 ? 0 : -1;
 }
 
 // The rows of RUN/log.csv cut to their first five fields (everything but the
