@@ -219,6 +219,7 @@ static void activation_table(const GPTConfig *c, int B, int T, int keeps_inputs,
     size_t L = c->n_layer, C = c->d_model, H = c->n_head, V = c->vocab_size;
     size_t F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c), BT = (size_t)B * T;
     size_t Li = keeps_inputs ? 1 : L;   // slices of the linear inputs
+    const PosScheme *s = pos_scheme(c->pos);   // a distance bias or not
     const ActSlice t[ACT_BUFFERS] = {
         {&a->encoded, BT * C},       {&l0->ln1, Li * BT * C},    {&l0->ln1_mean, L * BT},
         {&l0->ln1_rstd, L * BT},     {&l0->qkv, L * BT * 3 * C}, {&l0->atty, Li * BT * C},
@@ -226,9 +227,10 @@ static void activation_table(const GPTConfig *c, int B, int T, int keeps_inputs,
         {&l0->ln2_mean, L * BT},     {&l0->ln2_rstd, L * BT},    {&l0->fch, L * BT * FC},
         {&l0->fch_act, Li * BT * F}, {&l0->res3, L * BT * C},    {&a->lnf, BT * C},
         {&a->lnf_mean, BT},          {&a->lnf_rstd, BT},         {&a->logits, BT * V},
-        {&a->ce_lse, BT},            {&a->losses, BT},           {&a->pos_bias, H * T},
+        {&a->ce_lse, BT},            {&a->losses, BT},           {&a->pos_bias, s->bias_fill ? H * T : 0},
         {&a->dres, BT * C},          {&a->dact, BT * C},         {&a->dqkv, BT * 3 * C},
-        {&a->dhidden, BT * FC},      {&a->dpos_bias, BT * H},    {&a->proj_out, BT * C},
+        {&a->dhidden, BT * FC},      {&a->proj_out, BT * C},
+        {&a->dpos_bias, s->bias_backward ? BT * H : 0},
         {&a->dact_out, c->block == BLOCK_LLAMA ? BT * F : 0},
     };
     memcpy(table, t, sizeof t);
@@ -300,7 +302,11 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     }
     memset(base, 0, total * sizeof(float));
     size_t off = 0;
-    for (int i = 0; i < ACT_BUFFERS; i++) { *table[i].ptr = base + off; off += slice_floats(table[i].n); }
+    for (int i = 0; i < ACT_BUFFERS; i++) {   // a buffer of no floats is NULL
+        *table[i].ptr = table[i].n ? base + off : NULL;
+        off += slice_floats(table[i].n);
+    }
+    if (!a->dact_out) a->dact_out = a->dhidden;   // gpt2: GELU's backward runs in place
     for (int l = 0; l < c->n_layer; l++) {
         layer[l] = layer_slices(&l0, l, keeps_inputs ? 0 : l, BT, c);
         layer[l].x = l == 0 ? a->encoded : layer[l - 1].res3;

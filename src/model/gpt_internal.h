@@ -57,15 +57,17 @@ typedef struct {
     float *logits;     // (B,T,V)      dlogits after backward
     float *ce_lse;     // (B,T)
     float *losses;     // (B,T)
-    float *pos_bias;   // (H,T)        distance-bias table of this forward (decoding: (H, pos0+T))
+    float *pos_bias;   // (H,T)        distance-bias table of this forward (decoding: (H, pos0+T));
+                       //              NULL for a scheme without one
     // backward scratch, reused by every layer
     float *dres;       // (B,T,C)      gradient of the residual stream
     float *dact;       // (B,T,C)      gradient of the width-C activation being backpropagated
                        //              (a LayerNorm's output, or attention's output)
     float *dqkv;       // (B,T,3C)     gradient of c_attn's output (q, k, v)
     float *dhidden;    // (B,T,FC)     gradient of c_fc's output (gpt2: first of GELU's output, in place)
-    float *dact_out;   // (B,T,F)      llama: gradient of SwiGLU's output (gpt2: unused, 0 floats)
-    float *dpos_bias;  // (B,H,T)      attention's bias gradients (all layers)
+    float *dact_out;   // (B,T,F)      gradient of the MLP activation's output: llama's own buffer
+                       //              (SwiGLU reads it, writes dhidden); gpt2's is dhidden (GELU in place)
+    float *dpos_bias;  // (B,H,T)      attention's bias gradients (all layers); NULL without a bias
     float *proj_out;   // (B,T,C)      a block's projection output, before the residual add
     int *tokens, *targets;           // (B,T) copies of the last forward's batch
     size_t bytes;

@@ -68,7 +68,7 @@ int kv_cache_create(KVCache **out, const GPT *m, int max_len, char *err, size_t 
     a->lnf_mean = mean;
     a->lnf_rstd = rstd;
     a->proj_out = proj;
-    a->pos_bias = kv->scores + max_len;   // (H, max_len)
+    a->pos_bias = m->pos->bias_fill ? kv->scores + max_len : NULL;   // (H, max_len)
     for (int l = 0; l < c->n_layer; l++)
         kv->layer[l] = (LayerActs){.x = x, .ln1 = ln, .ln1_mean = mean, .ln1_rstd = rstd, .qkv = qkv, .atty = atty,
                                    .att_lse = lse, .res2 = x, .ln2 = ln, .ln2_mean = mean, .ln2_rstd = rstd,

@@ -352,8 +352,7 @@ double model_forward(GPT *m, const int *tokens, const int *targets, int B, int T
     // x = wte[tok] (+ P[pos0+t])  (B,T,C); the distance-bias table bias[h][i-j] (H,pos0+T)
     encoder_forward(a->encoded, tokens, m->p.wte, BT, C);
     if (pos->embed_forward) pos->embed_forward(pc, a->encoded, B, T, pos0);
-    const float *bias = NULL;
-    if (pos->bias_fill) { pos->bias_fill(pc, a->pos_bias, pos0 + T); bias = a->pos_bias; }
+    if (pos->bias_fill) pos->bias_fill(pc, a->pos_bias, pos0 + T);
 
     for (int l = 0; l < c->n_layer; l++) {   // layer l: la.x (its input, B,T,C) -> la.res3
         const LayerTensors *w = &m->p.h[l];
@@ -362,8 +361,8 @@ double model_forward(GPT *m, const int *tokens, const int *targets, int B, int T
         block_norm_forward(c, la.ln1, la.ln1_mean, la.ln1_rstd, la.x, w->ln_1_w, w->ln_1_b, BT);
         e->linear_forward(e, la.qkv, la.ln1, w->c_attn_w, w->c_attn_b, BT, C, 3 * C);    // (B,T,3C)
         if (pos->qk_forward) pos->qk_forward(pc, la.qkv, B, T, pos0);
-        if (kv) attention_cached_forward(la.atty, la.att_lse, la.qkv, bias, kv, l, T, C, H);   // (T,C)
-        else e->attention_forward(e, la.atty, la.att_lse, la.qkv, bias, B, T, C, H);     // (B,T,C)
+        if (kv) attention_cached_forward(la.atty, la.att_lse, la.qkv, a->pos_bias, kv, l, T, C, H);   // (T,C)
+        else e->attention_forward(e, la.atty, la.att_lse, la.qkv, a->pos_bias, B, T, C, H);     // (B,T,C)
         e->linear_forward(e, a->proj_out, la.atty, w->attn_proj_w, w->attn_proj_b, BT, C, C);
         residual_forward(la.res2, la.x, a->proj_out, (size_t)BT * C);
         // MLP block: x + c_proj(act(c_fc(LN2(x)))), act GELU or SwiGLU
@@ -373,8 +372,8 @@ double model_forward(GPT *m, const int *tokens, const int *targets, int B, int T
         e->linear_forward(e, a->proj_out, la.fch_act, w->mlp_proj_w, w->mlp_proj_b, BT, F, C);
         residual_forward(la.res3, la.res2, a->proj_out, (size_t)BT * C);
     }
-    const float *x_last = a->layer[c->n_layer - 1].res3;
-    block_norm_forward(c, a->lnf, a->lnf_mean, a->lnf_rstd, x_last, m->p.ln_f_w, m->p.ln_f_b, BT);
+    block_norm_forward(c, a->lnf, a->lnf_mean, a->lnf_rstd, a->layer[c->n_layer - 1].res3, m->p.ln_f_w,
+                       m->p.ln_f_b, BT);
     e->linear_forward(e, a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                  // (B,T,V)
     return targets ? crossentropy_forward(a->losses, a->ce_lse, a->logits, targets, BT, V) : 0.0;
 }
@@ -388,20 +387,14 @@ void model_backward(GPT *m, int B, int T, float loss_scale) {
     Engine *e = m->engine;
     int BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
     int F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
-    // the gradient of the MLP activation's output: gpt2 computes GELU's backward in place
-    // in dhidden, llama's SwiGLU reads it from its own buffer and writes dhidden (B,T,2F)
-    float *dact_out = c->block == BLOCK_LLAMA ? a->dact_out : a->dhidden;
-    const float *bias = pos->bias_fill ? a->pos_bias : NULL;
-    float *dbias = pos->bias_backward ? a->dpos_bias : NULL;
-    if (dbias) memset(dbias, 0, (size_t)BT * H * sizeof(float));
+    if (a->dpos_bias) memset(a->dpos_bias, 0, (size_t)BT * H * sizeof(float));
 
     // loss = loss_scale * mean_n loss_n -> dlogits (in place), then the tied head
     crossentropy_backward(a->logits, a->ce_lse, a->targets, BT, V, loss_scale / BT);
     e->linear_backward(e, a->dact, m->g.wte, NULL, a->logits, a->lnf, m->p.wte, BT, C, V);
-    const float *x_last = a->layer[c->n_layer - 1].res3;
     memset(a->dres, 0, (size_t)BT * C * sizeof(float));
-    block_norm_backward(c, a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dact, x_last, m->p.ln_f_w, a->lnf_mean,
-                        a->lnf_rstd, BT);
+    block_norm_backward(c, a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dact, a->layer[c->n_layer - 1].res3, m->p.ln_f_w,
+                        a->lnf_mean, a->lnf_rstd, BT);
 
     // dres holds d(loss)/d(residual stream); each block adds its branch's input gradient
     for (int l = c->n_layer - 1; l >= 0; l--) {
@@ -409,22 +402,23 @@ void model_backward(GPT *m, int B, int T, float loss_scale) {
         LayerTensors *g = &m->g.h[l];
         const LayerActs la = a->layer[l];
         // MLP block
-        e->linear_backward(e, dact_out, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_act, w->mlp_proj_w,
+        e->linear_backward(e, a->dact_out, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_act, w->mlp_proj_w,
                            BT, F, C);
-        block_act_backward(c, a->dhidden, la.fch, dact_out, BT);
+        block_act_backward(c, a->dhidden, la.fch, a->dact_out, BT);
         e->linear_backward(e, a->dact, g->c_fc_w, g->c_fc_b, a->dhidden, la.ln2, w->c_fc_w, BT, C, FC);
         block_norm_backward(c, a->dres, g->ln_2_w, g->ln_2_b, a->dact, la.res2, w->ln_2_w,
                             la.ln2_mean, la.ln2_rstd, BT);
         // attention block
         e->linear_backward(e, a->dact, g->attn_proj_w, g->attn_proj_b, a->dres, la.atty, w->attn_proj_w,
                            BT, C, C);
-        e->attention_backward(e, a->dqkv, dbias, a->dact, la.qkv, la.atty, la.att_lse, bias, B, T, C, H);
+        e->attention_backward(e, a->dqkv, a->dpos_bias, a->dact, la.qkv, la.atty, la.att_lse, a->pos_bias, B, T, C,
+                              H);
         if (pos->qk_backward) pos->qk_backward(&m->pos_ctx, a->dqkv, B, T);
         e->linear_backward(e, a->dact, g->c_attn_w, g->c_attn_b, a->dqkv, la.ln1, w->c_attn_w, BT, C, 3 * C);
         block_norm_backward(c, a->dres, g->ln_1_w, g->ln_1_b, a->dact, la.x, w->ln_1_w,
                             la.ln1_mean, la.ln1_rstd, BT);
     }
-    if (dbias) pos->bias_backward(&m->pos_ctx, dbias, B, T);
+    if (pos->bias_backward) pos->bias_backward(&m->pos_ctx, a->dpos_bias, B, T);
     if (pos->embed_backward) pos->embed_backward(&m->pos_ctx, a->dres, B, T);
     encoder_backward(m->g.wte, a->dres, a->tokens, BT, C);
 }
