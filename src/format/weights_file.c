@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/gpt_internal.h"
+#include "model/params.h"
 
 void gpt_metadata(const GPT *m, GPTMetadata *md) {
     const ModelKey *keys;

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "common/memory.h"
-#include "model/gpt_internal.h"
+#include "model/params.h"
 
 int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
     *model = NULL;

@@ -125,16 +125,4 @@ void model_backward(GPT *m, int B, int T, float loss_scale);
 void attention_cached_forward(float *out, float *lse, const float *qkv, const float *bias, KVCache *kv, int l, int T,
                               int C, int H);
 
-// params.c
-int params_build_table(GPT *m, char *err, size_t errlen);  // the table (entries, offsets) only
-int params_alloc(GPT *m, char *err, size_t errlen);        // buffers and named pointers
-size_t params_buffer_bytes(size_t n);                      // the bytes of one buffer of n parameters
-void params_init(GPT *m, uint64_t seed);
-void params_free(GPT *m);
-// gpt.c: a model's description (config, scheme, parameter table) without
-// any buffer, to check a file against before allocating (gpt_load); and a
-// whole model with uninitialised parameters.
-int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen);
-int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen);
-
 #endif

@@ -9,7 +9,7 @@
 
 #include "common/memory.h"
 #include "common/rng.h"
-#include "model/gpt_internal.h"
+#include "model/params.h"
 
 static void add_entry(GPT *m, const char *name, int ndim, int s0, int s1, int weight_decay,
                       float init_std, float init_value) {
