@@ -40,7 +40,7 @@
 #include "common/blas_cpu.h"
 #include "common/rng.h"
 #include "common/threads.h"
-#include "engine/engine.h"
+#include "engine/engine_create.h"
 #include "util_bench.h"
 
 enum { MAX_ROUNDS = 101, N_VARIANTS = 5, BF16 = N_VARIANTS - 1 };   // bf16 last: left out without native bf16

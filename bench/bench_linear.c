@@ -45,7 +45,7 @@
 
 #include "common/blas_cpu.h"
 #include "common/threads.h"
-#include "engine/engine.h"
+#include "engine/engine_create.h"
 #include "engine/engine_testing.h"
 #include "util_bench.h"
 

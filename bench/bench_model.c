@@ -54,7 +54,7 @@
 #include "model/gpt_internal.h"
 #include "../tests/util_gradcheck.h"
 #include "util_bench.h"
-#include "engine/engine.h"
+#include "engine/engine_create.h"
 #include "model/pos_maths.h"
 #include "train/adamw.h"
 #include "train/options.h"

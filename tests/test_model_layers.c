@@ -16,7 +16,7 @@
 #include <cmocka.h>
 #include <omp.h>
 
-#include "engine/engine.h"
+#include "engine/engine_create.h"
 #include "model/layers.h"
 #include "model/pos.h"
 #include "util_gradcheck.h"

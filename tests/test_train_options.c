@@ -16,7 +16,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "engine/engine.h"
+#include "engine/engine_create.h"
 #include "train/options.h"
 
 static char tmpdir[256];

@@ -10,6 +10,7 @@
 #include <oneapi/dnnl/dnnl.h>
 
 #include "common/rng.h"
+#include "engine/engine_create.h"
 #include "engine/engine_shared.h"
 #include "util_engine.h"
 

@@ -14,8 +14,9 @@
 //              onednn_attention.c  (bf16: each product's inputs rounded to bf16, fp32 sums);
 //                                  fp32 also fused, on the OpenBLAS engine's loops
 //
-// gpt_set_matmul (gpt.c) is the one place an engine is chosen. What the
-// engines share below this seam is in engine_shared.h; what only the tests
+// gpt_set_matmul (gpt.c) is the one place an engine is chosen, by the
+// constructors of engine_create.h. What the engines share below this seam
+// is in engine_shared.h; what only the tests
 // and benchmarks reach (the oneDNN engine's layouts, counters) in
 // engine_testing.h.
 //
@@ -80,36 +81,5 @@ struct Engine {
 int engine_failed(Engine *e, char *err, size_t errlen);
 // Records a failure (the first one wins), with printf-style formatting.
 void engine_fail(Engine *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-// The engines. reference and openblas cannot fail but for memory.
-int engine_reference_create(Engine **e, char *err, size_t errlen);
-// fused_attention 0: the blocked attention (blocks of query rows against all their keys, the
-// whole softmax row at once); 1: the fused one (blocks of keys too, an online softmax), whose
-// scratch does not grow with T. engine_openblas.c has both.
-int engine_openblas_create(Engine **e, int fused_attention, char *err, size_t errlen);
-// oneDNN, fp32 or bf16 (bf16 needs an AVX-512 core: native bf16 dot products with ISA
-// avx512_core_bf16 or amx, emulated on plain avx512_core; otherwise -1 with the reason);
-// fused_attention as OpenBLAS's, fp32 only (bf16 with it: -1).
-int engine_onednn_create(Engine **e, int bf16, int fused_attention, char *err, size_t errlen);
-// 1 if oneDNN runs its AVX-512 kernels on this CPU (its effective ISA, which DNNL_MAX_CPU_ISA
-// may lower, is avx512_core or above): where its fp32 products beat OpenBLAS's, so the one
-// question options_engine asks of matmul = auto (src/train/options.c).
-int engine_onednn_has_avx512(void);
-
-// What an engine will hold (Engine.bytes) for a model's products, from their
-// shapes, before it runs: its scratch and buffers, by the formulas its own
-// allocations use. backward 0: forward passes only (./eval); B = 0: no
-// batch pass, only rows decoded one at a time (./sample's KV cache). What
-// oneDNN decides itself (its primitives, their scratchpads, the padding of
-// its blocked weight layouts) is not known beforehand and not counted.
-typedef struct {
-    int B, T;           // the batch
-    int C, H, L, V;     // width, heads, layers, vocabulary
-    int F, FC;          // the MLP's hidden width and c_fc's outputs
-    int backward;
-} EngineShapes;
-size_t engine_reference_bytes_for(const EngineShapes *s, int n_threads);
-size_t engine_openblas_bytes_for(const EngineShapes *s, int fused_attention, int n_threads);
-size_t engine_onednn_bytes_for(const EngineShapes *s, int bf16, int fused_attention, int n_threads);
 
 #endif

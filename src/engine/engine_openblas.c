@@ -46,7 +46,7 @@
 #include <cblas.h>
 #include <omp.h>
 
-#include "engine/engine.h"
+#include "engine/engine_create.h"
 #include "engine/engine_shared.h"
 #include "model/fastmath.h"
 #include "model/lane_sum.h"

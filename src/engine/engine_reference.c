@@ -12,7 +12,7 @@
 
 #include <omp.h>
 
-#include "engine/engine.h"
+#include "engine/engine_create.h"
 #include "engine/engine_shared.h"
 
 /* ---- linear layer (PyTorch nn.Linear: weight W (OC,C)) ---- */

@@ -1,13 +1,13 @@
 // engine_testing.h: TEST-ONLY. The oneDNN engine's knobs and counters that
 // only the tests and benchmarks (tests/) use; no program includes this
-// header, and the model chooses its engines through engine.h alone
+// header, and the model chooses its engines through engine_create.h alone
 // (engine_onednn_create: the weight layout of each precision's default).
 #ifndef ROPELAB_ENGINE_TESTING_H
 #define ROPELAB_ENGINE_TESTING_H
 
 #include <stddef.h>
 
-#include "engine/engine.h"
+#include "engine/engine_create.h"
 
 // Where the oneDNN engine reads the weights from (engine_onednn_create: fp32 PLAIN,
 // bf16 PACKED; WEIGHTS_DEFAULT picks that):

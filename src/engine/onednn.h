@@ -55,7 +55,7 @@ int onednn_attention_create(OnednnAttention **ae, int bf16, int fused, char *err
 void onednn_attention_free(OnednnAttention *ae);
 const char *onednn_attention_error(const OnednnAttention *ae);
 size_t onednn_attention_bytes(const OnednnAttention *ae);   // its buffers; 0 for NULL
-// The same before it runs, but for oneDNN's scratchpads (engine.h's EngineShapes).
+// The same before it runs, but for oneDNN's scratchpads (engine_create.h's EngineShapes).
 size_t onednn_attention_bytes_for(int bf16, int fused, int B, int T, int C, int H, int n_threads, int backward);
 int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const float *qkv, const float *bias,
                              int n_threads, int B, int T, int C, int H);

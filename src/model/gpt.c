@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "common/memory.h"
+#include "engine/engine_create.h"
 #include "model/params.h"
 
 int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
@@ -24,7 +25,7 @@ int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
     return 0;
 }
 
-// The one place an engine is chosen (engine.h). The old engine, and any
+// The one place an engine is chosen (engine_create.h). The old engine, and any
 // copies of the weights it kept, go; the new one makes its own at first use.
 int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, GPTAttention attention, char *err,
                    size_t errlen) {

@@ -15,7 +15,7 @@
 
 #include "cli/cli.h"
 #include "common/atomic_file.h"
-#include "engine/engine.h"
+#include "engine/engine_create.h"
 #include "train/fault_inject.h"
 
 // The keys of training itself ([data], [optim], [run]), in the programs' one
