@@ -229,19 +229,19 @@ def budget_report(out, args):
              "scripts/run/sweep.sh), on GCIDE; the loss is ./eval's on the whole validation split "
              f"({main[0]['eval_tokens'] if main else '?'} tokens), every run with reproducible = 1.", ""]
     lines += ["| budget (steps) | tokens | epochs | " + " | ".join(f"{s} (lr {lrs[s]:g})" for s in schemes) +
-              " | rope - learned [95%] | alibi - learned [95%] |",
-              "|---" * (3 + len(schemes) + 2) + "|"]
+              " | rope - learned [95%] | alibi - learned [95%] | rope - alibi [95%] |",
+              "|---" * (3 + len(schemes) + 3) + "|"]
     budgets = sorted({n for s in schemes for n in table[s]})
     summary = {"budgets": {}, "cpu_hours": cpu_hours(runs), "runs": len(runs)}
     for n in budgets:
         tokens = n * 8 * 128
         ep = f"{tokens / tt:.2f}" if tt else "?"
         cells = [stats.fmt_mean_sd(list(table[s].get(n, {}).values())) if n in table[s] else "-" for s in schemes]
-        diffs = []
-        for s in ("rope", "alibi"):
-            if s in table and n in table[s] and "learned" in table and n in table["learned"]:
-                p = stats.paired(table[s][n], table["learned"][n])
-                diffs.append(stats.fmt_interval(p))
+        diffs = []   # the paired differences; rope - alibi with the verdict (lower, equivalent or undecided)
+        for s, b in (("rope", "learned"), ("alibi", "learned"), ("rope", "alibi")):
+            if n in table.get(s, {}) and n in table.get(b, {}):
+                p = stats.paired(table[s][n], table[b][n])
+                diffs.append(stats.fmt_interval(p) + (f", {stats.verdict(p, 0.02, s, b)}" if b == "alibi" else ""))
             else:
                 diffs.append("-")
         lines.append(f"| {n} | {tokens:,} | {ep} | " + " | ".join(cells) + " | " + " | ".join(diffs) + " |")
