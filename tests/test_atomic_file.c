@@ -20,6 +20,8 @@
 
 #include <cmocka.h>
 
+#include "util_shell.h"
+
 #include "common/atomic_file.h"
 #include "cli/cli.h"
 
@@ -53,9 +55,7 @@ static void expect_text(const char *path, const char *want) {
 }
 
 static void expect_no_temporary(void) {
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "ls %s | grep -q '\\.tmp\\.'", dir);
-    if (system(cmd) == 0) fail_msg("a temporary was left in %s", dir);
+    if (run_shell("ls %s | grep -q '\\.tmp\\.'", dir) == 0) fail_msg("a temporary was left in %s", dir);
 }
 
 static void expect_refused(const char *path, const char *msg) {
@@ -72,9 +72,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return run_shell("rm -rf '%s'", dir) == 0 ? 0 : -1;
 }
 
 // ATOMIC_NEW writes a new file and refuses an existing one; ATOMIC_REPLACE replaces it.

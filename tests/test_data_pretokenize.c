@@ -21,6 +21,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
+#include "util_shell.h"
+
 #include "common/rng.h"
 #include "data/bpe.h"
 #include "data/pretokenize.h"
@@ -213,11 +215,6 @@ static void test_gpt2_long_pieces(void **state) {
 
 // ---------------------------------------------------------------- against a regex engine
 
-static int shell(const char *cmd) {
-    int st = system(cmd);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
 // The pattern of OpenAI's encoder.py, applied by Python's regex module to
 // texts separated by NUL; prints each text's pieces as their lengths in bytes.
 static const char REGEX_SPLIT_PY[] =
@@ -250,7 +247,7 @@ static size_t put_utf8(uint32_t cp, uint8_t *o) {
 
 static void test_gpt2_against_regex_module(void **state) {
     (void)state;
-    if (shell("/usr/bin/python3 -c 'import regex' 2>/dev/null") != 0) {
+    if (run_shell("/usr/bin/python3 -c 'import regex' 2>/dev/null") != 0) {
         fprintf(stderr, "no Python regex module (Debian: python3-regex): skipped\n");
         skip();
     }
@@ -280,7 +277,7 @@ static void test_gpt2_against_regex_module(void **state) {
     assert_int_equal(fwrite(buf, 1, n - 1, f), n - 1);
     fclose(f);
     snprintf(cmd, sizeof cmd, "/usr/bin/python3 %s %s > %s", script, texts, pieces);
-    assert_int_equal(shell(cmd), 0);
+    assert_int_equal(run_shell("%s", cmd), 0);
     f = fopen(pieces, "r");
     assert_non_null(f);
     static char line[1 << 16];
@@ -453,7 +450,7 @@ static void test_table_against_ucd(void **state) {
 static void test_table_is_generated(void **state) {
     (void)state;
     if (!have_ucd_of_table()) skip();
-    assert_int_equal(shell("/usr/bin/python3 scripts/gen/unicode_classes.py --check"), 0);
+    assert_int_equal(run_shell("/usr/bin/python3 scripts/gen/unicode_classes.py --check"), 0);
 }
 
 int main(void) {

@@ -32,6 +32,8 @@
 
 #include <cmocka.h>
 
+#include "util_shell.h"
+
 #include "data/bpe.h"
 #include "data/tokens.h"
 #include "model/gpt.h"
@@ -59,9 +61,7 @@ static int run(const char *cmd, char *out, size_t cap) {
 
 static int setup(void **state) {
     snprintf(dir, sizeof dir, "/tmp/ropelab_test_sample_%d", (int)getpid());
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf %s && mkdir -p %s", dir, dir);
-    if (system(cmd) != 0) return -1;
+    if (run_shell("rm -rf %s && mkdir -p %s", dir, dir) != 0) return -1;
     // Tokenizer on 20 copies of the text; token file of the text encoded 40 times.
     size_t len = strlen(TEXT), reps = 40;
     uint8_t *text = malloc(len * reps);
@@ -96,9 +96,7 @@ static int setup(void **state) {
 }
 
 static int teardown(void **state) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    return system(cmd) == 0 ? 0 : -1;
+    return run_shell("rm -rf %s", dir) == 0 ? 0 : -1;
 }
 
 static int sample(const char *pos, int seed, int n_tokens, char *out, size_t cap) {
@@ -404,22 +402,19 @@ static void test_eval_per_position_file(void **state) {
         snprintf(msg, sizeof msg, "eval: %s: exists; pass --overwrite to replace it", f);
         expect_line("eval", cmd, msg);
     }
-    snprintf(cmd, sizeof cmd, "cp %s/val.bin %s/val.copy && mkfifo %s/pos.fifo && mkdir %s/pos.d", dir, dir, dir, dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(run_shell("cp %s/val.bin %s/val.copy && mkfifo %s/pos.fifo && mkdir %s/pos.d", dir, dir, dir, dir), 0);
     snprintf(cmd, sizeof cmd, "--per-position %s/./val.bin --overwrite", dir);
     snprintf(msg, sizeof msg, "eval: %s/./val.bin: the same file as the input %s/val.bin; an output is never "
              "written onto an input", dir, dir);
     expect_line("eval", cmd, msg);
-    snprintf(cmd, sizeof cmd, "cmp -s %s/val.bin %s/val.copy", dir, dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(run_shell("cmp -s %s/val.bin %s/val.copy", dir, dir), 0);
     snprintf(cmd, sizeof cmd, "--per-position %s/pos.fifo --overwrite", dir);
     snprintf(msg, sizeof msg, "eval: %s/pos.fifo: exists and is not a regular file (a FIFO); not replaced", dir);
     expect_line("eval", cmd, msg);
     snprintf(cmd, sizeof cmd, "--per-position %s/pos.d", dir);
     snprintf(msg, sizeof msg, "eval: %s/pos.d: exists and is not a regular file (a directory); not replaced", dir);
     expect_line("eval", cmd, msg);
-    snprintf(cmd, sizeof cmd, "test -p %s/pos.fifo && test -d %s/pos.d && ! ls %s | grep -q tmp", dir, dir, dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(run_shell("test -p %s/pos.fifo && test -d %s/pos.d && ! ls %s | grep -q tmp", dir, dir, dir), 0);
 }
 
 // A short run: nothing on stderr, and stdout is what it was with 2>&1.
@@ -448,7 +443,7 @@ static void test_short_run_no_progress(void **state) {
 // where stdout goes (2>&1), which must show no progress.
 static void test_long_work_shows_progress(void **state) {
     static char out[65536], errs[65536];
-    char base[512], s_prompt[1024], s_gen[1024], s_merged[1024], e_long[1024], cmd[4200], path[512];
+    char base[512], s_prompt[1024], s_gen[1024], s_merged[1024], e_long[1024], path[512];
     snprintf(base, sizeof base, "timeout 4 ./sample --weights %s/rope.safetensors --tokenizer %s/tok.bin --threads 1",
              dir, dir);
     snprintf(s_prompt, sizeof s_prompt, "%s --tokens 5 --prompt \"$(head -c 60000 /dev/zero | tr '\\0' '\\377')\" "
@@ -457,8 +452,7 @@ static void test_long_work_shows_progress(void **state) {
     snprintf(s_merged, sizeof s_merged, "%s --tokens 100000 >%s/m.out 2>&1", base, dir);
     snprintf(e_long, sizeof e_long, "timeout 4 ./eval --weights %s/rope.safetensors --data %s/val.bin --batch-size 1 "
              "--batches 16777216 --threads 1 >%s/e.out 2>%s/e.err", dir, dir, dir, dir);
-    snprintf(cmd, sizeof cmd, "(%s) & (%s) & (%s) & (%s) & wait", s_prompt, s_gen, s_merged, e_long);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(run_shell("(%s) & (%s) & (%s) & (%s) & wait", s_prompt, s_gen, s_merged, e_long), 0);
     static const struct { const char *file, *want; } lines[] = {
         {"p.err", "sample: reading the prompt: "}, {"g.err", "sample: generated "}, {"e.err", "eval: "}};
     static const char *totals[] = {"/60,001 tokens, ", "/100,000 tokens, ", "/16,777,216 batches, "};

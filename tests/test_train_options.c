@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <cmocka.h>
 
+#include "util_shell.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +30,7 @@ static int setup_dir(void **state) {
 }
 
 static int teardown_dir(void **state) {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmpdir);
-    return system(cmd) == 0 ? 0 : -1;
+    return run_shell("rm -rf '%s'", tmpdir) == 0 ? 0 : -1;
 }
 
 // Writes text to tmpdir/name and returns the path (static buffer per call site is enough).
@@ -276,9 +276,7 @@ static void test_bad_command_lines(void **state) {
 static void test_resume_fixes_model_keys(void **state) {
     char dir[512], err[512];
     snprintf(dir, sizeof dir, "%s/run", tmpdir);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "mkdir -p %s", dir);
-    assert_int_equal(system(cmd), 0);
+    assert_int_equal(run_shell("mkdir -p %s", dir), 0);
     TrainOptions o;
     TrainArgs a;
     options_defaults(&o);
