@@ -14,6 +14,13 @@
 //
 // Also: each scheme's line is the lr it has the most runs at, and a run at
 // another lr (learned at 8e-3, one seed) is an lr check, not part of the line.
+//
+// The size sweep's report likewise: at widths 64, 128 and 256 (W/32 layers;
+// P non-embedding parameters, recomputed here from the block's shapes) rope
+// ends gap(P) = -0.1 - 0.05 (log10 P - 5) below learned at 600 steps, and
+// learned's loss falls 0.4 per doubling of its budget (4.6, 4.2, 3.8 at 600,
+// 1,200, 2,400), so the trend of the gap is -0.05 per decade, K = 2^(-gap /
+// 0.4), and log10 K's slope in log10 P is 0.125 log10 2.
 // Run from the repository root.
 #include <setjmp.h>
 #include <stdarg.h>
@@ -129,9 +136,71 @@ static void test_multiplier_known_in_closed_form(void **state) {
     assert_non_null(strstr(text, "5.0000 ± 0.0100"));
 }
 
+// The gpt2 block's non-embedding parameters at width w with L layers: per layer c_attn
+// (3w x w + 3w), attention's c_proj (w x w + w), c_fc (4w x w + 4w), the MLP's c_proj
+// (w x 4w + w) and two LayerNorms (4w); then ln_f (2w).
+static double block_params(int w, int L) {
+    double W = w;
+    return L * (3 * W * W + 3 * W + W * W + W + 4 * W * W + 4 * W + 4 * W * W + W + 4 * W) + 2 * W;
+}
+
+static double size_gap(double params) { return -0.1 - 0.05 * (log10(params) - 5); }
+
+static void test_size_trend_known_in_closed_form(void **state) {
+    if (run_shell("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null")) { fprintf(stderr, "no matplotlib: skipped\n"); skip(); }
+    snprintf(dir, sizeof dir, "/tmp/ropelab_sweep_%d/runs/compare-size", (int)getpid());
+    assert_int_equal(run_shell("rm -rf %s && mkdir -p %s", dir, dir), 0);
+    const int widths[3] = {64, 128, 256};
+    char name[128];
+    for (int i = 0; i < 3; i++) {
+        double gap = size_gap(block_params(widths[i], widths[i] / 32));
+        for (int s = 1; s <= 3; s++) {
+            double offset = (s - 2) * 0.01;
+            snprintf(name, sizeof name, "learned-w%d-lr0.004-steps600-s%d", widths[i], s);
+            assert_int_equal(write_run(name, 4.6 + offset), 0);
+            snprintf(name, sizeof name, "rope-w%d-lr0.004-steps600-s%d", widths[i], s);
+            assert_int_equal(write_run(name, 4.6 + gap + offset), 0);
+        }
+        for (int s = 1; s <= 2; s++) {
+            double offset = (s - 2) * 0.01;
+            snprintf(name, sizeof name, "learned-w%d-lr0.004-steps1200-s%d", widths[i], s);
+            assert_int_equal(write_run(name, 4.2 + offset), 0);
+            snprintf(name, sizeof name, "learned-w%d-lr0.004-steps2400-s%d", widths[i], s);
+            assert_int_equal(write_run(name, 3.8 + offset), 0);
+        }
+    }
+    assert_int_equal(run_shell("/usr/bin/python3 scripts/report/sweep_report.py size %s >/dev/null", dir), 0);
+    // Losses are read to 6 decimals: each gap within 1e-6, so the slope over log10 P
+    // (a span of 1.6 decades here) within about 2e-6.
+    assert_float_equal(summary_value("d[\"gap_slope_per_decade\"]"), -0.05, 1e-5);
+    char expr[256];
+    for (int i = 0; i < 3; i++) {
+        double P = block_params(widths[i], widths[i] / 32), k = pow(2.0, -size_gap(P) / 0.4);
+        snprintf(expr, sizeof expr, "d[\"widths\"][\"%d\"][\"params\"]", widths[i]);
+        assert_float_equal(summary_value(expr), P, 0.5);
+        snprintf(expr, sizeof expr, "d[\"widths\"][\"%d\"][\"K\"][1]", widths[i]);
+        assert_float_equal(summary_value(expr), k, 1e-5 * k);
+    }
+    assert_float_equal(summary_value("d[\"k_exponent\"]"), 0.125 * log10(2.0), 1e-5);
+    // The literature's point (12 layers of width 768), beside the trend, not in it.
+    assert_float_equal(summary_value("d[\"gap_at_literature_size\"]"), size_gap(block_params(768, 12)), 1e-5);
+    char path[256];
+    snprintf(path, sizeof path, "%s/gap_vs_params.png", dir);
+    assert_int_equal(access(path, R_OK), 0);
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char text[65536];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    assert_non_null(strstr(text, "| (literature) | 12 | 85,056,000 | 2.759 | 2.809 | -0.0500 (1 run) |"));
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_multiplier_known_in_closed_form),
+        cmocka_unit_test(test_size_trend_known_in_closed_form),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
