@@ -95,6 +95,19 @@ static double summary_value(const char *expr) {
     return v;
 }
 
+// DIR/report.md, whole.
+static const char *report_text(void) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/report.md", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    static char text[65536];
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = 0;
+    return text;
+}
+
 static void test_multiplier_known_in_closed_form(void **state) {
     if (run_shell("/usr/bin/python3 -c 'import matplotlib' 2>/dev/null")) { fprintf(stderr, "no matplotlib: skipped\n"); skip(); }
     assert_int_equal(run_shell("/usr/bin/python3 scripts/report/sweep_report.py budget %s --train-tokens=1000000 >/dev/null",
@@ -121,14 +134,7 @@ static void test_multiplier_known_in_closed_form(void **state) {
     assert_float_equal(summary_value("d[\"K\"][\"rope\"][\"1200\"][\"k\"][1]"), 1.0, 1e-12);
     assert_float_equal(summary_value("1 if d[\"K\"][\"rope\"][\"1200\"][\"k\"][0] == \">\" else 0"), 1.0, 0.0);
     // The lines: learned at 4e-3 (nine runs), its 8e-3 run an lr check beside the line.
-    char path[256];
-    snprintf(path, sizeof path, "%s/report.md", dir);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    static char text[65536];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
+    const char *text = report_text();
     assert_non_null(strstr(text, "learned (lr 0.004)"));
     assert_non_null(strstr(text, "| learned | 300 | 1 | 0.004: 4.9900 | 0.008: 5.1000 | +0.1100 |"));
     // learned's mean at 300 is its line's (5.0), not pulled toward the check's 5.1
@@ -187,14 +193,7 @@ static void test_size_trend_known_in_closed_form(void **state) {
     char path[256];
     snprintf(path, sizeof path, "%s/gap_vs_params.png", dir);
     assert_int_equal(access(path, R_OK), 0);
-    snprintf(path, sizeof path, "%s/report.md", dir);
-    FILE *f = fopen(path, "r");
-    assert_non_null(f);
-    static char text[65536];
-    size_t n = fread(text, 1, sizeof text - 1, f);
-    fclose(f);
-    text[n] = 0;
-    assert_non_null(strstr(text, "| (literature) | 12 | 85,056,000 | 2.759 | 2.809 | -0.0500 (1 run) |"));
+    assert_non_null(strstr(report_text(), "| (literature) | 12 | 85,056,000 | 2.759 | 2.809 | -0.0500 (1 run) |"));
 }
 
 int main(void) {
