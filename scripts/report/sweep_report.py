@@ -286,26 +286,29 @@ def budget_report(out, args):
     print("\n".join(lines))
 
 
-def non_embedding_params(w):
-    """The gpt2 block's parameters per model without wte/wpe: W/32 layers of
+def block_params(w, L):
+    """The gpt2 block's parameters per model without wte/wpe: L layers of
     c_attn (3C^2 + 3C), c_proj (C^2 + C), c_fc (4C^2 + 4C), mlp_proj (4C^2 + C)
-    and two LayerNorms (4C), plus the final LayerNorm (2C)."""
-    L = w // 32
+    and two LayerNorms (4C), plus the final LayerNorm (2C); C = w."""
     return L * (12 * w * w + 13 * w) + 2 * w
+
+
+def non_embedding_params(w):
+    """The sweep's models: width w with w/32 layers."""
+    return block_params(w, w // 32)
 
 
 # The literature's point (docs/REFERENCES.md: EleutherAI's rotary post, GPT-NeoX, 125M parameters
 # with GPT-3 Small's shape, 12 layers of width 768, on OpenWebText2 after 55k steps, about 30B
 # tokens, one run each): final losses learned 2.809, rotary 2.759. Its non-embedding parameters
-# are those of non_embedding_params' formula at width 768 with 12 layers (about 85M). Placed
+# are block_params at width 768 with 12 layers (about 85M). Placed
 # beside the sweep, never fitted: other data, tokenizer, tokens and schedule.
 LITERATURE = {"label": "EleutherAI blog: 125M, OpenWebText2, 55k steps (~30B tokens), 1 run",
               "layers": 12, "width": 768, "learned": 2.809, "rope": 2.759}
 
 
 def literature_params():
-    L, w = LITERATURE["layers"], LITERATURE["width"]
-    return L * (12 * w * w + 13 * w) + 2 * w
+    return block_params(LITERATURE["width"], LITERATURE["layers"])
 
 
 def fit_line(xs, ys):
@@ -352,7 +355,8 @@ def plot_size(out, rows, gap_fit, k_fit):
                      label="K at 600 steps (95% interval)")
         if k_fit:
             a, b = k_fit
-            ax2.plot(xs[:1] + [max(ps)], [10 ** (a + b * math.log10(x)) for x in xs[:1] + [max(ps)]], "--",
+            ends = [min(ps), max(ps)]
+            ax2.plot(ends, [10 ** (a + b * math.log10(x)) for x in ends], "--",
                      color="tab:red", alpha=0.6, label="least-squares trend (log K)")
     ax2.axhline(1, color="gray", lw=0.8)
     ax2.set_xscale("log")

@@ -61,7 +61,7 @@
 #include <oneapi/dnnl/dnnl_debug.h>
 #include <omp.h>
 
-#include "engine/engine_create.h"
+#include "engine/engine.h"
 #include "engine/engine_shared.h"
 #include "engine/onednn.h"
 
