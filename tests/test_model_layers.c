@@ -1,6 +1,6 @@
 // test_model_layers.c: every layer's backward against central finite
 // differences of loss = sum(out * r), r fixed and random, on small random
-// inputs: the layers of reference.c, the linear layer and attention on the
+// inputs: the layers of reference.c and block_llama.c, the linear layer and attention on the
 // reference engine (engine_reference.c; the fast engines are checked against it in
 // test_model_linear.c and test_model_attention.c), and the positional hooks. Float32 forward, Richardson-extrapolated differences with steps
 // 3e-2 and 6e-2 on O(1) inputs (smaller steps only add float noise); tolerance: relative error <= 2e-3 with a

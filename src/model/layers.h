@@ -1,4 +1,4 @@
-// layers.h: the layers of reference.c, for its tests (and LN_EPS and
+// layers.h: the layers of reference.c and block_llama.c, for their tests (and LN_EPS and
 // RMS_EPS, for the GGUF and Hugging Face exports), each a forward/backward pair over flat float buffers
 // (row-major, N = B*T rows). The linear layers' and attention's products go
 // through an engine (engine.h).
