@@ -41,6 +41,9 @@ typedef struct {
     void (*help_more)(FILE *f);  // --help's last lines (the model's length keys), or NULL
 } CliSpec;
 
+// A CliSpec's flags from an array of OptSpec: `CLI_FLAGS(flags)` sets .opts and .n_opts.
+#define CLI_FLAGS(table) .opts = (table), .n_opts = (int)(sizeof(table) / sizeof((table)[0]))
+
 // The first thing every main does. SIGXFSZ is ignored: a write past the
 // file-size limit (ulimit -f) then fails with EFBIG, as a write to a full
 // disk fails with ENOSPC, so the writer removes its temporary and says so in

@@ -92,8 +92,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
     const CliSpec spec = {
         .prog = "eval",
         .usage = "usage: ./eval --weights FILE --data FILE [options]\n",
-        .opts = flags,
-        .n_opts = (int)(sizeof flags / sizeof flags[0]),
+        CLI_FLAGS(flags),
         .about = "Prints one line: loss, perplexity, windows and tokens evaluated.\n",
         .help_more = model_overrides_usage,
     };

@@ -75,8 +75,7 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
     static const CliSpec spec = {
         .prog = "export",
         .usage = "usage: ./export --weights FILE --tokenizer FILE --out FILE.gguf [options]\n",
-        .opts = flags,
-        .n_opts = (int)(sizeof flags / sizeof flags[0]),
+        CLI_FLAGS(flags),
         .about = "block=gpt2: pos=learned, sinusoidal, none run as llama.cpp's gpt2, rope as gptneox, alibi as\n"
                  "mpt. block=llama: rope as llama (rope_dims < head_dim: chatglm), alibi as refact; its other\n"
                  "schemes have no home there and are refused, as t5 is for both blocks.\n",

@@ -111,8 +111,7 @@ static int parse_options(int argc, char **argv, Options *o) {
                  "Trains a byte-level BPE tokenizer on UTF-8 text file(s), encodes them and writes\n"
                  "OUT/tokenizer.bin, OUT/train.bin and OUT/val.bin (llm.c token files).\n"
                  "\n",
-        .opts = flags,
-        .n_opts = (int)(sizeof flags / sizeof flags[0]),
+        CLI_FLAGS(flags),
         .positional = 1,
     };
     cli_parse_or_exit(&spec, argc, argv, o, o->inputs, &o->n_inputs);

@@ -84,8 +84,7 @@ static void parse_args(int argc, char **argv, SampleArgs *a) {
     const CliSpec spec = {
         .prog = "sample",
         .usage = "usage: ./sample --weights FILE --tokenizer FILE [options]\n",
-        .opts = flags,
-        .n_opts = (int)(sizeof flags / sizeof flags[0]),
+        CLI_FLAGS(flags),
         .help_more = model_overrides_usage,
     };
     cli_parse_or_exit(&spec, argc, argv, a, NULL, NULL);

@@ -452,15 +452,18 @@ static size_t head_op_at(const OnednnAttention *ae, const Plan *pl, int b, int h
 }
 
 // The task of one (batch b, head h) pair, run by the calling thread: its
-// slot, and its head's q, k, v in the products' view of qkv (es bytes each).
+// slot, its head's q, k, v in the products' view of qkv (es bytes each), and
+// its row of the distance bias (H,T), or NULL.
 typedef struct {
     Slot *sl;
     int b, h;
     const char *q, *k, *v;
+    const float *bias_h;
 } HeadTask;
 
-static HeadTask head_task(const OnednnAttention *ae, const Plan *pl, const char *qkv_op, int bh) {
+static HeadTask head_task(const OnednnAttention *ae, const Plan *pl, const char *qkv_op, const float *bias, int bh) {
     HeadTask t = {.sl = &pl->slot[omp_get_thread_num()], .b = bh / pl->H, .h = bh % pl->H};
+    t.bias_h = bias ? bias + (size_t)t.h * pl->T : NULL;
     // the next part (k after q, v after k): fp32 C columns on, bf16 H heads of (T, D) on
     size_t es = ae->es, part = ae->bf16 ? (size_t)pl->H * pl->T * pl->D : (size_t)pl->C;
     t.q = qkv_op + head_op_at(ae, pl, t.b, t.h, 3) * es;
@@ -486,9 +489,8 @@ static int fused_forward(OnednnAttention *ae, Plan *pl, float *out, float *lse, 
     Failure fail = {dnnl_success, 0};
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * pl->H; bh++) {
-        const HeadTask t = head_task(ae, pl, (const char *)qkv, bh);
+        const HeadTask t = head_task(ae, pl, (const char *)qkv, bias, bh);
         const float *q = (const float *)t.q, *k = (const float *)t.k, *v = (const float *)t.v;
-        const float *bias_h = bias ? bias + (size_t)t.h * T : NULL;
         float *s = t.sl->f32, *row_max = s + (size_t)nb * nb, *row_sum = row_max + nb;
         dnnl_status_t st = dnnl_success;
         for (int blk = 0; blk < pl->n_blocks && st == dnnl_success; blk++) {
@@ -503,7 +505,7 @@ static int fused_forward(OnednnAttention *ae, Plan *pl, float *out, float *lse, 
                     record(&fail, st, PR_S);
                     break;
                 }
-                attention_online_probs(s, i0, rows, j0, cols, bias_h, row_max, row_sum, y, C, D);
+                attention_online_probs(s, i0, rows, j0, cols, t.bias_h, row_max, row_sum, y, C, D);
                 if ((st = run(pl, t.sl, blk, kind, PR_Y, s, v + (size_t)j0 * C3, y)) != dnnl_success) {
                     record(&fail, st, PR_Y);
                     break;
@@ -524,11 +526,10 @@ static int fused_backward(OnednnAttention *ae, Plan *pl, float *dqkv, float *dbi
     Failure fail = {dnnl_success, 0};
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * pl->H; bh++) {
-        const HeadTask t = head_task(ae, pl, (const char *)qkv, bh);
+        const HeadTask t = head_task(ae, pl, (const char *)qkv, bias, bh);
         const float *q = (const float *)t.q, *k = (const float *)t.k, *v = (const float *)t.v;
         const float *dy_h = dout + head_at(t.b, t.h, T, C, D), *y_h = out + head_at(t.b, t.h, T, C, D);
         float *dq = dqkv + head_at(t.b, t.h, T, C3, D), *dk = dq + C, *dv = dq + 2 * C;
-        const float *bias_h = bias ? bias + (size_t)t.h * T : NULL;
         float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
         float *p = t.sl->f32, *dp = p + (size_t)nb * nb, *rho = dp + (size_t)nb * nb;
         zero_rows(dk, C3, T, D);   // sums over the query blocks
@@ -548,7 +549,7 @@ static int fused_backward(OnednnAttention *ae, Plan *pl, float *dqkv, float *dbi
                     record(&fail, st, PR_S);
                     break;
                 }
-                attention_key_block_probs(p, i0, rows, j0, cols, bias_h, lse + (size_t)bh * T);
+                attention_key_block_probs(p, i0, rows, j0, cols, t.bias_h, lse + (size_t)bh * T);
                 if ((st = run(pl, t.sl, blk, kind, PR_DP, dy_i, v_j, dp)) != dnnl_success) {
                     record(&fail, st, PR_DP);
                     break;
@@ -597,16 +598,15 @@ int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const 
     Failure fail = {dnnl_success, 0};
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
-        const HeadTask t = head_task(ae, pl, qkv_op, bh);
+        const HeadTask t = head_task(ae, pl, qkv_op, bias, bh);
         float *o = out + head_at(t.b, t.h, T, C, pl->D), *s = t.sl->f32;
-        const float *bias_h = bias ? bias + (size_t)t.h * T : NULL;
         const void *p_op = ae->bf16 ? (const void *)t.sl->b16 : (const void *)s;
         for (int blk = 0; blk < pl->n_blocks; blk++) {
             int i0, rows, keys;
             block_shape(pl, blk, &i0, &rows, &keys);
             dnnl_status_t st = run(pl, t.sl, blk, ALL_KEYS, PR_S, t.q + (size_t)i0 * pl->q_stride * es, t.k, s);
             if (st != dnnl_success) { record(&fail, st, PR_S); break; }
-            attention_block_probs(s, i0, rows, keys, bias_h, NULL, lse + (size_t)bh * T);
+            attention_block_probs(s, i0, rows, keys, t.bias_h, NULL, lse + (size_t)bh * T);
             if (ae->bf16) round_block(t.sl->b16, s, rows, keys);
             float *y = ae->bf16 ? t.sl->heads : o + (size_t)i0 * C;   // bf16: dense, then into out
             if ((st = run(pl, t.sl, blk, ALL_KEYS, PR_Y, p_op, t.v, y)) != dnnl_success) {
@@ -633,7 +633,7 @@ int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, co
     Failure fail = {dnnl_success, 0};
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
-        const HeadTask t = head_task(ae, pl, qkv_op, bh);
+        const HeadTask t = head_task(ae, pl, qkv_op, bias, bh);
         Slot *sl = t.sl;
         const int b = t.b, h = t.h;
         const char *q = t.q, *k = t.k, *v = t.v;
@@ -644,7 +644,6 @@ int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, co
         float *dq_blk = ae->bf16 ? sl->heads : NULL;
         float *dk_sum = ae->bf16 ? sl->heads + (size_t)nb * D : dk;
         float *dv_sum = ae->bf16 ? sl->heads + ((size_t)nb + T) * D : dv;
-        const float *bias_h = bias ? bias + (size_t)h * T : NULL;
         float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
         float *p = sl->f32, *dp = p + (size_t)nb * T;   // probabilities, then their gradient
         uint16_t *p16 = sl->b16, *ds16 = ae->bf16 ? sl->b16 + (size_t)nb * T : NULL;
@@ -666,7 +665,7 @@ int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, co
             float *dq_i = ae->bf16 ? dq_blk : dq + (size_t)i0 * C3;
             dnnl_status_t st = run(pl, sl, blk, ALL_KEYS, PR_S, q_i, k, p);
             if (st != dnnl_success) { record(&fail, st, PR_S); break; }
-            attention_block_probs(p, i0, rows, keys, bias_h, lse + (size_t)bh * T, NULL);
+            attention_block_probs(p, i0, rows, keys, t.bias_h, lse + (size_t)bh * T, NULL);
             if (ae->bf16) round_block(p16, p, rows, keys);
             if ((st = run(pl, sl, blk, ALL_KEYS, PR_DP, dy_i, v, dp)) != dnnl_success) {
                 record(&fail, st, PR_DP);

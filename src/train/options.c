@@ -530,8 +530,7 @@ static const CliSpec TRAIN_CLI = {
              "(see docs/TRAINING.md).\n"
              "\n"
              "flags:\n",
-    .opts = TRAIN_FLAGS,
-    .n_opts = (int)(sizeof TRAIN_FLAGS / sizeof TRAIN_FLAGS[0]),
+    CLI_FLAGS(TRAIN_FLAGS),
     .positional = 1,
     .keys = 1,
     .about = "\n"
