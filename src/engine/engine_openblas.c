@@ -178,8 +178,8 @@ static void att_probs(float *s, const float *q, const float *k, size_t ld, const
     attention_block_probs(s, i0, rows, keys, bias_h, lse_in, lse_out);
 }
 
-static AttHead att_head(const OpenblasEngine *ob, int bh, float *scratch, const float *qkv, const float *bias, int T,
-                        int C, int H) {
+// The task of one (batch, head) pair, run by the calling thread (its scratch: scratch_ready's).
+static AttHead att_head(const OpenblasEngine *ob, int bh, const float *qkv, const float *bias, int T, int C, int H) {
     AttHead a;
     int b = bh / H, h = bh % H;
     a.D = C / H;
@@ -193,23 +193,21 @@ static AttHead att_head(const OpenblasEngine *ob, int bh, float *scratch, const 
     a.k = a.q + C;
     a.v = a.q + 2 * C;
     a.bias_h = bias ? bias + (size_t)h * T : NULL;
-    a.scratch = scratch + (size_t)omp_get_thread_num() * thread_scratch_floats(ob->fused, T);
+    a.scratch = ob->scratch + (size_t)omp_get_thread_num() * thread_scratch_floats(ob->fused, T);
     return a;
 }
 
 // This engine's scratch for sequences of length T on the current thread
-// count, grown at the first call that needs more; NULL (recorded) if out of memory.
+// count, grown at the first call that needs more: 0, or -1 (recorded) if out of memory.
 static size_t scratch_bytes(int fused, int T, int n_threads) {
     return (size_t)n_threads * thread_scratch_floats(fused, T) * sizeof(float);
 }
 
-static float *scratch_for(OpenblasEngine *ob, int T) {
+static int scratch_ready(OpenblasEngine *ob, int T) {
     size_t bytes = scratch_bytes(ob->fused, T, omp_get_max_threads());
-    if (grow_buffer((void **)&ob->scratch, &ob->scratch_bytes, bytes) != 0) {
-        engine_fail(&ob->base, "out of memory for the attention scratch (%zu bytes)", bytes);
-        return NULL;
-    }
-    return ob->scratch;
+    if (grow_buffer((void **)&ob->scratch, &ob->scratch_bytes, bytes) == 0) return 0;
+    engine_fail(&ob->base, "out of memory for the attention scratch (%zu bytes)", bytes);
+    return -1;
 }
 
 // One (batch, head) pair's attention, blocks of query rows against all their
@@ -263,11 +261,10 @@ static void head_backward(const AttHead *a, float *dqkv, float *dbias, const flo
 static void attention_forward(Engine *e, float *out, float *lse, const float *qkv, const float *bias,
                               int B, int T, int C, int H) {
     OpenblasEngine *ob = (OpenblasEngine *)e;
-    float *scratch = scratch_for(ob, T);
-    if (!scratch) return;
+    if (scratch_ready(ob, T) != 0) return;
     #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
-        const AttHead a = att_head(ob, bh, scratch, qkv, bias, T, C, H);
+        const AttHead a = att_head(ob, bh, qkv, bias, T, C, H);
         if (ob->fused) attention_fused_head_forward(&a, out, lse, T, C);
         else head_forward(&a, out, lse, T, C);
     }
@@ -277,11 +274,10 @@ static void attention_forward(Engine *e, float *out, float *lse, const float *qk
 static void attention_backward(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
                                const float *out, const float *lse, const float *bias, int B, int T, int C, int H) {
     OpenblasEngine *ob = (OpenblasEngine *)e;
-    float *scratch = scratch_for(ob, T);
-    if (!scratch) return;
+    if (scratch_ready(ob, T) != 0) return;
     #pragma omp parallel for schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
-        const AttHead a = att_head(ob, bh, scratch, qkv, bias, T, C, H);
+        const AttHead a = att_head(ob, bh, qkv, bias, T, C, H);
         if (ob->fused) attention_fused_head_backward(&a, dqkv, dbias, dout, out, lse, T, C);
         else head_backward(&a, dqkv, dbias, dout, lse, T, C);
     }

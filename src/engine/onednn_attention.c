@@ -400,10 +400,16 @@ static void copy_rows(float *dst, size_t ld, const float *src, int rows, int D) 
     }
 }
 
-// Product p of block blk (and its key block's kind) on slot sl: dst = src . wei (with its attributes).
-static dnnl_status_t run(const Plan *pl, Slot *sl, int blk, int kind, int p, const void *src, const void *wei,
-                         float *dst) {
-    const int i = (blk * pl->n_kinds + kind) * N_PROD + p;
+// The first failure inside a parallel loop, reported after it.
+typedef struct { dnnl_status_t st; int prod; } Failure;
+
+static int failed(OnednnAttention *ae, const Failure *f, const char *pass) {
+    if (f->st == dnnl_success) return 0;
+    set_err(ae, "oneDNN attention %s, product %s: %s", pass, prod_names[f->prod], dnnl_status2str(f->st));
+    return -1;
+}
+
+static dnnl_status_t execute(const Plan *pl, Slot *sl, int i, const void *src, const void *wei, float *dst) {
     dnnl_memory_t *m = sl->mem + i * N_MEM;
     dnnl_status_t st;
     if ((st = dnnl_memory_set_data_handle(m[M_SRC], (void *)src)) != dnnl_success) return st;
@@ -421,17 +427,14 @@ static dnnl_status_t run(const Plan *pl, Slot *sl, int blk, int kind, int p, con
     return dnnl_stream_wait(sl->stream);
 }
 
-// The first failure inside a parallel loop, reported after it.
-typedef struct { dnnl_status_t st; int prod; } Failure;
-
-static void record(Failure *f, dnnl_status_t st, int p) {
+// Product p of block blk (and its key block's kind) on slot sl: dst = src . wei (with its
+// attributes). 0, or -1 with the failure recorded in *fail (the first one of the pass).
+static int run(const Plan *pl, Slot *sl, int blk, int kind, int p, const void *src, const void *wei, float *dst,
+               Failure *fail) {
+    dnnl_status_t st = execute(pl, sl, (blk * pl->n_kinds + kind) * N_PROD + p, src, wei, dst);
+    if (st == dnnl_success) return 0;
     #pragma omp critical(onednn_attention_failure)
-    if (f->st == dnnl_success) { f->st = st; f->prod = p; }
-}
-
-static int failed(OnednnAttention *ae, const Failure *f, const char *pass) {
-    if (f->st == dnnl_success) return 0;
-    set_err(ae, "oneDNN attention %s, product %s: %s", pass, prod_names[f->prod], dnnl_status2str(f->st));
+    if (fail->st == dnnl_success) { fail->st = st; fail->prod = p; }
     return -1;
 }
 
@@ -451,18 +454,18 @@ static size_t head_op_at(const OnednnAttention *ae, const Plan *pl, int b, int h
     return (((size_t)b * parts * pl->H) + h) * pl->T * pl->D;
 }
 
-// The task of one (batch b, head h) pair, run by the calling thread: its
-// slot, its head's q, k, v in the products' view of qkv (es bytes each), and
-// its row of the distance bias (H,T), or NULL.
+// The task of one (batch b, head h) pair, bh = b H + h, run by the calling
+// thread: its slot, its head's q, k, v in the products' view of qkv (es bytes
+// each), and its row of the distance bias (H,T), or NULL.
 typedef struct {
     Slot *sl;
-    int b, h;
+    int b, h, bh;
     const char *q, *k, *v;
     const float *bias_h;
 } HeadTask;
 
 static HeadTask head_task(const OnednnAttention *ae, const Plan *pl, const char *qkv_op, const float *bias, int bh) {
-    HeadTask t = {.sl = &pl->slot[omp_get_thread_num()], .b = bh / pl->H, .h = bh % pl->H};
+    HeadTask t = {.sl = &pl->slot[omp_get_thread_num()], .b = bh / pl->H, .h = bh % pl->H, .bh = bh};
     t.bias_h = bias ? bias + (size_t)t.h * pl->T : NULL;
     // the next part (k after q, v after k): fp32 C columns on, bf16 H heads of (T, D) on
     size_t es = ae->es, part = ae->bf16 ? (size_t)pl->H * pl->T * pl->D : (size_t)pl->C;
@@ -472,7 +475,76 @@ static HeadTask head_task(const OnednnAttention *ae, const Plan *pl, const char 
     return t;
 }
 
-/* ---- fused attention (fp32) ----
+/* ---- one head, blocked: query blocks against all their keys ---- */
+
+// Its columns of out (T, D of C), its row of lse (T)
+static void head_forward(const OnednnAttention *ae, const Plan *pl, const HeadTask *t, float *out, float *lse,
+                         Failure *fail) {
+    const int T = pl->T, C = pl->C;
+    const size_t es = ae->es;
+    float *o = out + head_at(t->b, t->h, T, C, pl->D), *s = t->sl->f32;
+    const void *p_op = ae->bf16 ? (const void *)t->sl->b16 : (const void *)s;
+    for (int blk = 0; blk < pl->n_blocks; blk++) {
+        int i0, rows, keys;
+        block_shape(pl, blk, &i0, &rows, &keys);
+        if (run(pl, t->sl, blk, ALL_KEYS, PR_S, t->q + (size_t)i0 * pl->q_stride * es, t->k, s, fail)) return;
+        attention_block_probs(s, i0, rows, keys, t->bias_h, NULL, lse + (size_t)t->bh * T);
+        if (ae->bf16) round_block(t->sl->b16, s, rows, keys);
+        float *y = ae->bf16 ? t->sl->heads : o + (size_t)i0 * C;   // bf16: dense, then into out
+        if (run(pl, t->sl, blk, ALL_KEYS, PR_Y, p_op, t->v, y, fail)) return;
+        if (ae->bf16) copy_rows(o + (size_t)i0 * C, C, y, rows, pl->D);
+    }
+}
+
+// Its backward: dY's head in dy_op (the products' view of dout) -> its columns of
+// dqkv (overwritten), its row of dbias (T) += (if non-NULL)
+static void head_backward(const OnednnAttention *ae, const Plan *pl, const HeadTask *t, float *dqkv, float *dbias,
+                          const char *dy_op, const float *lse, Failure *fail) {
+    const int T = pl->T, C = pl->C, D = pl->D, nb = pl->nb;
+    const size_t C3 = 3 * (size_t)C, es = ae->es;
+    Slot *sl = t->sl;
+    const char *dy = dy_op + head_op_at(ae, pl, t->b, t->h, 1) * es;
+    float *dq = dqkv + head_at(t->b, t->h, T, C3, D), *dk = dq + C, *dv = dq + 2 * C;
+    // where the products write dQ_I, dK, dV: fp32 dqkv itself; bf16 the
+    // thread's dense scratch, copied into dqkv after (dQ_I) or at the end (dK, dV)
+    float *dq_blk = ae->bf16 ? sl->heads : NULL;
+    float *dk_sum = ae->bf16 ? sl->heads + (size_t)nb * D : dk;
+    float *dv_sum = ae->bf16 ? sl->heads + ((size_t)nb + T) * D : dv;
+    float *dbias_bh = dbias ? dbias + (size_t)t->bh * T : NULL;
+    float *p = sl->f32, *dp = p + (size_t)nb * T;   // probabilities, then their gradient
+    uint16_t *p16 = sl->b16, *ds16 = ae->bf16 ? sl->b16 + (size_t)nb * T : NULL;
+    const void *p_op = ae->bf16 ? (const void *)p16 : (const void *)p;
+    const void *ds_op = ae->bf16 ? (const void *)ds16 : (const void *)dp;
+    // dk, dv of this head are sums over query blocks (sum post-op): from zero
+    if (ae->bf16) {
+        memset(dk_sum, 0, 2 * (size_t)T * D * sizeof(float));   // dk_sum, dv_sum: adjacent
+    } else {
+        zero_rows(dk, C3, T, D);
+        zero_rows(dv, C3, T, D);
+    }
+    for (int blk = 0; blk < pl->n_blocks; blk++) {
+        int i0, rows, keys;
+        block_shape(pl, blk, &i0, &rows, &keys);
+        const char *q_i = t->q + (size_t)i0 * pl->q_stride * es, *dy_i = dy + (size_t)i0 * pl->y_stride * es;
+        float *dq_i = ae->bf16 ? dq_blk : dq + (size_t)i0 * C3;
+        if (run(pl, sl, blk, ALL_KEYS, PR_S, q_i, t->k, p, fail)) return;
+        attention_block_probs(p, i0, rows, keys, t->bias_h, lse + (size_t)t->bh * T, NULL);
+        if (ae->bf16) round_block(p16, p, rows, keys);
+        if (run(pl, sl, blk, ALL_KEYS, PR_DP, dy_i, t->v, dp, fail)) return;
+        attention_block_dscores(dp, p, i0, rows, keys, dbias_bh);
+        if (ae->bf16) round_block(ds16, dp, rows, keys);
+        if (run(pl, sl, blk, ALL_KEYS, PR_DQ, ds_op, t->k, dq_i, fail)) return;
+        if (ae->bf16) copy_rows(dq + (size_t)i0 * C3, C3, dq_i, rows, D);
+        if (run(pl, sl, blk, ALL_KEYS, PR_DK, ds_op, q_i, dk_sum, fail)) return;
+        if (run(pl, sl, blk, ALL_KEYS, PR_DV, p_op, dy_i, dv_sum, fail)) return;
+    }
+    if (ae->bf16) {
+        copy_rows(dk, C3, dk_sum, T, D);
+        copy_rows(dv, C3, dv_sum, T, D);
+    }
+}
+
+/* ---- one head, fused (fp32) ----
  *
  * attention_fused.c's fused attention on these primitives: per query block I
  * and key block J <= I, the products of the table above with keys J alone
@@ -481,97 +553,63 @@ static HeadTask head_task(const OnednnAttention *ae, const Plan *pl, const char 
  * OpenBLAS engine's loops (the online softmax's step and end; the key block's
  * P and dS with rho_i = dY_i . Y_i). fp32 operands in place, as above. */
 
-// qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)
-static int fused_forward(OnednnAttention *ae, Plan *pl, float *out, float *lse, const float *qkv, const float *bias,
-                         int n_threads, int B) {
+// Its columns of out (T, D of C), its row of lse (T)
+static void fused_head_forward(const Plan *pl, const HeadTask *t, float *out, float *lse, Failure *fail) {
     const int T = pl->T, C = pl->C, D = pl->D, nb = pl->nb;
     const size_t C3 = 3 * (size_t)C;
-    Failure fail = {dnnl_success, 0};
-    #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
-    for (int bh = 0; bh < B * pl->H; bh++) {
-        const HeadTask t = head_task(ae, pl, (const char *)qkv, bias, bh);
-        const float *q = (const float *)t.q, *k = (const float *)t.k, *v = (const float *)t.v;
-        float *s = t.sl->f32, *row_max = s + (size_t)nb * nb, *row_sum = row_max + nb;
-        dnnl_status_t st = dnnl_success;
-        for (int blk = 0; blk < pl->n_blocks && st == dnnl_success; blk++) {
-            int i0, rows, keys;
-            block_shape(pl, blk, &i0, &rows, &keys);
-            const float *q_i = q + (size_t)i0 * C3;
-            float *y = out + head_at(t.b, t.h, T, C, D) + (size_t)i0 * C;   // Y_I (rows, D), row stride C
-            zero_rows(y, C, rows, D);
-            for (int j0 = 0; j0 <= i0; j0 += nb) {
-                int kind = j0 < i0 ? KEYS_BELOW : KEYS_DIAGONAL, cols = kind_cols(pl, blk, kind);
-                if ((st = run(pl, t.sl, blk, kind, PR_S, q_i, k + (size_t)j0 * C3, s)) != dnnl_success) {
-                    record(&fail, st, PR_S);
-                    break;
-                }
-                attention_online_probs(s, i0, rows, j0, cols, t.bias_h, row_max, row_sum, y, C, D);
-                if ((st = run(pl, t.sl, blk, kind, PR_Y, s, v + (size_t)j0 * C3, y)) != dnnl_success) {
-                    record(&fail, st, PR_Y);
-                    break;
-                }
-            }
-            if (st == dnnl_success) attention_online_finish(y, C, D, rows, row_max, row_sum, lse + (size_t)bh * T + i0);
+    const float *q = (const float *)t->q, *k = (const float *)t->k, *v = (const float *)t->v;
+    float *s = t->sl->f32, *row_max = s + (size_t)nb * nb, *row_sum = row_max + nb;
+    for (int blk = 0; blk < pl->n_blocks; blk++) {
+        int i0, rows, keys;
+        block_shape(pl, blk, &i0, &rows, &keys);
+        const float *q_i = q + (size_t)i0 * C3;
+        float *y = out + head_at(t->b, t->h, T, C, D) + (size_t)i0 * C;   // Y_I (rows, D), row stride C
+        zero_rows(y, C, rows, D);
+        for (int j0 = 0; j0 <= i0; j0 += nb) {
+            int kind = j0 < i0 ? KEYS_BELOW : KEYS_DIAGONAL, cols = kind_cols(pl, blk, kind);
+            if (run(pl, t->sl, blk, kind, PR_S, q_i, k + (size_t)j0 * C3, s, fail)) return;
+            attention_online_probs(s, i0, rows, j0, cols, t->bias_h, row_max, row_sum, y, C, D);
+            if (run(pl, t->sl, blk, kind, PR_Y, s, v + (size_t)j0 * C3, y, fail)) return;
         }
+        attention_online_finish(y, C, D, rows, row_max, row_sum, lse + (size_t)t->bh * T + i0);
     }
-    return failed(ae, &fail, "forward");
 }
 
-// dout (B,T,C), out (B,T,C) the forward's -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
-static int fused_backward(OnednnAttention *ae, Plan *pl, float *dqkv, float *dbias, const float *dout,
-                          const float *qkv, const float *out, const float *lse, const float *bias, int n_threads,
-                          int B) {
+// Its backward: dout, out (B,T,C) the forward's -> its columns of dqkv (overwritten), its row of
+// dbias (T) += (if non-NULL)
+static void fused_head_backward(const Plan *pl, const HeadTask *t, float *dqkv, float *dbias, const float *dout,
+                                const float *out, const float *lse, Failure *fail) {
     const int T = pl->T, C = pl->C, D = pl->D, nb = pl->nb;
     const size_t C3 = 3 * (size_t)C;
-    Failure fail = {dnnl_success, 0};
-    #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
-    for (int bh = 0; bh < B * pl->H; bh++) {
-        const HeadTask t = head_task(ae, pl, (const char *)qkv, bias, bh);
-        const float *q = (const float *)t.q, *k = (const float *)t.k, *v = (const float *)t.v;
-        const float *dy_h = dout + head_at(t.b, t.h, T, C, D), *y_h = out + head_at(t.b, t.h, T, C, D);
-        float *dq = dqkv + head_at(t.b, t.h, T, C3, D), *dk = dq + C, *dv = dq + 2 * C;
-        float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
-        float *p = t.sl->f32, *dp = p + (size_t)nb * nb, *rho = dp + (size_t)nb * nb;
-        zero_rows(dk, C3, T, D);   // sums over the query blocks
-        zero_rows(dv, C3, T, D);
-        dnnl_status_t st = dnnl_success;
-        for (int blk = 0; blk < pl->n_blocks && st == dnnl_success; blk++) {
-            int i0, rows, keys;
-            block_shape(pl, blk, &i0, &rows, &keys);
-            const float *q_i = q + (size_t)i0 * C3, *dy_i = dy_h + (size_t)i0 * C;
-            float *dq_i = dq + (size_t)i0 * C3;
-            attention_row_dots(rho, dy_i, y_h + (size_t)i0 * C, C, rows, D);
-            zero_rows(dq_i, C3, rows, D);   // a sum over the key blocks
-            for (int j0 = 0; j0 <= i0; j0 += nb) {
-                int kind = j0 < i0 ? KEYS_BELOW : KEYS_DIAGONAL, cols = kind_cols(pl, blk, kind);
-                const float *k_j = k + (size_t)j0 * C3, *v_j = v + (size_t)j0 * C3;
-                if ((st = run(pl, t.sl, blk, kind, PR_S, q_i, k_j, p)) != dnnl_success) {
-                    record(&fail, st, PR_S);
-                    break;
-                }
-                attention_key_block_probs(p, i0, rows, j0, cols, t.bias_h, lse + (size_t)bh * T);
-                if ((st = run(pl, t.sl, blk, kind, PR_DP, dy_i, v_j, dp)) != dnnl_success) {
-                    record(&fail, st, PR_DP);
-                    break;
-                }
-                attention_key_block_dscores(dp, p, i0, rows, j0, cols, rho, dbias_bh);
-                if ((st = run(pl, t.sl, blk, kind, PR_DQ, dp, k_j, dq_i)) != dnnl_success) {
-                    record(&fail, st, PR_DQ);
-                    break;
-                }
-                if ((st = run(pl, t.sl, blk, kind, PR_DK, dp, q_i, dk + (size_t)j0 * C3)) != dnnl_success) {
-                    record(&fail, st, PR_DK);
-                    break;
-                }
-                if ((st = run(pl, t.sl, blk, kind, PR_DV, p, dy_i, dv + (size_t)j0 * C3)) != dnnl_success) {
-                    record(&fail, st, PR_DV);
-                    break;
-                }
-            }
+    const float *q = (const float *)t->q, *k = (const float *)t->k, *v = (const float *)t->v;
+    const float *dy_h = dout + head_at(t->b, t->h, T, C, D), *y_h = out + head_at(t->b, t->h, T, C, D);
+    float *dq = dqkv + head_at(t->b, t->h, T, C3, D), *dk = dq + C, *dv = dq + 2 * C;
+    float *dbias_bh = dbias ? dbias + (size_t)t->bh * T : NULL;
+    float *p = t->sl->f32, *dp = p + (size_t)nb * nb, *rho = dp + (size_t)nb * nb;
+    zero_rows(dk, C3, T, D);   // sums over the query blocks
+    zero_rows(dv, C3, T, D);
+    for (int blk = 0; blk < pl->n_blocks; blk++) {
+        int i0, rows, keys;
+        block_shape(pl, blk, &i0, &rows, &keys);
+        const float *q_i = q + (size_t)i0 * C3, *dy_i = dy_h + (size_t)i0 * C;
+        float *dq_i = dq + (size_t)i0 * C3;
+        attention_row_dots(rho, dy_i, y_h + (size_t)i0 * C, C, rows, D);
+        zero_rows(dq_i, C3, rows, D);   // a sum over the key blocks
+        for (int j0 = 0; j0 <= i0; j0 += nb) {
+            int kind = j0 < i0 ? KEYS_BELOW : KEYS_DIAGONAL, cols = kind_cols(pl, blk, kind);
+            const float *k_j = k + (size_t)j0 * C3, *v_j = v + (size_t)j0 * C3;
+            if (run(pl, t->sl, blk, kind, PR_S, q_i, k_j, p, fail)) return;
+            attention_key_block_probs(p, i0, rows, j0, cols, t->bias_h, lse + (size_t)t->bh * T);
+            if (run(pl, t->sl, blk, kind, PR_DP, dy_i, v_j, dp, fail)) return;
+            attention_key_block_dscores(dp, p, i0, rows, j0, cols, rho, dbias_bh);
+            if (run(pl, t->sl, blk, kind, PR_DQ, dp, k_j, dq_i, fail)) return;
+            if (run(pl, t->sl, blk, kind, PR_DK, dp, q_i, dk + (size_t)j0 * C3, fail)) return;
+            if (run(pl, t->sl, blk, kind, PR_DV, p, dy_i, dv + (size_t)j0 * C3, fail)) return;
         }
     }
-    return failed(ae, &fail, "backward");
 }
+
+/* ---- the two passes: one (batch, head) pair a task ---- */
 
 // What a pass starts with: the plan and the products' view of qkv (*qkv_op); NULL on failure.
 static Plan *begin(OnednnAttention *ae, const char **qkv_op, const float *qkv, int n_threads, int B, int T, int C,
@@ -593,104 +631,30 @@ int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const 
     const char *qkv_op;
     Plan *pl = begin(ae, &qkv_op, qkv, n_threads, B, T, C, H);
     if (!pl) return -1;
-    if (ae->fused) return fused_forward(ae, pl, out, lse, qkv, bias, n_threads, B);
-    const size_t es = ae->es;
     Failure fail = {dnnl_success, 0};
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         const HeadTask t = head_task(ae, pl, qkv_op, bias, bh);
-        float *o = out + head_at(t.b, t.h, T, C, pl->D), *s = t.sl->f32;
-        const void *p_op = ae->bf16 ? (const void *)t.sl->b16 : (const void *)s;
-        for (int blk = 0; blk < pl->n_blocks; blk++) {
-            int i0, rows, keys;
-            block_shape(pl, blk, &i0, &rows, &keys);
-            dnnl_status_t st = run(pl, t.sl, blk, ALL_KEYS, PR_S, t.q + (size_t)i0 * pl->q_stride * es, t.k, s);
-            if (st != dnnl_success) { record(&fail, st, PR_S); break; }
-            attention_block_probs(s, i0, rows, keys, t.bias_h, NULL, lse + (size_t)bh * T);
-            if (ae->bf16) round_block(t.sl->b16, s, rows, keys);
-            float *y = ae->bf16 ? t.sl->heads : o + (size_t)i0 * C;   // bf16: dense, then into out
-            if ((st = run(pl, t.sl, blk, ALL_KEYS, PR_Y, p_op, t.v, y)) != dnnl_success) {
-                record(&fail, st, PR_Y);
-                break;
-            }
-            if (ae->bf16) copy_rows(o + (size_t)i0 * C, C, y, rows, pl->D);
-        }
+        if (ae->fused) fused_head_forward(pl, &t, out, lse, &fail);
+        else head_forward(ae, pl, &t, out, lse, &fail);
     }
     return failed(ae, &fail, "forward");
 }
 
-// dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
+// dout, out (B,T,C) the forward's -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (if non-NULL)
 int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, const float *dout, const float *qkv,
                               const float *out, const float *lse, const float *bias, int n_threads, int B, int T,
                               int C, int H) {
     const char *qkv_op;
     Plan *pl = begin(ae, &qkv_op, qkv, n_threads, B, T, C, H);
-    if (pl && ae->fused) return fused_backward(ae, pl, dqkv, dbias, dout, qkv, out, lse, bias, n_threads, B);
     const char *dy_op = pl ? operand(ae, &ae->dy16, &ae->dy16_bytes, dout, 1, B, T, C, H) : NULL;
     if (!dy_op) return -1;
-    const int D = pl->D, nb = pl->nb;
-    const size_t C3 = 3 * (size_t)C, es = ae->es;
     Failure fail = {dnnl_success, 0};
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         const HeadTask t = head_task(ae, pl, qkv_op, bias, bh);
-        Slot *sl = t.sl;
-        const int b = t.b, h = t.h;
-        const char *q = t.q, *k = t.k, *v = t.v;
-        const char *dy = dy_op + head_op_at(ae, pl, b, h, 1) * es;
-        float *dq = dqkv + head_at(b, h, T, C3, D), *dk = dq + C, *dv = dq + 2 * C;
-        // where the products write dQ_I, dK, dV: fp32 dqkv itself; bf16 the
-        // thread's dense scratch, copied into dqkv after (dQ_I) or at the end (dK, dV)
-        float *dq_blk = ae->bf16 ? sl->heads : NULL;
-        float *dk_sum = ae->bf16 ? sl->heads + (size_t)nb * D : dk;
-        float *dv_sum = ae->bf16 ? sl->heads + ((size_t)nb + T) * D : dv;
-        float *dbias_bh = dbias ? dbias + (size_t)bh * T : NULL;
-        float *p = sl->f32, *dp = p + (size_t)nb * T;   // probabilities, then their gradient
-        uint16_t *p16 = sl->b16, *ds16 = ae->bf16 ? sl->b16 + (size_t)nb * T : NULL;
-        const void *p_op = ae->bf16 ? (const void *)p16 : (const void *)p;
-        const void *ds_op = ae->bf16 ? (const void *)ds16 : (const void *)dp;
-        // dk, dv of this head are sums over query blocks (sum post-op): from zero
-        if (ae->bf16) {
-            memset(dk_sum, 0, 2 * (size_t)T * D * sizeof(float));   // dk_sum, dv_sum: adjacent
-        } else {
-            for (int t = 0; t < T; t++) {
-                memset(dk + t * C3, 0, (size_t)D * sizeof(float));
-                memset(dv + t * C3, 0, (size_t)D * sizeof(float));
-            }
-        }
-        for (int blk = 0; blk < pl->n_blocks; blk++) {
-            int i0, rows, keys;
-            block_shape(pl, blk, &i0, &rows, &keys);
-            const char *q_i = q + (size_t)i0 * pl->q_stride * es, *dy_i = dy + (size_t)i0 * pl->y_stride * es;
-            float *dq_i = ae->bf16 ? dq_blk : dq + (size_t)i0 * C3;
-            dnnl_status_t st = run(pl, sl, blk, ALL_KEYS, PR_S, q_i, k, p);
-            if (st != dnnl_success) { record(&fail, st, PR_S); break; }
-            attention_block_probs(p, i0, rows, keys, t.bias_h, lse + (size_t)bh * T, NULL);
-            if (ae->bf16) round_block(p16, p, rows, keys);
-            if ((st = run(pl, sl, blk, ALL_KEYS, PR_DP, dy_i, v, dp)) != dnnl_success) {
-                record(&fail, st, PR_DP);
-                break;
-            }
-            attention_block_dscores(dp, p, i0, rows, keys, dbias_bh);
-            if (ae->bf16) round_block(ds16, dp, rows, keys);
-            if ((st = run(pl, sl, blk, ALL_KEYS, PR_DQ, ds_op, k, dq_i)) != dnnl_success) {
-                record(&fail, st, PR_DQ);
-                break;
-            }
-            if (ae->bf16) copy_rows(dq + (size_t)i0 * C3, C3, dq_i, rows, D);
-            if ((st = run(pl, sl, blk, ALL_KEYS, PR_DK, ds_op, q_i, dk_sum)) != dnnl_success) {
-                record(&fail, st, PR_DK);
-                break;
-            }
-            if ((st = run(pl, sl, blk, ALL_KEYS, PR_DV, p_op, dy_i, dv_sum)) != dnnl_success) {
-                record(&fail, st, PR_DV);
-                break;
-            }
-        }
-        if (ae->bf16) {
-            copy_rows(dk, C3, dk_sum, T, D);
-            copy_rows(dv, C3, dv_sum, T, D);
-        }
+        if (ae->fused) fused_head_backward(pl, &t, dqkv, dbias, dout, out, lse, &fail);
+        else head_backward(ae, pl, &t, dqkv, dbias, dy_op, lse, &fail);
     }
     return failed(ae, &fail, "backward");
 }

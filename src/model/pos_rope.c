@@ -74,29 +74,21 @@ static int rope_tables_init(PosCtx *p, char *err, size_t errlen) {
     return 0;
 }
 
-// qkv (B,T,3C): rotates q (cols 0..C-1) and k (cols C..2C-1) of every head.
-// Positions pos0..pos0+T-1 read the tables, except under dynamic NTK beyond L,
-// where the angles depend on n = pos0 + T and each row's cos and sin are
-// computed here (as the tables would be: in double, then float).
+// qkv (B,T,3C): rotates q (cols 0..C-1) and k (cols C..2C-1) of every head
+// at positions pos0..pos0+T-1 by the tables' rows; under dynamic NTK beyond L
+// the angles depend on n = pos0 + T, and each row is made for n instead
+// (rope_dynamic_row, rope_scaling.c).
 static void rope_apply(const PosCtx *p, float *qkv, int B, int T, int pos0, int backward) {
     const GPTConfig *cfg = p->cfg;
     int C = cfg->d_model, H = cfg->n_head, D = C / H, R = cfg->rope_dims, n = pos0 + T;
     int dynamic = cfg->rope_scaling == ROPE_SCALING_DYNAMIC && n > rope_trained_length(cfg);
-    double theta[8192], scale;   // rope_dims <= 16384 (the key's range)
-    if (dynamic) rope_frequencies_at(cfg, n, theta, &scale);
     #pragma omp parallel for
     for (int bt = 0; bt < B * T; bt++) {
         int m = pos0 + bt % T;
         float c_row[dynamic ? R / 2 : 1], s_row[dynamic ? R / 2 : 1];
-        const float *c = rope_cos(p) + (size_t)m * (R / 2), *s = rope_sin(p) + (size_t)m * (R / 2);
-        if (dynamic) {
-            for (int i = 0; i < R / 2; i++) {
-                c_row[i] = (float)(scale * cos(m * theta[i]));
-                s_row[i] = (float)(scale * sin(m * theta[i]));
-            }
-            c = c_row;
-            s = s_row;
-        }
+        if (dynamic) rope_dynamic_row(c_row, s_row, cfg, n, m);
+        const float *c = dynamic ? c_row : rope_cos(p) + (size_t)m * (R / 2);
+        const float *s = dynamic ? s_row : rope_sin(p) + (size_t)m * (R / 2);
         float *row = qkv + (size_t)bt * 3 * C;
         for (int h = 0; h < H; h++)
             for (int part = 0; part < 2; part++) {   // q, then k
