@@ -42,7 +42,8 @@
 // The residual adds and the embedding (one rounding each, against at least
 // 34 of a product of K = 32) are left out. The bound must be able to fail:
 // a 1% change of one weight matrix moves the loss by more than the fp32
-// bound, and the bf16 engine's loss is outside it (bf16 really rounds).
+// bound, and the bf16 engine's losses are outside it, in root mean square
+// over the models (bf16 really rounds).
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -247,9 +248,17 @@ static const EngineChoice engines[] = {
     {GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, "onednn bf16"},
 };
 
+// What every_scheme gathers over its models: the largest |diff| / bound of each
+// kind, and the bf16 engine's |diff| / (the fp32 bound), squared and summed.
+typedef struct {
+    double worst[N_BOUNDS];
+    double bf16_over_fp32_sq;
+    int n_bf16;
+} Tally;
+
 // Every engine's loss for m against the reference's, for a batch of
-// (batch_size, seq_len); worst[] keeps the largest |diff| / bound of each kind.
-static void engines_case(GPT *m, int batch_size, int seq_len, double worst[N_BOUNDS]) {
+// (batch_size, seq_len), into *tally.
+static void engines_case(GPT *m, int batch_size, int seq_len, Tally *tally) {
     char err[256];
     double bound[N_BOUNDS];
     float ref = probe_bound(m, batch_size, seq_len, bound);
@@ -268,8 +277,11 @@ static void engines_case(GPT *m, int batch_size, int seq_len, double worst[N_BOU
         printf("    %-14s loss %.7f, reference %.7f: |diff| %.2e, bound %.2e (%.3f of it)\n", ec->name, loss, ref,
                diff, bound[kind], ratio);
         assert_true(diff <= bound[kind]);
-        if (kind == BOUND_BF16) assert_true(diff > bound[BOUND_FP32]);   // bf16 really rounds
-        worst[kind] = fmax(worst[kind], ratio);
+        tally->worst[kind] = fmax(tally->worst[kind], ratio);
+        if (kind == BOUND_BF16) {
+            tally->bf16_over_fp32_sq += (diff / bound[BOUND_FP32]) * (diff / bound[BOUND_FP32]);
+            tally->n_bf16++;
+        }
     }
     // the bound has teeth: a 1% change of one weight matrix moves the loss by more
     assert_int_equal(gpt_set_matmul(m, GPT_MATMUL_REFERENCE, GPT_FP32, GPT_ATTENTION_BLOCKED, err, sizeof err), 0);
@@ -284,17 +296,29 @@ static void engines_case(GPT *m, int batch_size, int seq_len, double worst[N_BOU
 
 // engines_case for every scheme on both blocks, batches of (batch_size, seq_len).
 static void every_scheme(int batch_size, int seq_len) {
-    double worst[N_BOUNDS] = {0};
+    Tally tally = {0};
     for (int kb = 0; kb < 2 * POS_COUNT; kb++) {
         int k = kb % POS_COUNT;
         BlockKind block = kb < POS_COUNT ? BLOCK_GPT2 : BLOCK_LLAMA;
         GPT *m = make_block_model_for((PosKind)k, block, batch_size, seq_len);
         printf("  pos=%s block=%s T=%d\n", pos_kind_name((PosKind)k), block == BLOCK_LLAMA ? "llama" : "gpt2", seq_len);
-        engines_case(m, batch_size, seq_len, worst);
+        engines_case(m, batch_size, seq_len, &tally);
         gpt_free(m);
     }
-    printf("worst |diff| / bound: fp32 %.3f, bf16 %.3f, fused %.3f\n", worst[BOUND_FP32], worst[BOUND_BF16],
-           worst[BOUND_FUSED]);
+    printf("worst |diff| / bound: fp32 %.3f, bf16 %.3f, fused %.3f\n", tally.worst[BOUND_FP32],
+           tally.worst[BOUND_BF16], tally.worst[BOUND_FUSED]);
+    // bf16 really rounds: its loss moves by more than fp32 rounding can. One
+    // model's difference is a sum of signed errors and may cancel by chance
+    // (on an AVX-512 BF16 CPU two of the 24 models fell below the fp32 bound,
+    // one at 1e-5), so the test is on the root mean square over the models:
+    // for differences ~ N(0, sigma) with sigma near 25 fp32 bounds (the rms
+    // there: 24 and 29), the rms of 12 falls below one bound with probability
+    // P(chi2_12 < 12/625), about 1e-15. Without bf16 (no AVX-512) nothing to test.
+    if (tally.n_bf16 > 0) {
+        double rms = sqrt(tally.bf16_over_fp32_sq / tally.n_bf16);
+        printf("bf16: rms over %d models of |diff| / the fp32 bound: %.1f (> 1: it rounds)\n", tally.n_bf16, rms);
+        assert_true(rms > 1.0);
+    }
 }
 
 static void test_loss_against_reference(void **s) { every_scheme(B, T); }
