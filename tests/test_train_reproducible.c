@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "util_run.h"
+#include "util_shell.h"
 
 // Each run: 40 steps of tiny.ini on the test corpus (util_run.h), evaluated every 10.
 #define RUN_ARGS "configs/tiny.ini %s --steps=40 --eval_every=10 --reproducible=1 --quiet"
@@ -147,11 +148,29 @@ static void test_other_engines_refused(void **state) {
         fail_msg("eval --attention fused: want one line naming the blocked attention: %s", out);
 }
 
+// make reproduce of a committed study log (STUDY/logs/VARIANT-sSEED.csv, its
+// .machine.txt beside it and the study's config.ini above, as
+// publish_results.sh lays them out): the study's config.ini does not hold
+// reproducible = 1 (compare.sh passes it on the command line), so the re-run
+// must take it from the run's record. Without it, a CPU whose own engine is
+// another (matmul = auto: oneDNN with AVX-512) or whose environment names
+// other kernels (here Sandybridge's, without FMA) re-runs other bits.
+static void test_reproduce_a_study_log(void **state) {
+    assert_int_equal(run_shell("mkdir -p %s/study/logs && cp %s/run0-0/log.csv %s/study/logs/rope-s1.csv && "
+                               "cp %s/run0-0/machine.txt %s/study/logs/rope-s1.machine.txt && "
+                               "grep -v '^reproducible' %s/run0-0/config.ini > %s/study/config.ini",
+                               dir, dir, dir, dir, dir, dir, dir), 0);
+    int rc = run("OPENBLAS_CORETYPE=Sandybridge bash scripts/run/reproduce.sh %s/study/logs/rope-s1.csv", dir);
+    if (rc != 0 || !strstr(out, "reproduce: bit-identical (41 rows, steps 0..40)"))
+        fail_msg("reproduce of a study log made with reproducible = 1: exit %d: %s", rc, out);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_same_bits_everywhere),
         cmocka_unit_test(test_eval_same_bits_everywhere),
         cmocka_unit_test(test_other_engines_refused),
+        cmocka_unit_test(test_reproduce_a_study_log),
     };
     return cmocka_run_group_tests(tests, setup, remove_data_dir);
 }

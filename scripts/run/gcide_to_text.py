@@ -383,7 +383,7 @@ def main():
     if b"\0" in out:
         print("gcide_to_text: the output would contain a NUL byte", file=sys.stderr)
         return 1
-    tmp = args.output + ".tmp"
+    tmp = "%s.tmp.%d" % (args.output, os.getpid())   # two processes at once each rename a whole file
     with open(tmp, "wb") as f:
         f.write(out)
         f.flush()

@@ -80,14 +80,15 @@ if [ "$corpus" = kjv ]; then
     install_package bible-kjv "the 'bible' program"
   fi
   mkdir -p "$datadir"
-  bible -l0 gen1:1-rev22:21 > "$out.tmp"
-  size=$(wc -c < "$out.tmp")
+  tmp=$out.tmp.$$   # this process's own: two that make the corpus at once each rename a whole file
+  bible -l0 gen1:1-rev22:21 > "$tmp"
+  size=$(wc -c < "$tmp")
   if [ "$size" -lt 4000000 ]; then
     echo "get_data: bible printed only $size bytes (expected about 4.3 MB)" >&2
-    rm -f "$out.tmp"
+    rm -f "$tmp"
     exit 1
   fi
-  mv "$out.tmp" "$out"
+  mv "$tmp" "$out"
   echo "get_data: wrote $out ($size bytes)"
   exit 0
 fi
@@ -98,7 +99,7 @@ if [ ! -f "$dictdir/gcide.dict.dz" ] || [ ! -f "$dictdir/gcide.index" ]; then
   install_package dict-gcide "the dict-gcide package ($dictdir/gcide.dict.dz, gcide.index)"
 fi
 mkdir -p "$datadir"
-# gcide_to_text.py writes $out.tmp, then renames it; it prints the summary line.
+# gcide_to_text.py writes a temporary file of its own beside $out, then renames it; it prints the summary line.
 /usr/bin/python3 scripts/run/gcide_to_text.py --dict "$dictdir/gcide.dict.dz" --index "$dictdir/gcide.index" -o "$out"
 size=$(wc -c < "$out")
 if [ "$size" -lt 25000000 ]; then

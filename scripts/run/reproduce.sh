@@ -54,6 +54,9 @@ machine=${log%.csv}.machine.txt   # a committed log's record (publish_results.sh
 [ -d "$run" ] && machine=$run/machine.txt
 if [ -f "$machine" ] && grep -q '^reproducible = 1' "$machine"; then
   echo "reproduce: $run was made with reproducible = 1: it re-runs bit for bit on any x86-64 CPU with AVX2 and FMA"
+  # and so is the re-run: a study's config.ini does not hold the key (compare.sh passes it on the
+  # command line), and without it this CPU's own engine and kernels would run (matmul = auto)
+  flags+=(--reproducible=1)
 else
   echo "reproduce: $run was not made with reproducible = 1: its bits depend on the CPU, build and threads that made it" \
        "(${machine}: $( [ -f "$machine" ] && sed -n 's/^cpu = //p' "$machine" | head -1 || echo 'not recorded'))"
@@ -82,5 +85,12 @@ if len(old) != len(new):
     sys.exit(1)
 print(f"reproduce: bit-identical ({len(old)} rows, steps {old[0][0]}..{old[-1][0]})")
 PY
-[ $rc -eq 0 ] && rm -rf "$out"
+if [ $rc -eq 0 ]; then
+  rm -rf "$out"
+elif [ -f "$machine" ]; then   # where the two ran, when they did not run the same engine or kernels
+  for key in engine openblas_kernels; do
+    logged=$(sed -n "s/^$key = //p" "$machine" | head -1); rerun=$(sed -n "s/^$key = //p" "$out/run/machine.txt" | head -1)
+    [ "$logged" = "$rerun" ] || echo "reproduce: $key: logged on '$logged', re-run on '$rerun'"
+  done
+fi
 exit $rc
