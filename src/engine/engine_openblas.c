@@ -197,12 +197,13 @@ static AttHead att_head(const OpenblasEngine *ob, int bh, const float *qkv, cons
     return a;
 }
 
-// This engine's scratch for sequences of length T on the current thread
-// count, grown at the first call that needs more: 0, or -1 (recorded) if out of memory.
+// The scratch of n_threads threads for sequences of length T.
 static size_t scratch_bytes(int fused, int T, int n_threads) {
     return (size_t)n_threads * thread_scratch_floats(fused, T) * sizeof(float);
 }
 
+// This engine's scratch for sequences of length T on the current thread
+// count, grown at the first call that needs more: 0, or -1 (recorded) if out of memory.
 static int scratch_ready(OpenblasEngine *ob, int T) {
     size_t bytes = scratch_bytes(ob->fused, T, omp_get_max_threads());
     if (grow_buffer((void **)&ob->scratch, &ob->scratch_bytes, bytes) == 0) return 0;
