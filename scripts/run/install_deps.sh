@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ropelab needs, if any is missing.
-#   build: gcc make libopenblas-openmp-dev (OpenBLAS built on OpenMP, so BLAS and
+#   build: gcc libc6-dev (the C library's headers: gcc only recommends them, and
+#          --no-install-recommends below leaves them out) make
+#          libopenblas-openmp-dev (OpenBLAS built on OpenMP, so BLAS and
 #          our loops share one pool of threads), libcjson-dev (safetensors
 #          headers), libinih-dev (config files), libcmocka-dev (tests)
 #   MPI:   openmpi-bin libopenmpi-dev (mpicc and mpirun: make builds ./train with
@@ -18,9 +20,9 @@
 # nodejs npm, when npm is missing).
 # As root it runs apt-get; otherwise it prints the one line to run and fails.
 set -euo pipefail
-pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv dict-gcide
+pkgs=(gcc libc6-dev make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev openmpi-bin libopenmpi-dev bible-kjv dict-gcide
       unicode-data python3-regex python3-numpy python3-scipy python3-torch python3-matplotlib)
-[ "${ROPELAB_MINIMAL_DEPS:-0}" = 1 ] && pkgs=(gcc make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev bible-kjv)
+[ "${ROPELAB_MINIMAL_DEPS:-0}" = 1 ] && pkgs=(gcc libc6-dev make libopenblas-openmp-dev libdnnl-dev libcjson-dev libinih-dev libcmocka-dev bible-kjv)
 [ "${ROPELAB_CLANG_DEPS:-0}" = 1 ] && pkgs+=(clang libclang-rt-14-dev libomp-14-dev)
 [ $# -gt 0 ] && pkgs=("$@")
 missing=()
