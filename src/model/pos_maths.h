@@ -24,9 +24,6 @@ double rope_trained_length(const GPTConfig *cfg);
 double rope_scaled_base(const GPTConfig *cfg);
 double rope_scaled_base_at(const GPTConfig *cfg, int n);
 double rope_scale_angles(const GPTConfig *cfg, double *theta);
-// Dynamic NTK: row m of the cos and sin tables (R/2 each) for a sequence of n positions,
-// made as rope_build_tables makes a row (in double, then float) from the angles of n.
-void rope_dynamic_row(float *cos_row, float *sin_row, const GPTConfig *cfg, int n, int m);
 // rope: cos/sin tables for cfg, entry [m*R/2 + i] = table_scale cos(m theta_i) (sin likewise).
 void rope_build_tables(float *cos_tab, float *sin_tab, int n_pos, const GPTConfig *cfg);
 // rope: rotate the first R dims of one head vector u (D) at table row m.

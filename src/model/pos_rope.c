@@ -31,15 +31,21 @@ void rope_frequencies(const GPTConfig *cfg, double *theta, double *table_scale) 
     rope_frequencies_at(cfg, 0, theta, table_scale);
 }
 
+// Row m of the tables from the angles theta (half of them) and their scale:
+// scale cos(m theta_i), scale sin(m theta_i), in double, then float.
+static void rope_table_row(float *cos_row, float *sin_row, const double *theta, double scale, int m, int half) {
+    for (int i = 0; i < half; i++) {
+        cos_row[i] = (float)(scale * cos(m * theta[i]));
+        sin_row[i] = (float)(scale * sin(m * theta[i]));
+    }
+}
+
 void rope_build_tables(float *cos_tab, float *sin_tab, int n_pos, const GPTConfig *cfg) {
     int half = cfg->rope_dims / 2;
     double theta[8192], scale;   // rope_dims <= 16384 (the key's range)
     rope_frequencies(cfg, theta, &scale);
     for (int m = 0; m < n_pos; m++)
-        for (int i = 0; i < half; i++) {
-            cos_tab[(size_t)m * half + i] = (float)(scale * cos(m * theta[i]));
-            sin_tab[(size_t)m * half + i] = (float)(scale * sin(m * theta[i]));
-        }
+        rope_table_row(cos_tab + (size_t)m * half, sin_tab + (size_t)m * half, theta, scale, m, half);
 }
 
 void rope_rotate(float *u, const float *cos_row, const float *sin_row, int rope_dims) {
@@ -76,17 +82,19 @@ static int rope_tables_init(PosCtx *p, char *err, size_t errlen) {
 
 // qkv (B,T,3C): rotates q (cols 0..C-1) and k (cols C..2C-1) of every head
 // at positions pos0..pos0+T-1 by the tables' rows; under dynamic NTK beyond L
-// the angles depend on n = pos0 + T, and each row is made for n instead
-// (rope_dynamic_row, rope_scaling.c).
+// the angles depend on n = pos0 + T (rope_scaling.c), so each row is made here
+// from the angles of n, as the tables' rows are made from theirs.
 static void rope_apply(const PosCtx *p, float *qkv, int B, int T, int pos0, int backward) {
     const GPTConfig *cfg = p->cfg;
     int C = cfg->d_model, H = cfg->n_head, D = C / H, R = cfg->rope_dims, n = pos0 + T;
     int dynamic = cfg->rope_scaling == ROPE_SCALING_DYNAMIC && n > rope_trained_length(cfg);
+    double theta[dynamic ? R / 2 : 1], scale;
+    if (dynamic) rope_frequencies_at(cfg, n, theta, &scale);
     #pragma omp parallel for
     for (int bt = 0; bt < B * T; bt++) {
         int m = pos0 + bt % T;
         float c_row[dynamic ? R / 2 : 1], s_row[dynamic ? R / 2 : 1];
-        if (dynamic) rope_dynamic_row(c_row, s_row, cfg, n, m);
+        if (dynamic) rope_table_row(c_row, s_row, theta, scale, m, R / 2);
         const float *c = dynamic ? c_row : rope_cos(p) + (size_t)m * (R / 2);
         const float *s = dynamic ? s_row : rope_sin(p) + (size_t)m * (R / 2);
         float *row = qkv + (size_t)bt * 3 * C;

@@ -74,14 +74,3 @@ double rope_scale_angles(const GPTConfig *cfg, double *theta) {
         return 0.1 * log(s) + 1.0;
     return 1.0;
 }
-
-// Dynamic NTK beyond L changes the angles with the sequence's length n, so the
-// tables (built for up to L) do not hold: pos_rope.c asks for each row here.
-void rope_dynamic_row(float *cos_row, float *sin_row, const GPTConfig *cfg, int n, int m) {
-    double theta[8192], scale;   // rope_dims <= 16384 (the key's range)
-    rope_frequencies_at(cfg, n, theta, &scale);
-    for (int i = 0; i < cfg->rope_dims / 2; i++) {
-        cos_row[i] = (float)(scale * cos(m * theta[i]));
-        sin_row[i] = (float)(scale * sin(m * theta[i]));
-    }
-}
