@@ -184,10 +184,11 @@ run:
 compare: $(PROGRAMS)
 	@bash scripts/run/compare.sh --setup $(if $(QUICK),quick,$(or $(SETUP),default)) $(if $(JOBS),--jobs $(JOBS)) $(if $(RETRAIN),--retrain)
 
-# make reproduce RUN=RUN_DIR (or RUN=STUDY/logs/VARIANT-sSEED.csv): trains the run
-# again and says "bit-identical" or where its log first differs (scripts/run/reproduce.sh).
-reproduce: $(PROGRAMS)
-	@bash scripts/run/reproduce.sh $(RUN)
+# make reproduce RUN=RUN_DIR (or RUN=STUDY/logs/VARIANT-sSEED.csv) [STEPS=N]: trains the
+# run again on its recorded data and says "bit-identical" or where its log first differs
+# (scripts/run/reproduce.sh; it builds the programs itself, under scripts/run/build.sh's lock).
+reproduce:
+	@bash scripts/run/reproduce.sh "$(RUN)" $(if $(STEPS),--steps "$(STEPS)")
 
 clean: clean-sanitize
 	rm -rf build $(PROGRAMS)

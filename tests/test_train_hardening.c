@@ -299,7 +299,7 @@ static void test_prepare_long_out_dir(void **state) {
     assert_true(strlen(long_dir) >= 1010 && strlen(long_dir) < 1300);
     int rc = run("./prepare --vocab-size 320 --val-fraction 0.1 --out-dir %s %s/corpus.txt", long_dir, dir);
     if (rc != 0) fail_msg("./prepare into a %zu-character --out-dir: exit %d: %s", strlen(long_dir), rc, out);
-    // The same three files as setup's ./prepare of the same corpus, and nothing else.
+    // The same three files as setup's ./prepare of the same corpus, their data record, and nothing else.
     char data_dir[512];
     snprintf(data_dir, sizeof data_dir, "%s/data", dir);
     assert_same_file(data_dir, long_dir, "tokenizer.bin");
@@ -311,11 +311,12 @@ static void test_prepare_long_out_dir(void **state) {
     for (struct dirent *e; (e = readdir(d)) != NULL;)
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
             n++;
-            if (strcmp(e->d_name, "tokenizer.bin") && strcmp(e->d_name, "train.bin") && strcmp(e->d_name, "val.bin"))
+            if (strcmp(e->d_name, "tokenizer.bin") && strcmp(e->d_name, "train.bin") && strcmp(e->d_name, "val.bin") &&
+                strcmp(e->d_name, "data.txt"))
                 fail_msg("unexpected file %s in the --out-dir", e->d_name);
         }
     closedir(d);
-    assert_int_equal(n, 3);
+    assert_int_equal(n, 4);
     // Longer than PATH_MAX: one line, exit 2, nothing written.
     long_path(too_long, sizeof too_long, long_dir, 200, PATH_MAX + 100);
     rc = run("./prepare --vocab-size 320 --val-fraction 0.1 --out-dir %s %s/corpus.txt", too_long, dir);

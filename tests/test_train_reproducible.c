@@ -155,14 +155,65 @@ static void test_other_engines_refused(void **state) {
 // must take it from the run's record. Without it, a CPU whose own engine is
 // another (matmul = auto: oneDNN with AVX-512) or whose environment names
 // other kernels (here Sandybridge's, without FMA) re-runs other bits.
+// The temporary directory reproduce.sh said it trains in is gone.
+static void expect_temporary_removed(void) {
+    const char *at = strstr(out, "training again in ");
+    assert_non_null(at);
+    char path[300];
+    assert_int_equal(sscanf(at, "training again in %299s", path), 1);
+    char *run_part = strstr(path, "/run");
+    assert_non_null(run_part);
+    *run_part = 0;
+    if (run_shell("test ! -e '%s'", path) != 0) fail_msg("reproduce.sh left %s behind", path);
+}
+
+// A study log (laid out as publish_results.sh lays one out: config.ini and
+// data.txt beside logs/) re-runs bit for bit on its recorded data, wherever
+// that is: in the directory the record names, or, where that holds data made
+// another way, in a directory of its own made from the recipe (the user's
+// data left as it was). A prefix (--steps) is a quick answer; a text that is
+// not the record's is refused before any training.
 static void test_reproduce_a_study_log(void **state) {
     assert_int_equal(run_shell("mkdir -p %s/study/logs && cp %s/run0-0/log.csv %s/study/logs/rope-s1.csv && "
                                "cp %s/run0-0/machine.txt %s/study/logs/rope-s1.machine.txt && "
+                               "cp %s/run0-0/data.txt %s/study/data.txt && "
                                "grep -v '^reproducible' %s/run0-0/config.ini > %s/study/config.ini",
-                               dir, dir, dir, dir, dir, dir, dir), 0);
+                               dir, dir, dir, dir, dir, dir, dir, dir, dir), 0);
     int rc = run("OPENBLAS_CORETYPE=Sandybridge bash scripts/run/reproduce.sh %s/study/logs/rope-s1.csv", dir);
     if (rc != 0 || !strstr(out, "reproduce: bit-identical (41 rows, steps 0..40)"))
         fail_msg("reproduce of a study log made with reproducible = 1: exit %d: %s", rc, out);
+    expect_temporary_removed();
+    rc = run("bash scripts/run/reproduce.sh %s/study/logs/rope-s1.csv --steps 10", dir);
+    if (rc != 0 || !strstr(out, "reproduce: bit-identical (11 rows, steps 0..10, of the logged 41)"))
+        fail_msg("reproduce --steps 10: exit %d: %s", rc, out);
+    // a logged row that differs: named, and the re-run stopped there
+    assert_int_equal(run_shell("cp %s/study/logs/rope-s1.csv %s/logged.csv && "
+                               "sed -i 's/^5,[0-9.]*,/5,9.999999,/' %s/study/logs/rope-s1.csv", dir, dir, dir), 0);
+    rc = run("bash scripts/run/reproduce.sh %s/study/logs/rope-s1.csv", dir);
+    if (rc != 1 || !strstr(out, "first difference at step 5, train_loss: logged 9.999999"))
+        fail_msg("reproduce of a log that differs at step 5: exit %d: %s", rc, out);
+    expect_temporary_removed();
+    assert_int_equal(run_shell("mv %s/logged.csv %s/study/logs/rope-s1.csv", dir, dir), 0);
+
+    // The data directory now holds the same text prepared another way (as data/gcide prepared by
+    // ./prepare's defaults held for a study made with byte classes): before the change, reproduce.sh
+    // trained on it and reported "first difference at step 0".
+    assert_int_equal(run_shell("mv %s/data %s/data.study && ./prepare --vocab-size 320 --val-fraction 0.1 "
+                               "--pretokenizer byte-classes --out-dir %s/data %s/corpus.txt >/dev/null && "
+                               "md5sum %s/data/* > %s/user-data.md5", dir, dir, dir, dir, dir, dir), 0);
+    rc = run("bash scripts/run/reproduce.sh %s/study/logs/rope-s1.csv", dir);
+    if (rc != 0 || !strstr(out, "holds other data") || !strstr(out, "reproduce: bit-identical (41 rows, steps 0..40)"))
+        fail_msg("reproduce beside data made another way: exit %d: %s", rc, out);
+    if (run_shell("md5sum -c --quiet %s/user-data.md5", dir) != 0) fail_msg("the user's data directory was changed");
+
+    // Another text at the recipe's input: refused in one line naming both checksums, nothing trained.
+    assert_int_equal(run_shell("cp %s/corpus.txt %s/corpus.orig && echo more >> %s/corpus.txt && rm -rf %s/data-*",
+                               dir, dir, dir, dir), 0);
+    rc = run("bash scripts/run/reproduce.sh %s/study/logs/rope-s1.csv", dir);
+    if (rc == 0 || !strstr(out, "another text") || !strstr(out, "FNV-1a") || strstr(out, "training again"))
+        fail_msg("reproduce on another text: exit %d: %s", rc, out);
+    assert_int_equal(run_shell("mv %s/corpus.orig %s/corpus.txt && rm -rf %s/data && mv %s/data.study %s/data",
+                               dir, dir, dir, dir, dir), 0);
 }
 
 int main(void) {

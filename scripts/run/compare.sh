@@ -51,6 +51,9 @@
 #                             (docs/results/NAME/logs, otherwise adopted as finished):
 #                             how a committed study is re-made
 #   --committed DIR           a custom comparison's committed logs (DIR/VARIANT-sSEED.csv), adopted
+#   --data-record FILE        the data record of a custom comparison's data (src/data/data_record.h;
+#                             default: the committed study's STUDY/data.txt, else the setup's corpus
+#                             recipe configs/data/*.txt, else none: the config's data as it is)
 #   --final-eval              after each run, ./eval of its model on the whole validation split
 #                             into RUN/final_eval.txt (committed as logs/VARIANT-sSEED.eval.txt)
 #   --no-report               no report at the end (a sweep calls this script once per budget or size)
@@ -91,7 +94,7 @@ variant_flags() {
   echo "$flags"
 }
 
-setup=default; seeds=3; jobs=$(nproc); config=""; out=""; variants=""; train_flags=""
+setup=default; seeds=3; jobs=$(nproc); config=""; out=""; variants=""; train_flags=""; data_record=""
 lrs="0.0005 0.001 0.002 0.004 0.008"; extrapolate=1; reproducible=1; retrain=0; final_eval=0; report=1; reuse=""; reuse_committed=""; committed=""
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -117,6 +120,8 @@ while [ $# -gt 0 ]; do
     --retrain) retrain=1 ;;
     --committed) committed=$2; shift ;;
     --committed=*) committed=${1#*=} ;;
+    --data-record) data_record=$2; shift ;;
+    --data-record=*) data_record=${1#*=} ;;
     --final-eval) final_eval=1 ;;
     --no-report) report=0 ;;
     --variant-flags) variant_flags "$2"; exit ;;   # scripts/run/reproduce.sh: a committed log's flags
@@ -188,13 +193,27 @@ if ! /usr/bin/python3 -c 'import matplotlib' 2>/dev/null; then
   if [ "$(id -u)" = 0 ]; then apt-get install -y -q python3-matplotlib >/dev/null
   else echo "compare.sh: needs python3-matplotlib: sudo apt-get install -y python3-matplotlib" >&2; exit 1; fi
 fi
-make --no-print-directory -s all
+bash scripts/run/build.sh all
 
-# The corpus the setup trains on must exist: make it (KJV or GCIDE), with the
-# byte-class pre-tokenizer of the committed studies' tokenizers (docs/DATA.md).
-if [ "$setup" != custom ] && [ ! -f "data/$corpus/val.bin" ]; then
-  bash scripts/run/get_data.sh "$corpus"
-  ./prepare --vocab-size 2048 --val-fraction 0.05 --pretokenizer byte-classes --out-dir "data/$corpus" "data/$corpus.txt"
+# The data every run trains on, found or made by its record (scripts/run/data_dir.sh):
+# the committed study's (the data its logs were trained on, with their checksums),
+# else --data-record, else the setup's corpus recipe (the byte-class pre-tokenizer of
+# the studies' tokenizers: docs/DATA.md). A custom comparison without a record
+# trains on the config's data as it is (each run still records what it was).
+study_record=""
+if [ -n "$committed" ]; then study_record=$(dirname "$committed")/data.txt
+elif [ "$setup" != custom ]; then study_record=docs/results/$setup/data.txt
+fi
+if [ -n "$study_record" ] && [ -f "$study_record" ]; then data_record=$study_record
+elif [ -z "$data_record" ] && [ "$setup" != custom ]; then data_record=configs/data/$corpus-byte-classes.txt
+fi
+data_flags=()
+val_file=$(sed -n 's/^[[:space:]]*val_file[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p' "$config" | head -1)
+if [ -n "$data_record" ]; then
+  data=$(bash scripts/run/data_dir.sh "$data_record" | tail -1)
+  data_flags=(--tokenizer="$data/tokenizer.bin" --train_file="$data/train.bin" --val_file="$data/val.bin")
+  val_file=$data/val.bin
+  echo "[compare] data: $data (the data of $data_record)"
 fi
 
 # Only OpenBLAS fp32 is reproducible: a replication on another engine or in
@@ -218,7 +237,6 @@ wall_before=${wall_before:-0}
 record_wall() { echo "wall_s=$(( wall_before + $(date +%s) - start_all ))" > "$out/wall_time.txt"; }
 
 T=$(sed -n 's/^[[:space:]]*block_size[[:space:]]*=[[:space:]]*\([0-9]*\).*/\1/p' "$config" | head -1)
-val_file=$(sed -n 's/^[[:space:]]*val_file[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p' "$config" | head -1)
 eval_flags=()
 [ "$reproducible" = 1 ] && eval_flags+=(--reproducible)
 
@@ -242,7 +260,8 @@ run_one() {
   else
     rm -rf "$dir"
     # shellcheck disable=SC2046,SC2086
-    ./train $flags --reproducible="$reproducible" $train_flags --seed="$seed" --out_dir="$dir" "${extra[@]}" "$config" ||
+    ./train $flags --reproducible="$reproducible" $train_flags --seed="$seed" --out_dir="$dir" "${extra[@]}" \
+      "${data_flags[@]}" "$config" ||
       return 1
   fi
   if [ "$final_eval" = 1 ]; then

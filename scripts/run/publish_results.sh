@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # publish_results.sh: a study's finished runs into docs/results/NAME, the form
 # the repository keeps them in: logs/RUN.csv (which compare.sh adopts as
-# finished runs on another machine), config.ini, wall_time.txt,
+# finished runs on another machine), config.ini, data.txt (the data record
+# its runs share: make reproduce re-makes their data from it), wall_time.txt,
 # extrapolation.csv, and the report made from those files alone.
 #
 #   scripts/run/publish_results.sh NAME OUT_DIR [--lr | --sweep budget|size | VARIANT ...]
@@ -56,5 +57,16 @@ for d in "$src"/*-s[0-9]*; do
   # the whole validation split's loss of a sweep's run (compare.sh --final-eval)
   [ -f "$d/done" ] && [ -f "$d/final_eval.txt" ] && cp "$d/final_eval.txt" "$dst/logs/$(basename "$d").eval.txt"
 done
+# The study's data record: every run trained here records the data it used
+# (RUN/data.txt), and they must all be the same data; adopted runs carry none.
+record=""
+for d in "$src"/*-s[0-9]*; do
+  [ -f "$d/done" ] && [ -f "$d/data.txt" ] || continue
+  if [ -z "$record" ]; then record=$d/data.txt
+  elif ! diff -q <(grep -v '^;' "$record") <(grep -v '^;' "$d/data.txt") >/dev/null; then
+    echo "publish_results.sh: $d/data.txt and $record record different data; a study is one corpus" >&2; exit 1
+  fi
+done
+[ -n "$record" ] && cp "$record" "$dst/data.txt"
 for f in "$out"/*; do [ -f "$f" ] && cp "$f" "$dst/"; done
 echo "publish_results.sh: $n finished runs of $src in $dst"

@@ -17,19 +17,20 @@ step() { printf '\n== %s\n' "$*"; }
 step "1/5 Debian packages"
 ROPELAB_MINIMAL_DEPS=1 bash scripts/run/install_deps.sh
 step "2/5 build"
-make -j2 --no-print-directory all
+bash scripts/run/build.sh -j2 all
 step "3/5 default corpus"
-bash scripts/run/get_data.sh
-if [ ! -f data/kjv/val.bin ]; then   # the studies' corpus: their byte-class pre-tokenizer (docs/DATA.md)
-  ./prepare --vocab-size 2048 --val-fraction 0.05 --pretokenizer byte-classes --out-dir data/kjv data/kjv.txt
-fi
+# the KJV with GPT-2's pre-tokenizer (configs/data/kjv.txt): data/kjv, or beside it where
+# data/kjv holds data made another way (scripts/run/data_dir.sh)
+data=$(bash scripts/run/data_dir.sh configs/data/kjv.txt | tail -1)
 step "4/5 train $CONFIG with --pos=$POS"
 run_dir=runs/small-$POS
 if [ -f "$run_dir/checkpoint.safetensors" ]; then
   ./train --resume "$run_dir"          # continues an interrupted run; a finished one says so
 else
-  ./train --pos="$POS" --out_dir="$run_dir" "$CONFIG"
+  ./train --pos="$POS" --out_dir="$run_dir" --tokenizer="$data/tokenizer.bin" --train_file="$data/train.bin" \
+          --val_file="$data/val.bin" "$CONFIG"
 fi
 step "5/5 a sample from $run_dir"
-./sample --weights "$run_dir/model.safetensors" --tokenizer data/kjv/tokenizer.bin \
+tokenizer=$(sed -n 's/^tokenizer = //p' "$run_dir/data.txt" 2>/dev/null | head -1)
+./sample --weights "$run_dir/model.safetensors" --tokenizer "${tokenizer:-$data/tokenizer.bin}" \
          --prompt "And God said" --tokens 120 --temperature 0.8 --top-k 40 --seed 1

@@ -46,15 +46,11 @@ cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAM
 setup=$1; shift
 config=configs/compare-gcide.ini
 out=runs/compare-$setup
+# The data: the committed study's record (docs/results/SETUP/data.txt) where there
+# is one, else the GCIDE studies' recipe (compare.sh finds or makes it, and checks it).
 common=(--config "$config" --out "$out" --committed "docs/results/$setup/logs" --no-extrapolation --final-eval
-        --no-report "$@")
+        --data-record configs/data/gcide-byte-classes.txt --no-report "$@")
 
-# The config makes the corpus if it is missing, as compare.sh does for SETUP=gcide.
-if [ ! -f data/gcide/val.bin ]; then
-  bash scripts/run/get_data.sh gcide
-  make --no-print-directory -s prepare
-  ./prepare --vocab-size 2048 --val-fraction 0.05 --pretokenizer byte-classes --out-dir data/gcide data/gcide.txt
-fi
 
 compare() { bash scripts/run/compare.sh "${common[@]}" "$@"; }
 

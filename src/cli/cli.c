@@ -73,6 +73,13 @@ int cli_parse(const CliSpec *spec, int argc, char **argv, void *dst, const char 
                 snprintf(err, errlen, "option '--%s' needs a value (see ./%s --help)", o->name, spec->prog);
                 return -1;
             }
+            // "--init-from --steps=1": the next argument is an option, so the value was forgotten
+            // (a value starting with "--" is given as --flag=VALUE)
+            if (!eq && strncmp(value, "--", 2) == 0) {
+                snprintf(err, errlen, "option '--%s' needs a value, and '%s' is an option (a value that starts "
+                         "with -- is given as --%s=VALUE)", o->name, value, o->name);
+                return -1;
+            }
         }
         if (opt_parse(o, value, (char *)dst + o->offset, msg, sizeof msg) != 0) {
             snprintf(err, errlen, "--%s: %s", o->name, msg);

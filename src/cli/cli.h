@@ -6,7 +6,9 @@
 //
 // A program's flags are a table of OptSpec (name, type, default, range,
 // help, where the value goes). cli_parse reads argv against it:
-//   --flag VALUE, --flag=VALUE   a flag that takes a value (VALUE may start with '-')
+//   --flag VALUE, --flag=VALUE   a flag that takes a value (VALUE may start with '-'; one that
+//                                starts with "--" only as --flag=VALUE: "--init-from --steps=1" is
+//                                a forgotten value, refused)
 //   --flag                       an OPT_FLAG
 //   --help, -h                   the help, printed from the table
 //   --                           every later argument is positional

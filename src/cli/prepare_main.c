@@ -2,6 +2,7 @@
 // files out.
 //
 //   ./prepare --vocab-size 4096 --val-fraction 0.05 --out-dir data/kjv data/kjv.txt
+//   ./prepare --record RUN/data.txt [--out-dir DIR]    the data of a record, again
 //
 // 0. Before any work: OUT can be written (it exists or can be created, and
 //    is writable), and each output file may be written there: not there, or
@@ -15,8 +16,18 @@
 // 4. Split the token stream: the last --val-fraction of it is the validation
 //    split (--split tail), or from the start of the document holding that
 //    point (--split docs). The two splits never overlap.
-// 5. Write OUT/tokenizer.bin, OUT/train.bin, OUT/val.bin (atomically) and
-//    print a summary.
+// 5. Write OUT/tokenizer.bin, OUT/train.bin, OUT/val.bin and their data record
+//    OUT/data.txt (the recipe and the checksums: data/data_record.h),
+//    atomically, and print a summary.
+//
+// --record FILE takes the recipe from a data record (a run's, a study's) and
+// makes its data in OUT (default: the directory the record names): when OUT
+// already holds the record's three files (the same checksums) there is
+// nothing to do (exit 0); when it holds other data it is left alone (exit 2);
+// otherwise the record's input texts are checked against its checksums, the
+// recipe runs, and its files are checked too: data that differs from the
+// record is removed again and refused (exit 1), so a run is never re-made on
+// other data of the same name.
 #include <limits.h>
 #include <math.h>
 #include <stddef.h>
@@ -30,6 +41,7 @@
 #include "common/clock.h"
 #include "common/fs.h"
 #include "data/bpe.h"
+#include "data/data_record.h"
 #include "data/tokens.h"
 
 typedef struct {
@@ -40,12 +52,14 @@ typedef struct {
     const char *doc_sep_arg;   // --doc-sep as given (escapes), or NULL
     char *doc_sep;             // the separator itself; NULL: one document per file
     const char *out_dir;       // --out-dir, or out_dir_default
-    char out_dir_default[300];
+    char out_dir_default[DATA_PATH_MAX];
     const char *tokenizer;     // existing tokenizer to use instead of training one
     const char *pretok_arg;    // --pretokenizer as given, or NULL
     BpePretok pretok;          // the pre-split rule of a tokenizer trained here
     int block_size;            // > 0: both splits must hold one window of block_size + 1
     int overwrite;             // --overwrite: replace the files of an existing OUT
+    const char *record_path;   // --record FILE: the recipe (and checksums) of a data record
+    DataRecord record;         // its contents (has_recipe = 0 without --record)
     const char **inputs;
     int n_inputs;
 } Options;
@@ -70,7 +84,47 @@ static char *unescape(const char *s) {
 static void free_options(Options *o) {
     free(o->inputs);
     free(o->doc_sep);
+    data_record_free(&o->record);
     memset(o, 0, sizeof *o);
+}
+
+// --record FILE: the options of its recipe into o. Only --out-dir may be given
+// beside it (the recipe is the record's). 0, or -1 with a message.
+static int options_from_record(Options *o, int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        int with_value = strcmp(a, "--record") == 0 || strcmp(a, "--out-dir") == 0;
+        if (with_value) { i++; continue; }
+        if (strncmp(a, "--record=", 9) != 0 && strncmp(a, "--out-dir=", 10) != 0) {
+            fprintf(stderr, "prepare: --record %s: takes its recipe from the record; '%s' cannot be given "
+                    "beside it (only --out-dir)\n", o->record_path, a);
+            return -1;
+        }
+    }
+    char err[ERR_MAX];
+    DataRecord *r = &o->record;
+    if (data_record_read(r, o->record_path, err, sizeof err) != 0) { fprintf(stderr, "%s\n", err); return -1; }
+    if (r->has_recipe) {   // (without one, OUT can only be found to hold the record's files)
+        o->vocab_size = r->vocab_size;
+        o->val_fraction = r->val_fraction;
+        o->split = r->split;
+        if (r->doc_sep[0]) o->doc_sep_arg = r->doc_sep;
+        if (r->tokenizer_from.path[0]) o->tokenizer = r->tokenizer_from.path;
+        else o->pretok_arg = r->pretokenizer;
+    }
+    const char **inputs = realloc(o->inputs, ((size_t)r->n_inputs + 1) * sizeof *inputs);
+    if (!inputs) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
+    o->inputs = inputs;
+    o->n_inputs = r->n_inputs;
+    for (int i = 0; i < r->n_inputs; i++) o->inputs[i] = r->inputs[i].path;
+    if (!o->out_dir) {   // the directory of the record's files
+        snprintf(o->out_dir_default, sizeof o->out_dir_default, "%s", r->files[DATA_TRAIN].path);
+        char *slash = strrchr(o->out_dir_default, '/');
+        if (slash) *slash = 0;
+        else snprintf(o->out_dir_default, sizeof o->out_dir_default, ".");
+        o->out_dir = o->out_dir_default;
+    }
+    return 0;
 }
 
 // The command line into o (--help: the help, exit 0; a bad option: one
@@ -103,6 +157,10 @@ static int parse_options(int argc, char **argv, Options *o) {
          .help = "fail unless both splits hold one window of T+1 tokens"},
         {.name = "overwrite", .type = OPT_FLAG, .offset = F(overwrite),
          .help = "replace the three files if OUT already holds them"},
+        {.name = "record", .type = OPT_ARG, .offset = F(record_path), .arg = "FILE", .min = 1,
+         .help = "make the data of a data record (a run's RUN/data.txt, a study's) from its recipe into OUT "
+                 "(default: the directory it names), checked against its checksums; nothing to do if OUT "
+                 "holds it already, and OUT is left alone if it holds other data (docs/DATA.md)"},
     };
 #undef F
     static const CliSpec spec = {
@@ -115,12 +173,16 @@ static int parse_options(int argc, char **argv, Options *o) {
         .positional = 1,
     };
     cli_parse_or_exit(&spec, argc, argv, o, o->inputs, &o->n_inputs);
+    if (o->record_path && options_from_record(o, argc, argv) != 0) return -1;
     o->split_docs = strcmp(o->split, "docs") == 0;
     if (o->doc_sep_arg) {
         if (!(o->doc_sep = unescape(o->doc_sep_arg))) { fprintf(stderr, "prepare: out of memory\n"); return -1; }
         if (!*o->doc_sep) { fprintf(stderr, "prepare: --doc-sep: the separator is empty\n"); return -1; }
     }
-    if (o->n_inputs == 0) { fprintf(stderr, "prepare: no input file (see ./prepare --help)\n"); return -1; }
+    if (o->n_inputs == 0 && !o->record_path) {
+        fprintf(stderr, "prepare: no input file (see ./prepare --help)\n");
+        return -1;
+    }
     o->pretok = BPE_PRETOK_DEFAULT;
     if (o->pretok_arg && pretok_from_name(o->pretok_arg, &o->pretok) != 0) {   // the table allows only the names
         fprintf(stderr, "prepare: --pretokenizer %s: expected gpt2 or byte-classes\n", o->pretok_arg);
@@ -224,7 +286,7 @@ static void on_merge(int done, int total, void *meter) {
 // 0, or the exit status: 1 for a directory that cannot be written (or out of
 // memory), 2 for an output file refused (the command line's: exists without
 // --overwrite, not a regular file, one of the inputs).
-static int check_outputs(const Options *o, char *const paths[3]) {
+static int check_outputs(const Options *o, char *const paths[4]) {
     char err[ERR_MAX];
     if (fs_check_writable_dir(o->out_dir, err, sizeof err) != 0) { fprintf(stderr, "prepare: %s\n", err); return 1; }
     const char **inputs = malloc(((size_t)o->n_inputs + 1) * sizeof *inputs);
@@ -232,13 +294,126 @@ static int check_outputs(const Options *o, char *const paths[3]) {
     memcpy(inputs, o->inputs, (size_t)o->n_inputs * sizeof *inputs);
     inputs[o->n_inputs] = o->tokenizer;
     int rc = 0;
-    for (int i = 0; i < 3 && rc == 0; i++)
+    for (int i = 0; i < 4 && rc == 0; i++)
         if (cli_check_output(paths[i], o->overwrite, inputs, o->n_inputs + 1, err, sizeof err) != 0) {
             fprintf(stderr, "prepare: %s\n", err);
             rc = 2;
         }
     free(inputs);
     return rc;
+}
+
+// ------------------------------------------------------------ data records
+
+// --record: whether OUT holds the record's data already. 0: it does not hold
+// any of the three files (make them); 1: it holds exactly the record's
+// (nothing to do); 2: it holds other data (left alone), with a message.
+static int record_already_held(const Options *o, char *const paths[3]) {
+    const DataRecord *r = &o->record;
+    int present = 0;
+    for (int i = 0; i < DATA_N_FILES; i++) present += access(paths[i], F_OK) == 0;
+    if (present == 0) return 0;
+    char err[ERR_MAX];
+    DataRecord held = {0};
+    for (int i = 0; i < DATA_N_FILES; i++) {
+        if (present < DATA_N_FILES) {
+            fprintf(stderr, "prepare: %s holds some of tokenizer.bin, train.bin and val.bin, not the data of %s; "
+                    "it is left as it is: give another --out-dir\n", o->out_dir, o->record_path);
+            return 2;
+        }
+        if (data_file_record(&held.files[i], paths[i], err, sizeof err) != 0) {
+            fprintf(stderr, "prepare: %s\n", err);
+            return 2;
+        }
+    }
+    int differs = -1;
+    if (r->files[DATA_TRAIN].known) {
+        differs = data_record_first_difference(&held, r);
+    } else {   // a recipe alone: OUT's own record must be of the same recipe, and of these files
+        char path[PATH_MAX + 16];
+        DataRecord own;
+        snprintf(path, sizeof path, "%s/data.txt", o->out_dir);
+        differs = DATA_TRAIN;
+        if (data_record_read(&own, path, err, sizeof err) == 0) {
+            if (data_record_same_recipe(&own, r)) differs = data_record_first_difference(&held, &own);
+            data_record_free(&own);
+        }
+    }
+    if (differs < 0) {
+        printf("prepare: %s holds the data of %s; nothing to do\n", o->out_dir,
+               o->record_path);
+        return 1;
+    }
+    const DataFile *want = &r->files[differs], *got = &held.files[differs];
+    if (want->known)
+        fprintf(stderr, "prepare: %s holds other data than %s (%s: FNV-1a %016llx, recorded %016llx); it is left as "
+                "it is: give another --out-dir\n", o->out_dir, o->record_path, DATA_FILE_NAMES[differs],
+                (unsigned long long)got->fnv1a, (unsigned long long)want->fnv1a);
+    else
+        fprintf(stderr, "prepare: %s holds data made another way than the recipe of %s (its data.txt is missing "
+                "or of another recipe); it is left as it is: give another --out-dir\n", o->out_dir, o->record_path);
+    return 2;
+}
+
+// --record: the input texts (and a given tokenizer) must be the record's (size and checksum), before any work. 0, or -1 with a message.
+static int record_check_inputs(const Options *o) {
+    char err[ERR_MAX], cmd[2048];
+    for (int i = -1; i < o->record.n_inputs; i++) {   // -1: the tokenizer the recipe encodes with, if any
+        const DataFile *want = i < 0 ? &o->record.tokenizer_from : &o->record.inputs[i];
+        if (!want->path[0]) continue;
+        DataFile got;
+        if (!want->known) continue;   // a recipe alone: whatever text is there
+        if (data_file_record(&got, want->path, err, sizeof err) != 0) {
+            fprintf(stderr, "%s (an input of the recipe of %s)\n", err, o->record_path);
+            return -1;
+        }
+        if (got.bytes != want->bytes || got.fnv1a != want->fnv1a) {
+            data_record_command(&o->record, o->out_dir, cmd, sizeof cmd);
+            fprintf(stderr, "%s: %lld bytes, FNV-1a %016llx; the record %s was made from %lld bytes, FNV-1a %016llx: "
+                    "another text, so `%s` cannot make its data\n", want->path, got.bytes,
+                    (unsigned long long)got.fnv1a, o->record_path, want->bytes, (unsigned long long)want->fnv1a, cmd);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+// OUT/data.txt for the files just written: their checksums and the recipe
+// that made them. With --record they must be the record's; if they are not,
+// the four files are removed. 0, or -1 with a message.
+static int write_data_record(const Options *o, const Tokenizer *tok, char *const paths[4]) {
+    char err[ERR_MAX];
+    DataRecord r = {0};
+    r.has_recipe = 1;
+    r.vocab_size = o->vocab_size;   // as asked: a corpus that runs out of pairs makes fewer, the same again
+    r.val_fraction = o->val_fraction;
+    snprintf(r.split, sizeof r.split, "%s", o->split);
+    if (o->doc_sep_arg) snprintf(r.doc_sep, sizeof r.doc_sep, "%s", o->doc_sep_arg);
+    r.n_inputs = o->n_inputs;
+    r.inputs = calloc((size_t)o->n_inputs, sizeof *r.inputs);
+    int rc = r.inputs ? 0 : -1;
+    if (rc != 0) snprintf(err, sizeof err, "prepare: out of memory");
+    if (o->tokenizer) rc = rc ? rc : data_file_record(&r.tokenizer_from, o->tokenizer, err, sizeof err);
+    else snprintf(r.pretokenizer, sizeof r.pretokenizer, "%s", pretok_name(tok->pretok));
+    for (int i = 0; rc == 0 && i < o->n_inputs; i++) rc = data_file_record(&r.inputs[i], o->inputs[i], err, sizeof err);
+    for (int i = 0; rc == 0 && i < DATA_N_FILES; i++) rc = data_file_record(&r.files[i], paths[i], err, sizeof err);
+    int differs = rc == 0 && o->record_path && o->record.files[DATA_TRAIN].known
+                      ? data_record_first_difference(&r, &o->record) : -1;
+    if (rc == 0 && differs >= 0) {
+        char cmd[2048];
+        data_record_command(&o->record, o->out_dir, cmd, sizeof cmd);
+        snprintf(err, sizeof err, "prepare: `%s` made %s with FNV-1a %016llx here, the record %s says %016llx: this "
+                 "./prepare does not make the recorded data; the files made are removed", cmd, DATA_FILE_NAMES[differs],
+                 (unsigned long long)r.files[differs].fnv1a, o->record_path,
+                 (unsigned long long)o->record.files[differs].fnv1a);
+        rc = -1;
+    }
+    if (rc == 0) rc = data_record_write(&r, paths[3], o->overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, err, sizeof err);
+    data_record_free(&r);
+    if (rc == 0) return 0;
+    for (int i = 0; i < 4; i++) unlink(paths[i]);
+    fprintf(stderr, "%s\n", err);
+    return -1;
 }
 
 // ------------------------------------------------------------ main
@@ -256,7 +431,7 @@ int main(int argc, char **argv) {
     uint32_t *ids = NULL;
     const uint8_t **ptrs = NULL;
     size_t *lens = NULL;
-    char *path_tok = NULL, *path_train = NULL, *path_val = NULL, err[ERR_MAX];
+    char *path_tok = NULL, *path_train = NULL, *path_val = NULL, *path_record = NULL, err[ERR_MAX];
     Tokenizer tok;
     Meter meter;   // progress of the merges and the encoding on stderr (cli/meter.h), as the other programs'
     meter_start(&meter, "prepare");
@@ -264,11 +439,23 @@ int main(int argc, char **argv) {
     path_tok = malloc(dir_len);
     path_train = malloc(dir_len);
     path_val = malloc(dir_len);
-    if (!texts || !path_tok || !path_train || !path_val) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
+    path_record = malloc(dir_len);
+    if (!texts || !path_tok || !path_train || !path_val || !path_record) { fprintf(stderr, "prepare: out of memory\n"); goto done; }
     snprintf(path_tok, dir_len, "%s/tokenizer.bin", o.out_dir);
     snprintf(path_train, dir_len, "%s/train.bin", o.out_dir);
     snprintf(path_val, dir_len, "%s/val.bin", o.out_dir);
-    char *paths[3] = {path_tok, path_train, path_val};
+    snprintf(path_record, dir_len, "%s/data.txt", o.out_dir);
+    char *paths[4] = {path_tok, path_train, path_val, path_record};
+    if (o.record_path) {
+        int held = record_already_held(&o, paths);
+        if (held != 0) { rc = held == 1 ? 0 : 2; goto done; }
+        if (!o.record.has_recipe) {
+            fprintf(stderr, "%s: records no recipe (its files were not made by ./prepare, or by one older than data "
+                    "records), and %s does not hold them: its data cannot be made again\n", o.record_path, o.out_dir);
+            goto done;
+        }
+        if (record_check_inputs(&o) != 0) goto done;
+    }
     int checked = check_outputs(&o, paths);
     if (checked != 0) { rc = checked; goto done; }
 
@@ -378,6 +565,7 @@ int main(int argc, char **argv) {
                 err, o.out_dir);
         goto done;
     }
+    if (write_data_record(&o, &tok, paths) != 0) goto done;   // removes the set when it cannot be recorded
     size_t text_tokens = n_ids - n_eot;
     printf("prepare: %d file%s, %d document%s -> %s/\n", o.n_inputs, o.n_inputs > 1 ? "s" : "",
            n_docs, n_docs > 1 ? "s" : "", o.out_dir);
@@ -396,7 +584,7 @@ int main(int argc, char **argv) {
 done:
     if (tok_loaded) bpe_free(&tok);
     free(ids); free(docs); free(ptrs); free(lens);
-    free(path_tok); free(path_train); free(path_val);
+    free(path_tok); free(path_train); free(path_val); free(path_record);
     for (int i = 0; texts && i < o.n_inputs; i++) free(texts[i]);
     free(texts);
     free_options(&o);

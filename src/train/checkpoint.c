@@ -21,7 +21,7 @@ static StTensorOut tensor_out(const char *name, const ParamEntry *e, const float
 }
 
 int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainState *state,
-                    char *err, size_t errlen) {
+                    const RunRecord *record, char *err, size_t errlen) {
     const ParamEntry *entries;
     int n = gpt_param_entries(model, &entries);
     StTensorOut *t = calloc((size_t)2 * n, sizeof *t);
@@ -45,7 +45,8 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
     snprintf(hash, sizeof hash, "%016" PRIx64, state->config_hash);
     snprintf(world, sizeof world, "%d", state->world_size);
     StMeta meta[] = {{"ropelab_checkpoint", "1"}, {"step", step}, {"data_rng", rng},
-                     {"elapsed_s", elapsed}, {"config_hash", hash}, {"world_size", world}};
+                     {"elapsed_s", elapsed}, {"config_hash", hash}, {"run_config", record->config},
+                     {"run_data", record->data}, {"world_size", world}};
     // world_size only for several processes: a single process writes the file it always wrote.
     int n_meta = (int)(sizeof meta / sizeof meta[0]) - (state->world_size > 1 ? 0 : 1);
     fault_crash_in_save(path, state->step, model, t, 2 * n, meta, n_meta);   // test build only
@@ -131,6 +132,22 @@ int checkpoint_check(const char *path, TrainState *state, char *err, size_t errl
     StFile *f;
     if (st_open_header(&f, path, err, errlen)) return -1;
     int rc = read_state(f, path, state, err, errlen);
+    st_close(f);
+    return rc;
+}
+
+int checkpoint_read_record(const char *path, RunRecord *record, char *err, size_t errlen) {
+    StFile *f;
+    if (st_open_header(&f, path, err, errlen)) return -1;
+    const char *config = st_meta(f, "run_config"), *data = st_meta(f, "run_data");
+    int rc = 0;
+    if ((config && strlen(config) >= sizeof record->config) || (data && strlen(data) >= sizeof record->data)) {
+        snprintf(err, errlen, "%s: metadata run_config or run_data longer than a run's record", path);
+        rc = -1;
+    } else {
+        snprintf(record->config, sizeof record->config, "%s", config ? config : "");
+        snprintf(record->data, sizeof record->data, "%s", data ? data : "");
+    }
     st_close(f);
     return rc;
 }

@@ -7,9 +7,13 @@
 //   metadata: the contract keys (pos, n_layer, ...) plus
 //     ropelab_checkpoint = "1", step (updates done), data_rng (4 decimal
 //     uint64 of the loader's xoshiro state, space separated), elapsed_s,
-//     config_hash (options_model_hash, hex), and world_size (the number of
+//     config_hash (options_model_hash, hex), world_size (the number of
 //     processes of a data-parallel run, only when more than 1; their loaders
-//     share one stream, so data_rng is every rank's state).
+//     share one stream, so data_rng is every rank's state), and the run's
+//     record: run_config, every key that shapes the training as "key = value"
+//     lines (options_record), and run_data, the checksums of the tokenizer
+//     and the two token files (run_dir.h), so that a resume can tell a
+//     damaged config.ini or changed data from the run's own.
 // gpt_load(path, allow_extra = 1) reads it as a weights file too.
 // Files are written with gpt_save_with (st_write: temporary file, fsync,
 // rename), so a crash at any moment leaves the previous checkpoint whole.
@@ -32,11 +36,18 @@ typedef struct {
     int world_size;      // processes training together (0 counts as 1)
 } TrainState;
 
+// The run's record kept in the checkpoint ("" when an older ./train wrote it).
+#define RUN_RECORD_MAX 8192
+typedef struct {
+    char config[RUN_RECORD_MAX];   // options_record
+    char data[160];                // "tokenizer TOK_FNV1A train TRAIN_FNV1A val VAL_FNV1A", 16 hex digits each
+} RunRecord;
+
 // The largest step a checkpoint may hold (the range of the `steps` key).
 #define CHECKPOINT_MAX_STEP 1000000000
 
 int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainState *state,
-                    char *err, size_t errlen);
+                    const RunRecord *record, char *err, size_t errlen);
 
 // Loads into an existing model and optimizer built from the same options.
 // Checks the format marker, config_hash (against state->config_hash on entry),
@@ -50,6 +61,9 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
 // before any model exists: a config.ini edited to another model is refused
 // before that model is built. Fills state's step, data_rng and elapsed_s.
 int checkpoint_check(const char *path, TrainState *state, char *err, size_t errlen);
+// The run's record from the checkpoint's header (its fields "" where an
+// older ./train wrote none). 0, or -1 with a message.
+int checkpoint_read_record(const char *path, RunRecord *record, char *err, size_t errlen);
 
 // The debug-state file of the contract: parameters, inputs and targets (I32 [B,T]),
 // loss (F32 [1]) and grad.NAME for every parameter, with the contract metadata.

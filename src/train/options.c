@@ -5,6 +5,8 @@
 #include "common/fs.h"
 #include "train/options.h"
 
+#include "common/ini_text.h"
+
 #include <ini.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -16,7 +18,9 @@
 #include "cli/cli.h"
 #include "common/atomic_file.h"
 #include "engine/engine_create.h"
+#include "train/checkpoint.h"
 #include "train/fault_inject.h"
+#include "train/run_dir.h"
 
 // The keys of training itself ([data], [optim], [run]), in the programs' one
 // option-table form (cli/opt.h: name, section, type, default as text, field
@@ -304,30 +308,12 @@ int options_load_file(TrainOptions *opt, const char *path, char *err, size_t err
     size_t len;
     char *text = read_config_text(path, &len, err, errlen);
     if (!text) return -1;
-    // A NUL byte would end libinih's line early and drop the rest silently.
-    const char *nul = memchr(text, 0, len);
-    int longest = 0, line = 1;
-    for (const char *p = text, *start = text; p <= text + len; p++)
-        if (p == text + len || *p == '\n') {
-            if (p - start > longest) longest = (int)(p - start);
-            start = p + 1;
-            if (nul && nul < p) break;
-            line++;
-        }
-    if (nul) {
-        snprintf(err, errlen, "%s:%d: NUL byte in the line (not a text file?)", path, line);
+    int nul_line = ini_text_setup(text, len);   // libinih's settings for this text (common/ini_text.h)
+    if (nul_line) {
+        snprintf(err, errlen, "%s:%d: NUL byte in the line (not a text file?)", path, nul_line);
         free(text);
         return -1;
     }
-    // Runtime settings of Debian's libinih: stop at the first error (so the
-    // returned line is the one we report), no multi-line values, and a heap
-    // line buffer as long as the file's longest line plus "\r\n\0".
-    ini_stop_on_first_error = 1;
-    ini_allow_multiline = 0;
-    ini_use_stack = 0;
-    ini_allow_realloc = 0;       // the first allocation is already long enough:
-    ini_initial_alloc = longest + 3;   // the heap buffer's size (libinih reads no more per call)
-    ini_max_line = longest + 3;
 
     IniState st = {.opt = opt, .text = text, .end = text + len};
     snprintf(opt->src_file, sizeof opt->src_file, "%s", path);
@@ -583,6 +569,8 @@ static int read_config_and_keys(TrainOptions *opt, TrainArgs *args, const char *
             return -1;
         }
         snprintf(resume_ini, sizeof resume_ini, "%s/config.ini", args->resume_dir);
+        // a link, FIFO or device planted among the run's files is refused before any is read (run_dir.h)
+        if (run_dir_check_files(args->resume_dir, err, errlen) != 0) return -1;
         if (options_load_file(opt, resume_ini, err, errlen)) return -1;
         // A run written before a model key existed meant that key's if_absent value, not today's default.
         for (int k = 0; k < n_model_keys(); k++)
@@ -612,6 +600,17 @@ static int read_config_and_keys(TrainOptions *opt, TrainArgs *args, const char *
     }
     if (args->resume_dir) {
         snprintf(opt->out_dir, sizeof opt->out_dir, "%s", args->resume_dir);
+        // config.ini against the run's record in its checkpoint (none yet: the run stopped before its first save)
+        char ckpt[OPT_STR_MAX + 32];
+        static RunRecord record;   // 8 KB: not on the stack of every caller
+        snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", args->resume_dir);
+        if (access(ckpt, F_OK) == 0) {
+            if (checkpoint_read_record(ckpt, &record, err, errlen) != 0) return -1;
+            opt->resume_recorded = record.config[0] != 0;
+            if (opt->resume_recorded && options_check_record(opt, record.config, ckpt, opt->resume_changes,
+                                                             sizeof opt->resume_changes, err, errlen) != 0)
+                return -1;
+        }
     }
     return options_check(opt, err, errlen);
 }
@@ -718,4 +717,59 @@ uint64_t options_model_hash(const TrainOptions *opt) {
         for (const unsigned char *p = (const unsigned char *)text; *p; p++) h = (h ^ *p) * 0x100000001b3ull;
     }
     return h;
+}
+
+int options_record(const TrainOptions *opt, char *buf, size_t n) {
+    size_t len = 0;
+    buf[0] = 0;
+    for (int s = 0; s < N_SECTIONS; s++)
+        for (int k = 0; k < n_keys(); k++) {
+            if (!key_in_config(k) || strcmp(key_section(k), SECTIONS[s]) != 0 || strcmp(key_name(k), "out_dir") == 0)
+                continue;
+            char v[OPT_STR_MAX + 32];
+            format_value(opt, k, v, sizeof v);
+            len += (size_t)snprintf(buf + len, len < n ? n - len : 0, "%s = %s\n", key_name(k), v);
+        }
+    return len < n ? 0 : -1;
+}
+
+int options_check_record(const TrainOptions *opt, const char *record, const char *record_file, char *changes,
+                         size_t changes_len, char *err, size_t errlen) {
+    size_t changes_used = 0;
+    changes[0] = 0;
+    for (const char *line = record; *line;) {
+        const char *nl = strchr(line, '\n'), *eq = strstr(line, " = ");
+        size_t line_len = nl ? (size_t)(nl - line) : strlen(line);
+        char name[64], recorded[OPT_STR_MAX + 32], now[OPT_STR_MAX + 32];
+        if (!eq || eq > line + line_len || (size_t)(eq - line) >= sizeof name ||
+            line_len - (size_t)(eq + 3 - line) >= sizeof recorded) {
+            snprintf(err, errlen, "%s: metadata run_config is not \"key = value\" lines", record_file);
+            return -1;
+        }
+        snprintf(name, sizeof name, "%.*s", (int)(eq - line), line);
+        snprintf(recorded, sizeof recorded, "%.*s", (int)(line_len - (size_t)(eq + 3 - line)), eq + 3);
+        line += line_len + (nl != NULL);
+        int k = find_key(name);
+        if (k < 0) {
+            snprintf(err, errlen, "%s: records the key '%s', which this ./train does not know (a newer ./train "
+                     "made the run)", record_file, name);
+            return -1;
+        }
+        format_value(opt, k, now, sizeof now);
+        if (opt->src_line[k] == 0) {
+            snprintf(err, errlen, "%s: lacks the key '%s' (the run's record in %s: %s = %s); restore it", opt->src_file,
+                     name, record_file, name, recorded);
+            return -1;
+        }
+        if (strcmp(now, recorded) == 0) continue;
+        if (opt->src_line[k] > 0) {
+            snprintf(err, errlen, "%s:%d: %s = %s differs from the run's record in %s (%s = %s); restore it, or "
+                     "change it with --%s=%s", opt->src_file, opt->src_line[k], name, now, record_file, name, recorded,
+                     name, now);
+            return -1;
+        }
+        changes_used += (size_t)snprintf(changes + changes_used, changes_used < changes_len ? changes_len - changes_used : 0,
+                                         "%s%s %s -> %s", changes_used ? ", " : "", name, recorded, now);
+    }
+    return 0;
 }

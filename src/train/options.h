@@ -52,6 +52,9 @@ typedef struct {
     char config_name[128];           // basename of the config file without .ini ("default" if none)
     char src_file[OPT_STR_MAX];      // the config file read, if any
     int src_line[OPT_MAX_KEYS];      // per key: 0 default, >0 line in src_file, -1 command line
+    // --resume: what the run's record in its checkpoint said of config.ini
+    int resume_recorded;             // 1: the checkpoint holds the record (options_check_record passed)
+    char resume_changes[1024];       // the keys the command line changed, "lr 0.01 -> 0.003, ..." ("" none)
 } TrainOptions;
 
 // Flags of ./train that are not configuration keys.
@@ -92,7 +95,9 @@ int options_model_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg
 // The whole command line: the flags (./train's table, read by cli_parse:
 // cli/cli.h), the optional config file (or RUN_DIR/config.ini with
 // --resume), then every --key=value over it, then options_check. On
-// --resume, keys that define the model or the data cannot be overridden.
+// --resume, keys that define the model or the data cannot be overridden,
+// and config.ini must hold the run's record (options_check_record, against
+// RUN_DIR/checkpoint.safetensors), before anything else is read.
 // argv is not changed. Returns 0 (args->help set for --help), or -1 with a
 // message (the caller exits with status 2).
 int options_parse_args(int argc, char **argv, TrainOptions *opt, TrainArgs *args,
@@ -148,5 +153,20 @@ OptSpec options_flag(const char *key, size_t offset, const char *arg, const char
 // key at its if_absent value (the meaning of files written before the key
 // existed) is left out, so adding a key keeps older runs resumable.
 uint64_t options_model_hash(const TrainOptions *opt);
+
+// The run's record of its configuration: "key = value" lines of every key
+// of config.ini but out_dir (where the directory is, not what it trains), in
+// config.ini's order. A checkpoint keeps it (checkpoint.h), so --resume can
+// tell a config.ini that was damaged or edited from the run's own. 0, or -1
+// when it does not fit in n bytes.
+int options_record(const TrainOptions *opt, char *buf, size_t n);
+// --resume: the keys read from RUN_DIR/config.ini (opt->src_file) against the
+// run's record. A key of the record that config.ini lacks, or holds with
+// another value, is refused ("RUN_DIR/config.ini:LINE: lr = 0.003 differs
+// from the run's record ..."); a key given on the command line (--key=value)
+// is the explicit change, taken. `changes` gets those changes, "lr 0.01 ->
+// 0.003, steps 600 -> 1200" ("" if none). 0, or -1 with a message.
+int options_check_record(const TrainOptions *opt, const char *record, const char *record_file, char *changes,
+                         size_t changes_len, char *err, size_t errlen);
 
 #endif

@@ -26,7 +26,6 @@
 #include "cli/cli.h"
 #include "common/clock.h"
 #include "common/fs.h"
-#include "common/machine.h"
 #include "data/bpe.h"
 #include "data/loader.h"
 #include "model/gpt.h"
@@ -36,6 +35,7 @@
 #include "train/dist.h"
 #include "train/fault_inject.h"
 #include "cli/footprint.h"
+#include "train/run_dir.h"
 #include "train/runlog.h"
 #include "train/schedule.h"
 
@@ -52,9 +52,11 @@ typedef struct {
     int lock_fd;                     // flock'ed RUN_DIR/train.lock, -1 if none
     Progress progress;
     TrainState state;
+    DataRecord data;                 // the three data files with their checksums (main process)
+    RunRecord record;                // what the checkpoint keeps of the run: its keys and data checksums
+    int config_pending;              // --resume with changed keys: config.ini is rewritten at the first save
     char path_ckpt[OPT_STR_MAX + 64], path_model[OPT_STR_MAX + 64];
     char path_log[OPT_STR_MAX + 64], path_config[OPT_STR_MAX + 64];
-    char path_lock[OPT_STR_MAX + 64];
     float *val_losses;               // eval_batches: the loss of each validation batch
     const char *matmul_choice;       // what the key matmul chose and why (options_engine)
 } Trainer;
@@ -92,7 +94,40 @@ static void trainer_free(Trainer *t) {
     adamw_free(&t->adamw);
     if (t->log_open) runlog_close(&t->log);
     if (t->lock_fd >= 0) close(t->lock_fd);   // releases the flock
+    data_record_free(&t->data);
     free(t->val_losses);
+}
+
+// --resume: the checkpoint's header against this configuration (the keys
+// that fix the model and data: config_hash), then the data files against the
+// run's record in it (config.ini's keys were checked against it as they were
+// read: options_check_record). A record written by an older ./train is
+// absent: then only the hash is checked. Returns an exit status.
+static int check_run_record(Trainer *t, const char *ckpt) {
+    const TrainOptions *opt = t->opt;
+    char err[ERR_MAX];
+    static RunRecord saved;   // 8 KB
+    TrainState probe = {.config_hash = options_model_hash(opt), .world_size = dist_size()};
+    if (checkpoint_check(ckpt, &probe, err, sizeof err) != 0 || checkpoint_read_record(ckpt, &saved, err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return TRAIN_EIO;
+    }
+    unsigned long long was[DATA_N_FILES];
+    if (saved.data[0] && strcmp(saved.data, t->record.data) != 0) {
+        if (sscanf(saved.data, "tokenizer %16llx train %16llx val %16llx", &was[0], &was[1], &was[2]) != 3) {
+            fprintf(stderr, "%s: metadata run_data is not 'tokenizer HEX train HEX val HEX'\n", ckpt);
+            return TRAIN_EIO;
+        }
+        for (int i = 0; i < DATA_N_FILES; i++)
+            if (was[i] != t->data.files[i].fnv1a) {
+                fprintf(stderr, "%s: FNV-1a %016llx, not the file the run trained on (%016llx, run_data in %s): the "
+                        "data changed since the run started; resume it on its own data\n", t->data.files[i].path,
+                        (unsigned long long)t->data.files[i].fnv1a, was[i], ckpt);
+                return TRAIN_EIO;
+            }
+    }
+    t->config_pending = !opt->resume_recorded || opt->resume_changes[0];
+    return TRAIN_OK;
 }
 
 // Everything that does not write: tokenizer, the model's rules with the real
@@ -108,8 +143,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     if (bpe_load(&tok, opt->tokenizer, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         if (!file_exists(opt->tokenizer))
-            fprintf(stderr, "(make the default data with: scripts/run/get_data.sh && "
-                    "./prepare --vocab-size 2048 --out-dir data/kjv data/kjv.txt)\n");
+            fprintf(stderr, "(make the default data with: make run, or scripts/run/data_dir.sh configs/data/kjv.txt)\n");
         return TRAIN_EIO;
     }
     t->vocab_size = tok.vocab_size;
@@ -151,18 +185,32 @@ static int setup_model_and_data(Trainer *t, int need_val) {
             return TRAIN_EIO;
         }
     }
+    // The run's record: its keys and the checksums of its data (run_dir.h).
+    if (dist_is_main_process()) {
+        if (run_dir_data_record(opt, &t->data, err, sizeof err) != 0) {
+            fprintf(stderr, "%s\n", err);
+            return TRAIN_EIO;
+        }
+        snprintf(t->record.data, sizeof t->record.data, "tokenizer %016llx train %016llx val %016llx",
+                 (unsigned long long)t->data.files[DATA_TOKENIZER].fnv1a,
+                 (unsigned long long)t->data.files[DATA_TRAIN].fnv1a, (unsigned long long)t->data.files[DATA_VAL].fnv1a);
+        if (options_record(opt, t->record.config, sizeof t->record.config) != 0) {
+            fprintf(stderr, "%s: the configuration is longer than a run's record (%d bytes)\n", opt->out_dir,
+                    RUN_RECORD_MAX);
+            return TRAIN_ECONFIG;
+        }
+    }
     // --resume: the checkpoint's header must match this configuration before
     // the model it describes is built (a config.ini edited to a larger model
-    // is refused here, not after allocating it). setup_run_dir reads it.
+    // is refused here, not after allocating it), and config.ini and the data
+    // must be the run's own, as its record in the checkpoint says.
+    // setup_run_dir reads the rest.
     char ckpt[OPT_STR_MAX + 64];
     snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", opt->out_dir);
     int resuming = t->args->resume_dir && dist_is_main_process() && file_exists(ckpt);
     if (resuming) {
-        TrainState probe = {.config_hash = options_model_hash(opt), .world_size = dist_size()};
-        if (checkpoint_check(ckpt, &probe, err, sizeof err) != 0) {
-            fprintf(stderr, "%s\n", err);
-            return TRAIN_EIO;
-        }
+        int rc = check_run_record(t, ckpt);
+        if (rc != TRAIN_OK) return rc;
     }
     GPTMatmul matmul;
     GPTPrecision precision;
@@ -322,76 +370,18 @@ static int run_debug_state(Trainer *t) {
     return dist_agree(rc);
 }
 
-// One ./train at a time in a run directory: an exclusive flock on
-// RUN_DIR/train.lock for the whole run (the kernel releases it when the
-// process ends, however it ends). The file holds the holder's pid, for the
-// message a second process prints.
-static int lock_run_dir(Trainer *t) {
-    char err[256];
-    t->lock_fd = open(t->path_lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (t->lock_fd < 0) {
-        fprintf(stderr, "%s: cannot create the lock file: %s\n", t->path_lock, strerror(errno));
-        return TRAIN_EIO;
-    }
-    if (flock(t->lock_fd, LOCK_EX | LOCK_NB) != 0) {
-        char pid[32] = "";
-        ssize_t n = pread(t->lock_fd, pid, sizeof pid - 1, 0);
-        pid[n > 0 ? n : 0] = 0;
-        pid[strcspn(pid, "\n")] = 0;
-        if (errno == EWOULDBLOCK)
-            fprintf(stderr, "%s: in use by another ./train (pid %s); wait for it to end or stop it first\n",
-                    t->opt->out_dir, pid[0] ? pid : "?");
-        else
-            fprintf(stderr, "%s: cannot lock: %s\n", t->path_lock, strerror(errno));
-        close(t->lock_fd);
-        t->lock_fd = -1;
-        return TRAIN_EIO;
-    }
-    snprintf(err, sizeof err, "%d\n", (int)getpid());
-    if (ftruncate(t->lock_fd, 0) != 0 || pwrite(t->lock_fd, err, strlen(err), 0) < 0) {}   // the pid is only informative
-    return TRAIN_OK;
-}
-
-// Temporaries a killed writer left in the run directory (FILE.tmp.XXXXXX of
-// atomic_file.c); with the lock held, no other process is writing them.
-static void remove_stale_temporaries(const char *dir) {
-    DIR *d = opendir(dir);
-    if (!d) return;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        static const char *const owned[] = {"checkpoint.safetensors.tmp.", "model.safetensors.tmp.",
-                                            "log.csv.tmp.", "config.ini.tmp."};
-        for (size_t i = 0; i < sizeof owned / sizeof owned[0]; i++)
-            if (strncmp(e->d_name, owned[i], strlen(owned[i])) == 0) {
-                char path[OPT_STR_MAX + 300];
-                snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
-                unlink(path);
-            }
-    }
-    closedir(d);
-}
-
 // RUN_DIR/machine.txt: one block per start of ./train in the directory (new
 // or resumed), saying from which step it ran on what CPU, OpenBLAS kernels,
-// build, engine and thread count (common/machine.h). A fresh run starts the
-// file again; a resume appends, so a run trained on two machines says so.
+// build, engine and thread count (common/machine.h), and the keys a resume
+// changed. A fresh run starts the file again; a resume appends, so a run
+// trained on two machines says so.
 static int record_machine(Trainer *t, char *err, size_t errlen) {
-    char path[sizeof t->path_config + 16];
-    snprintf(path, sizeof path, "%s/machine.txt", t->opt->out_dir);
-    FILE *f = fopen(path, t->state.step > 0 ? "a" : "w");
-    if (!f) {
-        snprintf(err, errlen, "%s: cannot write: %s", path, strerror(errno));
-        return -1;
-    }
-    fprintf(f, "[from step %d]\n", t->state.step);
-    machine_describe(f);
-    fprintf(f, "engine = %s\n%s\nthreads = %d\nreproducible = %d\n", gpt_matmul_describe(t->model),
-            t->matmul_choice, omp_get_max_threads(), t->opt->reproducible);
-    if (fclose(f) != 0) {
-        snprintf(err, errlen, "%s: write failed: %s", path, strerror(errno));
-        return -1;
-    }
-    return 0;
+    char extra[2048];
+    snprintf(extra, sizeof extra, "engine = %s\n%s\nthreads = %d\nreproducible = %d\n%s%s%s",
+             gpt_matmul_describe(t->model), t->matmul_choice, omp_get_max_threads(), t->opt->reproducible,
+             t->opt->resume_changes[0] ? "changed = " : "", t->opt->resume_changes,
+             t->opt->resume_changes[0] ? "\n" : "");
+    return run_dir_record_machine(t->opt->out_dir, t->state.step, extra, err, errlen);
 }
 
 // save() writes the checkpoint, then the model: a kill between the two
@@ -400,12 +390,26 @@ static int record_machine(Trainer *t, char *err, size_t errlen) {
 // checkpoint's weights loaded, a model.safetensors whose weights are not
 // exactly those is written again, so that after any kill a resume, even of a
 // finished run, leaves the model equal to the last completed step's weights.
+// A model.safetensors that is not this run's model at all (another shape or
+// configuration, or not a weights file) was put there by someone else: it is
+// refused, not replaced.
 static int sync_model_with_checkpoint(Trainer *t) {
     char err[1024];
     GPT *saved = NULL;
     size_t n = gpt_num_params(t->model);
-    int same = file_exists(t->path_model) && gpt_load(&saved, t->path_model, 0, err, sizeof err) == 0 &&
-               gpt_num_params(saved) == n && memcmp(gpt_params(saved), gpt_params(t->model), n * sizeof(float)) == 0;
+    const char *key = NULL;
+    int existed = file_exists(t->path_model);
+    if (existed) {
+        if (gpt_load(&saved, t->path_model, 0, err, sizeof err) != 0 ||
+            gpt_config_diff(gpt_config(saved), gpt_config(t->model), 0, &key) != 0) {
+            fprintf(stderr, "%s: is not this run's model (%s%s); ./train replaces only its own: move it away and "
+                    "resume again\n", t->path_model, saved ? "its key differs: " : err, saved && key ? key : "");
+            gpt_free(saved);
+            return -1;
+        }
+    }
+    int same = saved && gpt_num_params(saved) == n &&
+               memcmp(gpt_params(saved), gpt_params(t->model), n * sizeof(float)) == 0;
     gpt_free(saved);
     if (same) return 0;
     if (gpt_save(t->model, t->path_model, err, sizeof err) != 0) {
@@ -413,8 +417,9 @@ static int sync_model_with_checkpoint(Trainer *t) {
         return -1;
     }
     if (!t->args->quiet)
-        fprintf(stderr, "%s: did not hold the weights of checkpoint.safetensors (step %d; a kill between the two "
-                "saves leaves it behind); written again from the checkpoint\n", t->path_model, t->state.step);
+        fprintf(stderr, "%s: %s the weights of checkpoint.safetensors (step %d): a kill between the two saves leaves "
+                "it one save behind; written again from the checkpoint\n", t->path_model,
+                existed ? "did not hold" : "was missing beside", t->state.step);
     return 0;
 }
 
@@ -436,14 +441,12 @@ static int setup_run_dir(Trainer *t) {
     snprintf(t->path_model, sizeof t->path_model, "%s/model.safetensors", opt->out_dir);
     snprintf(t->path_log, sizeof t->path_log, "%s/log.csv", opt->out_dir);
     snprintf(t->path_config, sizeof t->path_config, "%s/config.ini", opt->out_dir);
-    snprintf(t->path_lock, sizeof t->path_lock, "%s/train.lock", opt->out_dir);
-    if (make_dirs(opt->out_dir, err, sizeof err) != 0) {
+    if (make_dirs(opt->out_dir, err, sizeof err) != 0 || run_dir_check_files(opt->out_dir, err, sizeof err) != 0 ||
+        run_dir_lock(opt->out_dir, &t->lock_fd, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
         return TRAIN_EIO;
     }
-    int rc = lock_run_dir(t);
-    if (rc != TRAIN_OK) return rc;
-    remove_stale_temporaries(opt->out_dir);
+    run_dir_remove_temporaries(opt->out_dir);
 
     int have_ckpt = file_exists(t->path_ckpt);
     int resume = t->args->resume_dir != NULL && have_ckpt;
@@ -482,6 +485,9 @@ static int setup_run_dir(Trainer *t) {
         }
         loader_set_rng(&t->train, t->state.data_rng);
         if (sync_model_with_checkpoint(t) != 0) return TRAIN_EIO;
+        // A finished run (or one asked to stop earlier than it is): nothing
+        // to train, so nothing of its record is written (train_run says so).
+        if (t->state.step >= opt->steps) return TRAIN_OK;
     } else {
         if (have_ckpt && remove(t->path_ckpt) != 0) {   // --overwrite: an old checkpoint must not be resumed
             fprintf(stderr, "%s: cannot remove: %s\n", t->path_ckpt, strerror(errno));
@@ -490,9 +496,16 @@ static int setup_run_dir(Trainer *t) {
         t->state.step = 0;
         t->state.elapsed_s = 0;
     }
-    // config.ini is (re)written on resume too: [optim]/[run] overrides such as
-    // --steps stick for the next resume.
-    if (options_write_ini(opt, t->path_config, t->vocab_size, err, sizeof err) != 0 ||
+    // A new run writes its config.ini and data.txt now; a resume keeps its
+    // own, and keys changed on its command line (--steps) go into config.ini
+    // at its first save, with the checkpoint that records them (save()), so
+    // config.ini never holds a change the checkpoint has not.
+    run_dir_lock_note_pid(t->lock_fd);
+    char data_path[OPT_STR_MAX + 64];
+    snprintf(data_path, sizeof data_path, "%s/data.txt", opt->out_dir);
+    int write_data = !resume || !file_exists(data_path);   // (a run of an older ./train has none)
+    if ((!resume && options_write_ini(opt, t->path_config, t->vocab_size, err, sizeof err) != 0) ||
+        (write_data && data_record_write(&t->data, data_path, ATOMIC_REPLACE, err, sizeof err) != 0) ||
         record_machine(t, err, sizeof err) != 0 ||
         runlog_open(&t->log, t->path_log, resume ? t->state.step : -1, err, sizeof err) != 0) {
         fprintf(stderr, "%s\n", err);
@@ -569,9 +582,20 @@ static int save(Trainer *t) {
         return TRAIN_EIO;
     }
     t->state.data_rng = loader_get_rng(&t->train);
+    // A resume's changed keys: config.ini, then the checkpoint that records
+    // them (a kill between the two leaves config.ini ahead of the record,
+    // which the next --resume names, key by key).
+    if (t->config_pending) {
+        if (options_write_ini(t->opt, t->path_config, t->vocab_size, err, sizeof err) != 0) {
+            progress_break(&t->progress);
+            fprintf(stderr, "%s\n", err);
+            return TRAIN_EIO;
+        }
+        t->config_pending = 0;
+    }
     // The checkpoint first: a kill between the two leaves the model one save
     // behind it, which the next --resume rewrites (sync_model_with_checkpoint).
-    int failed = checkpoint_save(t->path_ckpt, t->model, &t->adamw, &t->state, err, sizeof err) != 0;
+    int failed = checkpoint_save(t->path_ckpt, t->model, &t->adamw, &t->state, &t->record, err, sizeof err) != 0;
     if (!failed) fault_crash_between_saves(t->state.step);   // test build only
     if (failed || gpt_save(t->model, t->path_model, err, sizeof err) != 0) {
         progress_break(&t->progress);
@@ -681,6 +705,12 @@ static int train_loop(Trainer *t) {
     if (first_step == 0) {                   // row 0: the initial weights
         if (evaluate(t, &last_val) != 0) return TRAIN_EIO;
         if (check_same_weights(t, 0) != 0) return DIST_EDRIFT;
+        if (!isfinite(last_val) && t->args->init_from) {   // no update yet: the weights, not the lr
+            if (dist_is_main_process())
+                fprintf(stderr, "--init-from %s: the validation loss of its weights is %g before any update: the "
+                        "file's values overflow the model (a bad weights file)\n", t->args->init_from, last_val);
+            return TRAIN_EIO;
+        }
         if (!isfinite(last_val)) return diverged(t, 0, "the validation loss", last_val);
         if (dist_is_main_process())
             log_row(t, 0, NAN, last_val, NAN, NAN, NAN, elapsed0 + clock_seconds() - t_begin, &log_failing);
@@ -760,8 +790,9 @@ int train_run(const TrainOptions *opt_in, const TrainArgs *args) {
         if (rc == TRAIN_OK) share_run_state(&t);
         if (rc == TRAIN_OK && t.state.step >= opt->steps) {
             if (dist_is_main_process())
-                fprintf(stderr, "%s: the run is finished (step %d of %d); nothing to do (--steps=N trains it on to step N)\n",
-                        opt->out_dir, t.state.step, opt->steps);
+                fprintf(stderr, "%s: the run is finished (step %d of %d); nothing to do and no file changed "
+                        "(--steps=N with N > %d trains it on to step N)\n", opt->out_dir, t.state.step, opt->steps,
+                        t.state.step);
         } else if (rc == TRAIN_OK) {
             install_signal_handlers();
             rc = train_loop(&t);
