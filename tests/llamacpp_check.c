@@ -65,12 +65,14 @@
 #include "util_run.h"
 #include "llamacpp_ref.h"
 
-#define DATA "data/kjv"
+#define DATA "data/kjv"                     // make run's data: GPT-2's pre-tokenizer (configs/data/kjv.txt)
+#define DATA_BYTE_CLASSES "data/kjv-byte-classes"   // the studies': the byte-class rule (configs/data/kjv-byte-classes.txt)
 #define N_GEN 64
 #define MAKE_RUN_MODEL "runs/small-rope/model.safetensors"
 #define LOGP_FLOOR -20.0   // tokens compared: our log-probability above this
 
-static Tokenizer tok;
+static Tokenizer tok;            // DATA's
+static Tokenizer tok_byte_classes;   // DATA_BYTE_CLASSES's
 
 // Prompts tried in order; the first whose greedy continuation has no near-tie is used.
 static const char *const PROMPTS[] = {
@@ -456,20 +458,27 @@ static int setup(void **state) {
     (void)state;
     char err[512];
     struct stat st;
-    if (stat(DATA "/val.bin", &st) != 0 || stat("data/kjv.txt", &st) != 0) {
-        fprintf(stderr, "llamacpp_check: %s is missing: make test-llamacpp makes it (as make run does)\n", DATA);
+    if (stat(DATA "/val.bin", &st) != 0 || stat(DATA_BYTE_CLASSES "/val.bin", &st) != 0 ||
+        stat("data/kjv.txt", &st) != 0) {
+        fprintf(stderr, "llamacpp_check: %s or %s is missing: make test-llamacpp makes them\n", DATA,
+                DATA_BYTE_CLASSES);
         return -1;
     }
     if (stat("tests/llamacpp/node_modules/node-llama-cpp", &st) != 0) {
         fprintf(stderr, "llamacpp_check: tests/llamacpp/node_modules is missing: make test-llamacpp runs npm ci\n");
         return -1;
     }
-    if (bpe_load(&tok, DATA "/tokenizer.bin", err, sizeof err)) { fprintf(stderr, "%s\n", err); return -1; }
+    if (bpe_load(&tok, DATA "/tokenizer.bin", err, sizeof err) ||
+        bpe_load(&tok_byte_classes, DATA_BYTE_CLASSES "/tokenizer.bin", err, sizeof err)) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
     return make_data_dir("llamacpp");   // dir: this run's files (its small corpus goes unused)
 }
 
 static int teardown(void **state) {
     bpe_free(&tok);
+    bpe_free(&tok_byte_classes);
     return remove_data_dir(state);
 }
 
@@ -796,7 +805,7 @@ static void expect_allowed_differences(const char *who, const char *corpus, cons
              d->first_line, who, d->first_at, (int)d->first_len, d->first_text + d->first_at, d->first_text);
 }
 
-// The default tokenizer's differences from who's GPT-2 rule on the corpus: each must be
+// The byte-class tokenizer's differences from who's GPT-2 rule on the corpus: each must be
 // one docs/FORMAT.md names.
 static void expect_named_differences(const char *who, size_t len, int n_lines, const CorpusDiff *d) {
     print_message("data/kjv.txt (%zu bytes, %d lines) encoded by %s and by ropelab: as one text, %ld spans "
@@ -809,20 +818,48 @@ static void expect_named_differences(const char *who, size_t len, int n_lines, c
     expect_allowed_differences(who, "data/kjv.txt", d);
 }
 
+// A tiny block=llama rope model (the one kind both --format gguf and hf take; only
+// its tokenizer is read) of the tokenizer and tokens in data_dir, into run_dir.
+static void train_carrier(const char *data_dir, const char *run_dir) {
+    if (run("./train configs/tiny.ini --block=llama --pos=rope --tokenizer=%s/tokenizer.bin "
+            "--train_file=%s/train.bin --val_file=%s/val.bin --steps=1 --eval_every=0 --save_every=0 --quiet "
+            "--threads=1 --out_dir=%s", data_dir, data_dir, data_dir, run_dir) != 0)
+        fail_msg("./train failed: %s", out);
+}
+
+// make run's model (GPT-2's rule, as llama.cpp's "gpt-2" pre-tokenizer): the whole
+// corpus and each line encode to the same ids in llama.cpp, every span; a model of
+// the studies' byte-class tokenizer: only where docs/FORMAT.md says the rules differ.
 static void test_corpus_tokenisation(void **s) {
     (void)s;
-    char gguf[512];
-    snprintf(gguf, sizeof gguf, "%s/tokenizer.gguf", dir);
-    if (run("./export --weights %s --tokenizer %s/tokenizer.bin --out %s", MAKE_RUN_MODEL, DATA, gguf) != 0)
-        fail_msg("./export failed: %s", out);
+    char gguf[512], carrier[512];
     size_t len;
     int n_lines;
     char *text = read_file("data/kjv.txt", &len);
     assert_int_equal(strlen(text), len);   // text: no NUL byte
+    snprintf(gguf, sizeof gguf, "%s/tokenizer.gguf", dir);
+    if (run("./export --weights %s --tokenizer %s/tokenizer.bin --out %s", MAKE_RUN_MODEL, DATA, gguf) != 0)
+        fail_msg("./export failed: %s", out);
+    if (strstr(out, "warning")) fail_msg("the export of make run's model warns: %s", out);
     cJSON *req = new_request(gguf, 256, tok.vocab_size);
     add_corpus_texts(cJSON_AddArrayToObject(req, "tokenize"), text, &n_lines);
     cJSON *resp = llama(req, "corpus");
-    CorpusDiff d = diff_corpus(&tok, text, n_lines, cJSON_GetObjectItem(resp, "tokenize"), BYTE_CLASS_KINDS);
+    CorpusDiff d = diff_corpus(&tok, text, n_lines, cJSON_GetObjectItem(resp, "tokenize"), 0);
+    expect_allowed_differences("llama.cpp", "data/kjv.txt", &d);
+    print_message("data/kjv.txt (%zu bytes, %d lines) encoded by llama.cpp and by make run's tokenizer: the same ids, "
+                  "as one text (%d tokens) and line by line\n", len, n_lines, d.n_whole);
+    cJSON_Delete(resp);
+
+    snprintf(carrier, sizeof carrier, "%s/byte-classes", dir);
+    train_carrier(DATA_BYTE_CLASSES, carrier);
+    snprintf(gguf, sizeof gguf, "%s/byte-classes.gguf", dir);
+    if (run("./export --weights %s/model.safetensors --tokenizer %s/tokenizer.bin --out %s", carrier,
+            DATA_BYTE_CLASSES, gguf) != 0)
+        fail_msg("./export failed: %s", out);
+    req = new_request(gguf, 256, tok_byte_classes.vocab_size);
+    add_corpus_texts(cJSON_AddArrayToObject(req, "tokenize"), text, &n_lines);
+    resp = llama(req, "corpus-byte-classes");
+    d = diff_corpus(&tok_byte_classes, text, n_lines, cJSON_GetObjectItem(resp, "tokenize"), BYTE_CLASS_KINDS);
     expect_named_differences("llama.cpp", len, n_lines, &d);
     cJSON_Delete(resp);
     free(text);
@@ -860,17 +897,8 @@ static cJSON *hf_tokenize(const char *hf_dir, const Tokenizer *t, const char *la
     return resp;
 }
 
-// A tiny block=llama rope model (the one kind both --format gguf and hf take; only
-// its tokenizer is read) of the tokenizer and tokens in data_dir, into run_dir.
-static void train_carrier(const char *data_dir, const char *run_dir) {
-    if (run("./train configs/tiny.ini --block=llama --pos=rope --tokenizer=%s/tokenizer.bin "
-            "--train_file=%s/train.bin --val_file=%s/val.bin --steps=1 --eval_every=0 --save_every=0 --quiet "
-            "--threads=1 --out_dir=%s", data_dir, data_dir, data_dir, run_dir) != 0)
-        fail_msg("./train failed: %s", out);
-}
-
-// The default tokenizer (data/kjv/tokenizer.bin, the byte-class rule) in a Hugging
-// Face export: the corpus and each line encode as ours but for the differences of
+// The studies' byte-class tokenizer (data/kjv-byte-classes) in a Hugging Face
+// export: the corpus and each line encode as ours but for the differences of
 // GPT-2's regex that llama.cpp's "gpt-2" pre-tokenizer has too (the same kinds,
 // counted); the test text as hf_tokenize checks it.
 static void test_hf_tokenizer(void **s) {
@@ -878,16 +906,17 @@ static void test_hf_tokenizer(void **s) {
     char d[512], hf_dir[600];
     snprintf(d, sizeof d, "%s/hf-default", dir);
     snprintf(hf_dir, sizeof hf_dir, "%s/hf", d);
-    train_carrier(DATA, d);
-    if (run("./export --weights %s/model.safetensors --tokenizer %s/tokenizer.bin --format hf --out %s", d, DATA,
-            hf_dir) != 0)
+    train_carrier(DATA_BYTE_CLASSES, d);
+    if (run("./export --weights %s/model.safetensors --tokenizer %s/tokenizer.bin --format hf --out %s", d,
+            DATA_BYTE_CLASSES, hf_dir) != 0)
         fail_msg("./export --format hf failed: %s", out);
     size_t len;
     int n_lines;
     char *text = read_file("data/kjv.txt", &len);
     assert_int_equal(strlen(text), len);   // text: no NUL byte
-    cJSON *resp = hf_tokenize(hf_dir, &tok, "hf-default", text, &n_lines);
-    CorpusDiff diff = diff_corpus(&tok, text, n_lines, cJSON_GetObjectItem(resp, "tokenize"), BYTE_CLASS_KINDS);
+    cJSON *resp = hf_tokenize(hf_dir, &tok_byte_classes, "hf-byte-classes", text, &n_lines);
+    CorpusDiff diff = diff_corpus(&tok_byte_classes, text, n_lines, cJSON_GetObjectItem(resp, "tokenize"),
+                                  BYTE_CLASS_KINDS);
     expect_named_differences("Hugging Face's tokenizers.js", len, n_lines, &diff);
     cJSON_Delete(resp);
     free(text);

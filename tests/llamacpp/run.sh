@@ -64,6 +64,7 @@ if [ "$(node_major)" -lt 20 ]; then
 fi
 echo "test-llamacpp: node $(node --version) ($(command -v node))"
 bash scripts/run/run.sh
+bash scripts/run/data_dir.sh configs/data/kjv-byte-classes.txt >/dev/null   # the studies' tokenizer, checked too
 bash scripts/run/get_data.sh gcide
 bash scripts/run/install_deps.sh unicode-data
 npm_ci tests/llamacpp
