@@ -9,22 +9,23 @@
 // 2,400 is 5.0, 4.6, 4.2, 3.8 plus a seed offset (s - 2) 0.01: 0.4 lower per
 // doubling. Rope at budget index j (0 for 300) ends at R_j + (s - 2) 0.01 +
 // c_s + d_s j, with R = 4.7, 4.3, 4.0, 3.6, so learned is g_j - c_s - d_s j
-// above it, g = 0.3, 0.3, 0.2 (and -0.2 at 2,400). Learned reaches that loss
+// above it, g = 0.3, 0.3, 0.2 at 300-1,200. Learned reaches that loss
 // e = (g_j - c_s - d_s j) / 0.4 doublings past n_j (between n_j and 2 n_j,
 // as 0 <= e <= 1 for every seed here), so K_s(n_j) = 2^e exactly; rope at
-// 2,400 ends below learned's loss at every budget run, so K is censored
-// there, "> 2400 / 2400". The c_s and d_s differ by seed, so the per-seed K
-// spread and the 95% interval (t over the per-seed K) is neither a point nor
-// their range; each seed's slope of ln K on ln N over 300-1,200 is
-// (slope of g_j over j - d_s) / 0.4, and their t interval is over the seeds.
+// 2,400 ends below learned's loss at every budget run (3.8 at 2,400, the
+// largest), so K is censored there, "> 2400 / 2400". The c_s and d_s differ
+// by seed, so the per-seed K spread and the 95% interval (t over the
+// per-seed K) is neither a point nor their range; each seed's slope of ln K
+// on ln N over 300-1,200 is (slope of g_j over j - d_s) / 0.4, and their t
+// interval is over the seeds.
 //
 // Also: each scheme's line is the lr it has the most runs at, and a run at
 // another lr (learned at 8e-3, one seed) is an lr check, not part of the line.
 //
 // The size sweep. At widths 64, 96, 128 and 256 (W/32 layers; P
-// non-embedding parameters, recomputed here from the block's shapes) rope's
-// three seeds end gap(P) - v_W, gap(P) + v_W and gap(P) below learned at 600
-// steps, gap(P) = -0.1 - 0.05 (log10 P - 5); learned's loss falls 0.4 per
+// non-embedding parameters, recomputed here from the block's shapes) rope -
+// learned at 600 steps is gap(P) - v_W, gap(P) + v_W and gap(P) in seeds 1,
+// 2 and 3, gap(P) = -0.1 - 0.05 (log10 P - 5); learned's loss falls 0.4 per
 // doubling of its budget (4.6, 4.2, 3.8 at 600, 1,200 and 2,400, seeds 1-2).
 // The means over seeds 1-3 and over seeds 1-2 both give gap(P), so the gap's
 // trend is -0.05 per decade, K from the seed means 2^(-gap / 0.4), log10 K's
