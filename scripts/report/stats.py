@@ -12,6 +12,16 @@ share cancels in d_s. With n seeds, mean d and standard deviation s_d:
       both |d|-bounds of the 90% interval, d +- t(0.95, n-1) s_d / sqrt(n),
       lie inside (-m, +m). Only then are a and b called "equivalent".
 
+A quantity read per seed (a ratio, a multiplier) has the same t interval
+over its per-seed values (one_sample). A trend is a least-squares slope
+with its t interval on n - 2 degrees of freedom (slope); that interval
+takes the points' errors as independent, so a trend is fitted on units
+that are: one slope per seed, or the means of units that share nothing.
+With 2-3 seeds no interval is the seeds' range (or a bootstrap over them,
+which is about the range): the range of n values covers the median of
+their distribution with probability 1 - 2 (1/2)^n, 75% for 3 seeds and
+50% for 2, not 95%.
+
 The t quantiles come from scipy (Debian's python3-scipy).
 """
 import math
@@ -66,6 +76,41 @@ def one_sample(xs):
     return r
 
 
+def slope(xs, ys):
+    """Least squares y = a + b x: {n, intercept, slope, se, lo95, hi95}. With
+    Sxx = sum (x - mean x)^2 and s^2 = (sum of squared residuals) / (n - 2),
+    se = s / sqrt(Sxx) and the 95% interval is b +- t(0.975, n - 2) se (NaN
+    for fewer than 3 points, which leave no degree of freedom for s)."""
+    n = len(xs)
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mx) ** 2 for x in xs)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sxx
+    a = my - b * mx
+    r = {"n": n, "intercept": a, "slope": b, "se": math.nan, "lo95": math.nan, "hi95": math.nan}
+    if n >= 3:
+        se = math.sqrt(sum((y - a - b * x) ** 2 for x, y in zip(xs, ys)) / (n - 2) / sxx)
+        h = t_quantile(0.975, n - 2) * se
+        r.update(se=se, lo95=b - h, hi95=b + h)
+    return r
+
+
+def sign_verdict(lo, hi, up, down):
+    """'up' where the 95% interval [lo, hi] lies above 0, 'down' where below, else 'undetermined'."""
+    if math.isnan(lo) or math.isnan(hi):
+        return "undetermined (no interval)"
+    return up if lo > 0 else down if hi < 0 else "undetermined"
+
+
+def fmt_seeds(seeds):
+    """'seeds 1-3', 'seeds 1, 3', 'seed 2': the seeds a figure rests on, named."""
+    seeds = sorted(seeds)
+    if len(seeds) == 1:
+        return f"seed {seeds[0]}"
+    if seeds == list(range(seeds[0], seeds[-1] + 1)):
+        return f"seeds {seeds[0]}-{seeds[-1]}"
+    return "seeds " + ", ".join(str(s) for s in seeds)
+
+
 def equivalent(r, margin):
     """TOST at 5%: the 90% interval of the paired difference inside (-margin, +margin)."""
     return r["n"] >= 2 and -margin < r["lo90"] and r["hi90"] < margin
@@ -85,10 +130,10 @@ def verdict(r, margin, a="a", b="b"):
     return "undecided"
 
 
-def fmt_interval(r, spec="+.4f"):
-    """'+0.0123 [+0.0050, +0.0196]' (mean and 95% interval)."""
-    if r["n"] == 0 or math.isnan(r["mean"]):
+def fmt_interval(r, spec="+.4f", key="mean"):
+    """'+0.0123 [+0.0050, +0.0196]' (r[key], the mean or a slope, and its 95% interval)."""
+    if r["n"] == 0 or math.isnan(r[key]):
         return "n/a"
     if math.isnan(r["lo95"]):
-        return format(r["mean"], spec)
-    return f"{format(r['mean'], spec)} [{format(r['lo95'], spec)}, {format(r['hi95'], spec)}]"
+        return format(r[key], spec)
+    return f"{format(r[key], spec)} [{format(r['lo95'], spec)}, {format(r['hi95'], spec)}]"
