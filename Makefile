@@ -190,6 +190,8 @@ compare: $(PROGRAMS)
 reproduce:
 	@bash scripts/run/reproduce.sh "$(RUN)" $(if $(STEPS),--steps "$(STEPS)")
 
+include scripts/dev/reading_path.mk
+
 clean: clean-sanitize
 	rm -rf build $(PROGRAMS)
 
