@@ -56,6 +56,7 @@
 #include <omp.h>
 
 #include "engine/engine_shared.h"
+#include "engine/kernels.h"
 #include "model/gpt_internal.h"
 #include "util_engine.h"
 #include "util_gradcheck.h"

@@ -15,7 +15,7 @@
 
 #include "common/rng.h"
 #include "engine/bf16.h"
-#include "model/fastmath.h"
+#include "engine/kernels.h"
 #include "model/layers.h"
 
 static float *randn(size_t n, double std, uint64_t seed) {

@@ -12,6 +12,7 @@
 #include "common/rng.h"
 #include "engine/engine_create.h"
 #include "engine/engine_shared.h"
+#include "engine/kernels.h"
 #include "util_engine.h"
 
 double ue_gamma(double n) { return n * U32 / (1.0 - n * U32); }

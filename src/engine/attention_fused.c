@@ -16,78 +16,16 @@
 // dqkv. The order of every sum is fixed by the loops, and one thread owns a
 // (batch, head) pair: the bits do not depend on the thread count.
 // The loops between the products (attention_online_*, attention_key_block_*,
-// attention_row_dots) are shared with the oneDNN engine, which runs them
-// between its primitives (onednn_attention.c); the kernels at the end run the
-// products on OpenBLAS (engine_openblas.c's engine).
+// attention_row_dots) are engine/kernels.h's, which the oneDNN engine runs
+// between its primitives too (onednn_attention.c); this file runs the
+// products on OpenBLAS, for engine_openblas.c's engine.
 #include <math.h>
 #include <stddef.h>
 
 #include <cblas.h>
 
 #include "engine/engine_shared.h"
-#include "model/fastmath.h"
-#include "model/lane_sum.h"
-
-void attention_row_dots(float *rho, const float *dy, const float *y, size_t ld, int rows, int D) {
-    for (int r = 0; r < rows; r++) LANE_SUM(rho[r], d, D, dy[(size_t)r * ld + d] * y[(size_t)r * ld + d]);
-}
-
-// Online softmax (Milakov and Gimelshein 2018; FlashAttention): after key
-// blocks 1..k, row i holds m_i = max_j s_ij, l_i = sum_j exp(s_ij - m_i) and
-// y_i = sum_j exp(s_ij - m_i) v_j over their keys. A new block with max m'
-// >= m_i scales the three sums' earlier terms by exp(m_i - m') (exactly 1,
-// and skipped, when the max did not move) and adds its own. At the end y_i / l_i
-// is the softmax's output and m_i + log l_i its lse.
-void attention_online_probs(float *s, int i0, int rows, int j0, int cols, const float *bias_h, float *row_max,
-                            float *row_sum, float *y, size_t ldy, int D) {
-    for (int r = 0; r < rows; r++) {
-        int i = i0 + r, n = attention_visible_keys(i, j0, cols);
-        float *row = s + (size_t)r * cols;
-        if (bias_h)
-            for (int j = 0; j < n; j++) row[j] += bias_h[i - j0 - j];
-        float mx = j0 == 0 ? -INFINITY : row_max[r];
-        #pragma omp simd reduction(max : mx)
-        for (int j = 0; j < n; j++) mx = row[j] > mx ? row[j] : mx;
-        for (int j = 0; j < n; j++) row[j] = exp_fast(row[j] - mx);
-        for (int j = n; j < cols; j++) row[j] = 0.0f;   // causal mask
-        float sum;
-        LANE_SUM(sum, j, n, row[j]);   // fixed order on every CPU (lane_sum.h)
-        if (j0 == 0) {
-            row_sum[r] = sum;
-        } else if (mx != row_max[r]) {
-            float rescale = exp_fast(row_max[r] - mx);
-            float *yr = y + (size_t)r * ldy;
-            for (int d = 0; d < D; d++) yr[d] *= rescale;
-            row_sum[r] = row_sum[r] * rescale + sum;
-        } else {
-            row_sum[r] += sum;
-        }
-        row_max[r] = mx;
-    }
-}
-
-void attention_online_finish(float *y, size_t ldy, int D, int rows, const float *row_max, const float *row_sum,
-                             float *lse) {
-    for (int r = 0; r < rows; r++) {
-        float inv = 1.0f / row_sum[r], *yr = y + (size_t)r * ldy;
-        for (int d = 0; d < D; d++) yr[d] *= inv;
-        lse[r] = row_max[r] + logf(row_sum[r]);
-    }
-}
-
-void attention_key_block_dscores(float *dp, const float *p, int i0, int rows, int j0, int cols, const float *rho,
-                                 float *dbias_bh) {
-    for (int r = 0; r < rows; r++) {
-        int i = i0 + r;
-        attention_dscores_row(dp + (size_t)r * cols, p + (size_t)r * cols, i, j0, attention_visible_keys(i, j0, cols),
-                              cols, rho[r], dbias_bh);
-    }
-}
-
-size_t attention_fused_scratch_floats(int T) {
-    size_t nb = (size_t)attention_block_rows(T);
-    return 2 * nb * nb + 2 * nb;
-}
+#include "engine/kernels.h"
 
 void attention_fused_head_forward(const AttHead *a, float *out, float *lse, int T, int C) {
     const int D = a->D, nb = a->nb;

@@ -15,9 +15,10 @@
 //                                  fp32 also fused, on the OpenBLAS engine's loops
 //
 // gpt_set_matmul (gpt.c) is the one place an engine is chosen, by the
-// constructors of engine_create.h. What the engines share below this seam
-// is in engine_shared.h; what only the tests
-// and benchmarks reach (the oneDNN engine's layouts, counters) in
+// constructors of engine_create.h. What the engines share below this seam:
+// the loops between their products and the float arithmetic of the model's
+// layers in kernels.h, the rest in engine_shared.h; what only the tests and
+// benchmarks reach (the oneDNN engine's layouts, counters) in
 // engine_testing.h.
 //
 // Weights are passed by pointer: W is a parameter inside the model's flat
@@ -28,13 +29,14 @@
 // to the parameters goes through gpt_params() (gpt.c), which calls it.
 //
 // Errors: the operations return nothing. An engine that fails (oneDNN: a
-// primitive it cannot create, memory) records the first message in err and
-// leaves its outputs unspecified; the model reads err once at the end of
-// each pass (engine_failed). The reference and openblas engines never fail.
+// primitive it cannot create; any engine: memory for its scratch) records
+// the first message in err and leaves its outputs unspecified; the model
+// reads err once at the end of each pass (engine_failed).
 //
 // Threads: call from outside any OpenMP parallel region; each engine runs
 // on the program's OpenMP pool (omp_get_max_threads() threads). Scratch is
-// the engine's own, sized at the first call of a longer sequence.
+// the engine's own, made at the first call of a longer sequence (or of more
+// threads): a pass of the shape of the last allocates nothing.
 #ifndef ROPELAB_ENGINE_H
 #define ROPELAB_ENGINE_H
 

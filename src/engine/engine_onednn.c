@@ -54,6 +54,7 @@
 
 #include "engine/engine_create.h"
 #include "engine/engine_shared.h"
+#include "engine/kernels.h"
 #include "engine/engine_testing.h"
 #include "engine/onednn.h"
 

@@ -36,7 +36,7 @@
 // diagonal (then masked): for T = 256 that is 5/8 of the full T x T square,
 // and the per-thread scratch is 2 x ATT_BLOCK x T floats instead of T x T.
 // The loops between the products (attention_block_probs, _dscores) are
-// shared with the oneDNN engine. The fused attention (engine_openblas_create's
+// engine/kernels.h's, which the oneDNN engine runs too. The fused attention (engine_openblas_create's
 // fused_attention) cuts the keys into blocks too: attention_fused.c.
 #include <math.h>
 #include <stdio.h>
@@ -48,14 +48,10 @@
 
 #include "engine/engine_create.h"
 #include "engine/engine_shared.h"
-#include "model/fastmath.h"
-#include "model/lane_sum.h"
+#include "engine/kernels.h"
 
 #ifndef SLICE_ROWS
 #define SLICE_ROWS 64   // rows (or output rows) per sgemm call of a linear layer
-#endif
-#ifndef ATT_BLOCK
-#define ATT_BLOCK 64   // query rows per block
 #endif
 
 typedef struct {
@@ -63,6 +59,7 @@ typedef struct {
     int fused;             // attention: 1 fused (key blocks, online softmax), 0 blocked (all keys at once)
     float *scratch;        // attention: per thread, a block of scores and one of their gradients
     size_t scratch_bytes;
+    int scratch_T, scratch_threads;   // what it is sized for
 } OpenblasEngine;
 
 /* ---- linear layers ---- */
@@ -111,57 +108,6 @@ static void linear_backward(Engine *e, float *dinp, float *dW, float *db, const 
 
 /* ---- attention ---- */
 
-int attention_block_rows(int T) { return T < ATT_BLOCK ? T : ATT_BLOCK; }
-
-void attention_key_block_probs(float *s, int i0, int rows, int j0, int cols, const float *bias_h,
-                               const float *lse) {
-    for (int r = 0; r < rows; r++) {
-        int i = i0 + r, n = attention_visible_keys(i, j0, cols);
-        float *row = s + (size_t)r * cols, row_lse = lse[i];
-        if (bias_h)
-            for (int j = 0; j < n; j++) row[j] += bias_h[i - j0 - j];
-        for (int j = 0; j < n; j++) row[j] = exp_fast(row[j] - row_lse);
-        for (int j = n; j < cols; j++) row[j] = 0.0f;   // causal mask
-    }
-}
-
-void attention_block_probs(float *s, int i0, int rows, int keys, const float *bias_h,
-                           const float *lse_in, float *lse_out) {
-    if (!lse_out) {   // backward: P from the saved lse
-        attention_key_block_probs(s, i0, rows, 0, keys, bias_h, lse_in);
-        return;
-    }
-    for (int r = 0; r < rows; r++) {
-        int i = i0 + r, n = i + 1;   // keys 0..i are visible
-        float *row = s + (size_t)r * keys;
-        if (bias_h)
-            for (int j = 0; j < n; j++) row[j] += bias_h[i - j];
-        float mx = -INFINITY;
-        #pragma omp simd reduction(max : mx)
-        for (int j = 0; j < n; j++) mx = row[j] > mx ? row[j] : mx;
-        for (int j = 0; j < n; j++) row[j] = exp_fast(row[j] - mx);
-        float sum;
-        LANE_SUM(sum, j, n, row[j]);   // fixed order on every CPU (lane_sum.h)
-        float inv = 1.0f / sum;
-        for (int j = 0; j < n; j++) row[j] *= inv;
-        lse_out[i] = mx + logf(sum);
-        for (int j = n; j < keys; j++) row[j] = 0.0f;   // causal mask
-    }
-}
-
-void attention_block_dscores(float *dp, const float *p, int i0, int rows, int keys, float *dbias_bh) {
-    for (int r = 0; r < rows; r++) {
-        int i = i0 + r, n = i + 1;
-        const float *pr = p + (size_t)r * keys;
-        float *dpr = dp + (size_t)r * keys;
-        float sum_pd;
-        LANE_SUM(sum_pd, j, n, pr[j] * dpr[j]);
-        attention_dscores_row(dpr, pr, i, 0, n, keys, sum_pd, dbias_bh);
-    }
-}
-
-size_t attention_scratch_floats(int T) { return 2 * (size_t)attention_block_rows(T) * T; }
-
 // One thread's scratch floats for the engine's attention.
 static size_t thread_scratch_floats(int fused, int T) {
     return fused ? attention_fused_scratch_floats(T) : attention_scratch_floats(T);
@@ -203,12 +149,19 @@ static size_t scratch_bytes(int fused, int T, int n_threads) {
 }
 
 // This engine's scratch for sequences of length T on the current thread
-// count, grown at the first call that needs more: 0, or -1 (recorded) if out of memory.
+// count, made at the first call that needs more (a longer T, more threads):
+// 0, or -1 (recorded) if out of memory. A step of the same shape only reads it.
 static int scratch_ready(OpenblasEngine *ob, int T) {
-    size_t bytes = scratch_bytes(ob->fused, T, omp_get_max_threads());
-    if (grow_buffer((void **)&ob->scratch, &ob->scratch_bytes, bytes) == 0) return 0;
-    engine_fail(&ob->base, "out of memory for the attention scratch (%zu bytes)", bytes);
-    return -1;
+    int n_threads = omp_get_max_threads();
+    if (T <= ob->scratch_T && n_threads <= ob->scratch_threads) return 0;
+    size_t bytes = scratch_bytes(ob->fused, T, n_threads);
+    if (grow_buffer((void **)&ob->scratch, &ob->scratch_bytes, bytes) != 0) {
+        engine_fail(&ob->base, "out of memory for the attention scratch (%zu bytes)", bytes);
+        return -1;
+    }
+    ob->scratch_T = T;
+    ob->scratch_threads = n_threads;
+    return 0;
 }
 
 // One (batch, head) pair's attention, blocks of query rows against all their

@@ -4,8 +4,8 @@
 // so every product of a step reads as its maths. It is slow, and it is what
 // the fast engines (engine_openblas.c, engine_onednn.c) are checked against
 // (tests/util_engine.h). Its one-row attention, attention_row, is also
-// decoding's (kvcache.c's attention_cached_forward): a new position is one
-// query row over the cache.
+// decoding's (reference.c's attention_cached_forward, for kvcache.c): a new
+// position is one query row over the cache.
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -98,17 +98,27 @@ typedef struct {
     Engine base;
     float *scratch;          // per thread: two rows of T floats (p, then dp)
     size_t scratch_bytes;
+    int scratch_T, scratch_threads;   // what it is sized for
 } ReferenceEngine;
 
-// Two rows of T floats per thread, grown at the first call of a longer T.
+// Two rows of T floats per thread.
 static size_t reference_scratch_bytes(int T, int n_threads) { return (size_t)n_threads * 2 * T * sizeof(float); }
 
+// The scratch for sequences of length T on the current thread count, made
+// at the first call of a longer T (or of more threads): NULL (recorded) if
+// out of memory. A step of the same shape only reads it.
 static float *reference_scratch(Engine *e, int T) {
     ReferenceEngine *r = (ReferenceEngine *)e;
-    size_t bytes = reference_scratch_bytes(T, omp_get_max_threads());
-    if (grow_buffer((void **)&r->scratch, &r->scratch_bytes, bytes) == 0) return r->scratch;
-    engine_fail(e, "out of memory for the attention scratch (%zu bytes)", bytes);
-    return NULL;
+    int n_threads = omp_get_max_threads();
+    if (T <= r->scratch_T && n_threads <= r->scratch_threads) return r->scratch;
+    size_t bytes = reference_scratch_bytes(T, n_threads);
+    if (grow_buffer((void **)&r->scratch, &r->scratch_bytes, bytes) != 0) {
+        engine_fail(e, "out of memory for the attention scratch (%zu bytes)", bytes);
+        return NULL;
+    }
+    r->scratch_T = T;
+    r->scratch_threads = n_threads;
+    return r->scratch;
 }
 
 // qkv (B,T,3C), bias (H,T) or NULL -> out (B,T,C), lse (B,H,T)

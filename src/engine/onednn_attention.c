@@ -63,6 +63,7 @@
 
 #include "engine/engine.h"
 #include "engine/engine_shared.h"
+#include "engine/kernels.h"
 #include "engine/onednn.h"
 
 #define MAX_PLANS 8   // (T, C, H, threads) plans kept; the least recently used is dropped for a new one

@@ -5,8 +5,7 @@
 // the two blocks' layers.
 #include <math.h>
 
-#include "model/fastmath.h"
-#include "model/lane_sum.h"
+#include "engine/kernels.h"
 #include "model/layers.h"
 
 /* ---- RMSNorm, over the channel dim (block=llama; eps RMS_EPS) ----

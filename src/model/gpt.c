@@ -19,6 +19,8 @@ int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
     GPT *m = calloc(1, sizeof(GPT));
     if (!m) { snprintf(err, errlen, "out of memory"); return -1; }
     m->cfg = c;
+    m->mlp_hidden = gpt_mlp_hidden(&c);
+    m->mlp_fc_width = gpt_mlp_fc_width(&c);
     m->pos = pos_scheme(c.pos);
     if (params_build_table(m, err, errlen) != 0) { gpt_free(m); return -1; }
     *model = m;
@@ -353,7 +355,7 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
     m->B = B;
     m->T = T;
     double mean = model_forward(m, a->tokens, targets ? a->targets : NULL, B, T, NULL);
-    if (engine_failed(m->engine, err, errlen)) return -1;
+    if (m->engine->err[0]) return engine_failed(m->engine, err, errlen);   // (engine.h: its first failure)
     if (targets && loss) *loss = (float)mean;
     m->have_targets = targets != NULL;
     return 0;
@@ -366,5 +368,5 @@ int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
     }
     m->have_targets = 0;   // the logits buffer is about to hold dlogits
     model_backward(m, m->B, m->T, loss_scale);
-    return engine_failed(m->engine, err, errlen);
+    return m->engine->err[0] ? engine_failed(m->engine, err, errlen) : 0;
 }

@@ -75,6 +75,7 @@ typedef struct {
 
 struct GPT {
     GPTConfig cfg;                   // rope_dims resolved (never 0)
+    int mlp_hidden, mlp_fc_width;    // F = gpt_mlp_hidden(&cfg), FC = gpt_mlp_fc_width(&cfg): fixed at creation
     const PosScheme *pos;
     PosCtx pos_ctx;                  // the scheme's tables for max(T, block_size) positions
     PosParam pos_params[POS_MAX_PARAMS];  // the scheme's tensors, as it describes them
@@ -120,9 +121,5 @@ double model_forward(GPT *m, const int *tokens, const int *targets, int B, int T
 // model's last forward, on (B,T) tokens and targets held in a->tokens,
 // a->targets) into the gradients.
 void model_backward(GPT *m, int B, int T, float loss_scale);
-// kvcache.c: decoding's attention, model_forward's with a cache: qkv (T,3C) of
-// positions kv->len.. -> out (T,C), lse (H,T); their k and v appended to layer l's cache.
-void attention_cached_forward(float *out, float *lse, const float *qkv, const float *bias, KVCache *kv, int l, int T,
-                              int C, int H);
 
 #endif

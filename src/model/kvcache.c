@@ -5,12 +5,10 @@
 // T = 1 at position len: the same layers in the same order as training, but
 // for attention, which reads the earlier positions' k and v from the cache
 // (and appends the new position's).
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/engine_shared.h"
 #include "model/gpt_internal.h"
 
 // The floats of k and v, (L, max_len, C) each, and of one row's forward:
@@ -110,27 +108,4 @@ int gpt_decode_step(GPT *m, KVCache *kv, int token, float *logits, char *err, si
     if (engine_failed(m->engine, err, errlen)) return -1;
     kv->len++;
     return 0;
-}
-
-// Decoding's attention (model_forward with a KV cache kv, layer l), one
-// sequence: the T query rows of positions pos0..pos0+T-1 (pos0 = kv->len)
-// over the cache. Their keys and values are appended to the layer's cache
-// rows pos0.., then each row attends to the cache's positions 0..its own,
-// one attention_row per row and head.
-// qkv (T,3C), bias (H, pos0+T) or NULL -> out (T,C), lse (H,T)
-void attention_cached_forward(float *out, float *lse, const float *qkv, const float *bias, KVCache *kv, int l, int T,
-                              int C, int H) {
-    const int D = C / H, pos0 = kv->len, n_keys = pos0 + T;
-    const float scale = 1.0f / sqrtf((float)D);
-    float *k = kv->k + (size_t)l * kv->max_len * C, *v = kv->v + (size_t)l * kv->max_len * C;   // (max_len, C)
-    for (int t = 0; t < T; t++) {
-        memcpy(k + (size_t)(pos0 + t) * C, qkv + (size_t)t * 3 * C + C, (size_t)C * sizeof(float));
-        memcpy(v + (size_t)(pos0 + t) * C, qkv + (size_t)t * 3 * C + 2 * C, (size_t)C * sizeof(float));
-    }
-    for (int t = 0; t < T; t++)
-        for (int h = 0; h < H; h++)
-            lse[(size_t)h * T + t] = attention_row(out + (size_t)t * C + h * D, kv->scores,
-                                                   qkv + (size_t)t * 3 * C + h * D, k + h * D, v + h * D,
-                                                   (size_t)C, bias ? bias + (size_t)h * n_keys : NULL, pos0 + t, D,
-                                                   scale);
 }

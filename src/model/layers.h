@@ -54,14 +54,14 @@ void swiglu_backward(float *dinp, const float *inp, const float *dout, int N, in
 
 // The block's choices (config's block): its norm, LayerNorm or RMSNorm, over C
 // channels (mean, bias unused by RMSNorm); its MLP activation, GELU or SwiGLU,
-// from c_fc's output (N, gpt_mlp_fc_width) to (N, gpt_mlp_hidden).
+// from c_fc's output (N, gpt_mlp_fc_width) to (N, F = gpt_mlp_hidden, the model's mlp_hidden).
 void block_norm_forward(const GPTConfig *c, float *out, float *mean, float *rstd, const float *inp,
                         const float *weight, const float *bias, int N);
 void block_norm_backward(const GPTConfig *c, float *dinp, float *dweight, float *dbias, const float *dout,
                          const float *inp, const float *weight, const float *mean, const float *rstd, int N);
-void block_act_forward(const GPTConfig *c, float *out, const float *fch, int N);
+void block_act_forward(const GPTConfig *c, float *out, const float *fch, int N, int F);
 // dfch (N,FC) = act'(fch) dout (overwritten; gpt2: dfch may be dout)
-void block_act_backward(const GPTConfig *c, float *dfch, const float *fch, const float *dout, int N);
+void block_act_backward(const GPTConfig *c, float *dfch, const float *fch, const float *dout, int N, int F);
 
 // Softmax cross-entropy, fused. logits (N,V), targets (N) -> losses (N),
 // lse (N); returns the mean loss (summed in double).

@@ -44,9 +44,9 @@
 #include <string.h>
 
 #include "engine/engine.h"
-#include "model/fastmath.h"
+#include "engine/engine_shared.h"   // attention_row, decoding's attention
+#include "engine/kernels.h"
 #include "model/gpt_internal.h"
-#include "model/lane_sum.h"
 #include "model/layers.h"
 
 /* ---- embedding ---- */
@@ -82,7 +82,7 @@ void encoder_backward(float *dwte, const float *dout, const int *inp, int N, int
  *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
  *   dw += dy * xhat,  db += dy   (summed over rows)
  * Only mean and rstd are saved; xhat is recomputed from the input. The row
- * sums are LANE_SUMs (lane_sum.h): 16 partial sums in a fixed order, which
+ * sums are LANE_SUMs (engine/kernels.h): 16 partial sums in a fixed order, which
  * vectorise and round the same on every CPU. */
 
 // inp (N,C) -> out (N,C), mean (N), rstd (N); eps LN_EPS (layers.h)
@@ -157,7 +157,7 @@ void residual_forward(float *out, const float *a, const float *b, size_t n) {
 /* ---- GELU, tanh approximation (as GPT-2) ----
  *   gelu(x)  = 0.5 x (1 + tanh(u)),  u = sqrt(2/pi) (x + 0.044715 x^3)
  *   gelu'(x) = 0.5 (1 + tanh(u)) + 0.5 x (1 - tanh(u)^2) sqrt(2/pi) (1 + 3*0.044715 x^2)
- * tanh is tanh_fast (fastmath.h): glibc's tanhf is a scalar call, and these
+ * tanh is tanh_fast (engine/kernels.h): glibc's tanhf is a scalar call, and these
  * loops run over (B,T,4C) per layer, so a vectorised tanh makes them
  * memory-bound instead of call-bound. */
 
@@ -191,7 +191,7 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
  * no separate probability tensor is stored. Each pass touches every logit
  * once (N x V floats: 32 MB at B*T = 4096, V = 2048): the exponentials are
  * exp_fast, the row max an `omp simd` reduction (a max is the same in any
- * order) and the row sum a LANE_SUM (16 lanes in a fixed order, lane_sum.h),
+ * order) and the row sum a LANE_SUM (16 lanes in a fixed order, engine/kernels.h),
  * so the passes run in vector lanes. The row sum is float (a short sum of
  * positive terms per lane, then the lanes): its rounding error is far below
  * the float rounding of lse itself. */
@@ -245,17 +245,40 @@ void block_norm_backward(const GPTConfig *c, float *dinp, float *dweight, float 
 }
 
 // The MLP's activation: c_fc's output (N,FC) -> (N,F). GELU (gpt2) or SwiGLU (llama).
-void block_act_forward(const GPTConfig *c, float *out, const float *fch, int N) {
-    int F = gpt_mlp_hidden(c);
+void block_act_forward(const GPTConfig *c, float *out, const float *fch, int N, int F) {
     if (c->block == BLOCK_LLAMA) swiglu_forward(out, fch, N, F);
     else gelu_forward(out, fch, (size_t)N * F);
 }
 
 // dout (N,F) -> dfch (N,FC) (overwritten; gpt2: dfch may be dout)
-void block_act_backward(const GPTConfig *c, float *dfch, const float *fch, const float *dout, int N) {
-    int F = gpt_mlp_hidden(c);
+void block_act_backward(const GPTConfig *c, float *dfch, const float *fch, const float *dout, int N, int F) {
     if (c->block == BLOCK_LLAMA) swiglu_backward(dfch, fch, dout, N, F);
     else gelu_backward(dfch, fch, dout, (size_t)N * F);
+}
+
+/* ---- attention over a KV cache (decoding) ---- */
+
+// Decoding's attention (model_forward with a KV cache kv, layer l: kvcache.c), one
+// sequence: the T query rows of positions pos0..pos0+T-1 (pos0 = kv->len)
+// over the cache. Their keys and values are appended to the layer's cache
+// rows pos0.., then each row attends to the cache's positions 0..its own,
+// one attention_row per row and head.
+// qkv (T,3C), bias (H, pos0+T) or NULL -> out (T,C), lse (H,T)
+static void attention_cached_forward(float *out, float *lse, const float *qkv, const float *bias, KVCache *kv, int l,
+                                     int T, int C, int H) {
+    const int D = C / H, pos0 = kv->len, n_keys = pos0 + T;
+    const float scale = 1.0f / sqrtf((float)D);
+    float *k = kv->k + (size_t)l * kv->max_len * C, *v = kv->v + (size_t)l * kv->max_len * C;   // (max_len, C)
+    for (int t = 0; t < T; t++) {
+        memcpy(k + (size_t)(pos0 + t) * C, qkv + (size_t)t * 3 * C + C, (size_t)C * sizeof(float));
+        memcpy(v + (size_t)(pos0 + t) * C, qkv + (size_t)t * 3 * C + 2 * C, (size_t)C * sizeof(float));
+    }
+    for (int t = 0; t < T; t++)
+        for (int h = 0; h < H; h++)
+            lse[(size_t)h * T + t] = attention_row(out + (size_t)t * C + h * D, kv->scores,
+                                                   qkv + (size_t)t * 3 * C + h * D, k + h * D, v + h * D,
+                                                   (size_t)C, bias ? bias + (size_t)h * n_keys : NULL, pos0 + t, D,
+                                                   scale);
 }
 
 /* ---- the model ---- */
@@ -270,7 +293,7 @@ double model_forward(GPT *m, const int *tokens, const int *targets, int B, int T
     Engine *e = m->engine;
     int pos0 = kv ? kv->len : 0;   // the positions: pos0..pos0+T-1
     int BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
-    int F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);   // the MLP's hidden width, c_fc's outputs
+    int F = m->mlp_hidden, FC = m->mlp_fc_width;   // the MLP's hidden width, c_fc's outputs
 
     // x = wte[tok] (+ P[pos0+t])  (B,T,C); the distance-bias table bias[h][i-j] (H,pos0+T)
     encoder_forward(a->encoded, tokens, m->p.wte, BT, C);
@@ -291,7 +314,7 @@ double model_forward(GPT *m, const int *tokens, const int *targets, int B, int T
         // MLP block: x + c_proj(act(c_fc(LN2(x)))), act GELU or SwiGLU
         block_norm_forward(c, la.ln2, la.ln2_mean, la.ln2_rstd, la.res2, w->ln_2_w, w->ln_2_b, BT);
         e->linear_forward(e, la.fch, la.ln2, w->c_fc_w, w->c_fc_b, BT, C, FC);          // (B,T,FC)
-        block_act_forward(c, la.fch_act, la.fch, BT);                                    // (B,T,F)
+        block_act_forward(c, la.fch_act, la.fch, BT, F);                                 // (B,T,F)
         e->linear_forward(e, a->proj_out, la.fch_act, w->mlp_proj_w, w->mlp_proj_b, BT, F, C);
         residual_forward(la.res3, la.res2, a->proj_out, (size_t)BT * C);
     }
@@ -309,7 +332,7 @@ void model_backward(GPT *m, int B, int T, float loss_scale) {
     Activations *a = &m->acts;
     Engine *e = m->engine;
     int BT = B * T, C = c->d_model, H = c->n_head, V = c->vocab_size;
-    int F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
+    int F = m->mlp_hidden, FC = m->mlp_fc_width;
     if (a->dpos_bias) memset(a->dpos_bias, 0, (size_t)BT * H * sizeof(float));
 
     // loss = loss_scale * mean_n loss_n -> dlogits (in place), then the tied head
@@ -327,7 +350,7 @@ void model_backward(GPT *m, int B, int T, float loss_scale) {
         // MLP block
         e->linear_backward(e, a->dact_out, g->mlp_proj_w, g->mlp_proj_b, a->dres, la.fch_act, w->mlp_proj_w,
                            BT, F, C);
-        block_act_backward(c, a->dhidden, la.fch, a->dact_out, BT);
+        block_act_backward(c, a->dhidden, la.fch, a->dact_out, BT, F);
         e->linear_backward(e, a->dact, g->c_fc_w, g->c_fc_b, a->dhidden, la.ln2, w->c_fc_w, BT, C, FC);
         block_norm_backward(c, a->dres, g->ln_2_w, g->ln_2_b, a->dact, la.res2, w->ln_2_w,
                             la.ln2_mean, la.ln2_rstd, BT);
