@@ -44,8 +44,9 @@ void mem_limit(MemLimit *l);
 
 // 0 if need bytes fit the smallest limit; else -1 and in err one line,
 //   "WHAT need 15.2 GB; this machine has 12.9 GB available (MemAvailable, /proc/meminfo)"
-//   "WHAT need 15.2 GB; the cgroup's memory limit leaves 0.6 GB (/sys/fs/cgroup/memory.max)"
-//   "WHAT need 15.2 GB; the address-space limit leaves 0.6 GB (RLIMIT_AS, ulimit -v)"
+//   "WHAT need 15.2 GB; the cgroup's memory limit leaves 600.0 MB (/sys/fs/cgroup/memory.max)"
+//   "WHAT need 15.2 GB; the address-space limit leaves 600.0 MB (RLIMIT_AS, ulimit -v)"
+// (a figure of 1 GB or more in GB, a smaller one in MB, one decimal)
 // processes > 1: that many processes on this machine need need bytes each
 // (the machine's and the cgroup's limits are checked against their sum, the
 // address-space limit, which is each process's own, against need).

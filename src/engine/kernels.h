@@ -166,7 +166,8 @@ static inline void bias_block(float *db, uint16_t *dout_bf16, const float *dout,
 // db[o0:o1] += sum_n dout[n, o0:o1], rows added in order n = 0..N-1 (the same
 // bits whatever the thread count); dout_bf16 (N,OC) not NULL: its columns o0..o1
 // are also set to dout rounded to bf16 (bf16.h), in the same pass over dout.
-// Called inside a parallel region with the thread's thread_slice(OC) share.
+// Called by one thread for any columns o0..o1: bias_grad's thread_slice share,
+// or the OpenBLAS engine's slice of output rows (SLICE_ROWS of them).
 static inline void bias_grad_columns(float *db, uint16_t *dout_bf16, const float *dout, int N, int OC, int o0,
                                      int o1) {
     int c0 = o0;

@@ -3,8 +3,9 @@
 // slopes. Defined in each scheme's own file (rope's scaling in
 // rope_scaling.c); declared here for the files that build the same tables
 // outside a scheme (the GGUF export) and for the tests and benchmarks that
-// check them against their formulas. The model's passes never call them:
-// pos.h is the interface they use.
+// check them against their formulas. The model's passes reach them only
+// through a scheme's hooks (pos.h): rope_apply makes its rows from
+// rope_frequencies_at when dynamic NTK scales past the trained length.
 #ifndef ROPELAB_POS_MATHS_H
 #define ROPELAB_POS_MATHS_H
 
