@@ -39,57 +39,78 @@ const char *pos_kind_list(void) {
 // The limits keep every size product well inside size_t and int index
 // ranges (see gpt_config_validate_keys for the parameter count).
 #define F(field) offsetof(GPTConfig, field)
-// Columns: name, section, type, field, default, min, max, min_open, in_config,
-// scheme (-1: all), if_absent, length_key, choices, help.
+// Each row names its fields (ModelKey in gpt.h); one left out is 0 or NULL:
+// no min_open, not a length key, no if_absent (the key is required), no choices.
 static const ModelKey MODEL_KEYS[] = {
-    {"n_layer", "model", MODEL_KEY_INT, F(n_layer), "4", 1, 256, 0, 1, -1, NULL, 0, NULL,
-     "transformer blocks (L)"},
-    {"n_head", "model", MODEL_KEY_INT, F(n_head), "4", 1, 256, 0, 1, -1, NULL, 0, NULL,
-     "attention heads per block (H); must divide d_model"},
-    {"d_model", "model", MODEL_KEY_INT, F(d_model), "128", 2, 16384, 0, 1, -1, NULL, 0, NULL,
-     "model width (C); head_dim = d_model / n_head"},
-    {"block_size", "model", MODEL_KEY_INT, F(block_size), "128", 2, 65536, 0, 1, -1, NULL, 1, NULL,
-     "context length (T) of every training window; also the size of wpe for pos=learned"},
-    {"block", "model", MODEL_KEY_CHOICE, F(block), "gpt2", 0, 1, 0, 1, -1, "gpt2", 0, "gpt2|llama",
-     "the block: gpt2 (LayerNorm, GELU MLP of width 4C, biases) or llama (RMSNorm, SwiGLU MLP of width "
-     "8C/3 rounded up to a multiple of 8, no biases); docs/MODEL.md"},
-    {"pos", "positions", MODEL_KEY_SCHEME, F(pos), "rope", 0, 0, 0, 1, -1, NULL, 0, NULL,
-     "positional scheme"},
-    {"rope_base", "positions", MODEL_KEY_FLOAT, F(rope_base), "10000", 1, 1e12, 1, 1, POS_ROPE, NULL, 0, NULL,
-     "rope: theta_i = rope_base^(-2i/rope_dims)"},
-    {"rope_dims", "positions", MODEL_KEY_INT, F(rope_dims), "0", 0, 16384, 0, 1, POS_ROPE, NULL, 0, NULL,
-     "rope: rotated dims per head, even and <= head_dim; 0 = head_dim"},
-    {"t5_num_buckets", "positions", MODEL_KEY_INT, F(t5_num_buckets), "32", 2, 1024, 0, 1, POS_T5, NULL, 0, NULL,
-     "t5: relative-distance buckets"},
-    {"t5_max_distance", "positions", MODEL_KEY_INT, F(t5_max_distance), "128", 2, 1 << 20, 0, 1, POS_T5, NULL,
-     0, NULL, "t5: distance where the log-spaced buckets end; > t5_num_buckets/2"},
+    {.name = "n_layer", .section = "model", .type = MODEL_KEY_INT, .offset = F(n_layer), .def = "4", .min = 1,
+     .max = 256, .in_config = 1, .scheme = -1,
+     .help = "transformer blocks (L)"},
+    {.name = "n_head", .section = "model", .type = MODEL_KEY_INT, .offset = F(n_head), .def = "4", .min = 1,
+     .max = 256, .in_config = 1, .scheme = -1,
+     .help = "attention heads per block (H); must divide d_model"},
+    {.name = "d_model", .section = "model", .type = MODEL_KEY_INT, .offset = F(d_model), .def = "128", .min = 2,
+     .max = 16384, .in_config = 1, .scheme = -1,
+     .help = "model width (C); head_dim = d_model / n_head"},
+    {.name = "block_size", .section = "model", .type = MODEL_KEY_INT, .offset = F(block_size), .def = "128",
+     .min = 2, .max = 65536, .in_config = 1, .scheme = -1, .length_key = 1,
+     .help = "context length (T) of every training window; also the size of wpe for pos=learned"},
+    {.name = "block", .section = "model", .type = MODEL_KEY_CHOICE, .offset = F(block), .def = "gpt2", .min = 0,
+     .max = 1, .in_config = 1, .scheme = -1, .if_absent = "gpt2", .choices = "gpt2|llama",
+     .help = "the block: gpt2 (LayerNorm, GELU MLP of width 4C, biases) or llama (RMSNorm, SwiGLU MLP of width "
+             "8C/3 rounded up to a multiple of 8, no biases); docs/MODEL.md"},
+    {.name = "pos", .section = "positions", .type = MODEL_KEY_SCHEME, .offset = F(pos), .def = "rope",
+     .in_config = 1, .scheme = -1,
+     .help = "positional scheme"},
+    {.name = "rope_base", .section = "positions", .type = MODEL_KEY_FLOAT, .offset = F(rope_base), .def = "10000",
+     .min = 1, .max = 1e12, .min_open = 1, .in_config = 1, .scheme = POS_ROPE,
+     .help = "rope: theta_i = rope_base^(-2i/rope_dims)"},
+    {.name = "rope_dims", .section = "positions", .type = MODEL_KEY_INT, .offset = F(rope_dims), .def = "0",
+     .min = 0, .max = 16384, .in_config = 1, .scheme = POS_ROPE,
+     .help = "rope: rotated dims per head, even and <= head_dim; 0 = head_dim"},
+    {.name = "t5_num_buckets", .section = "positions", .type = MODEL_KEY_INT, .offset = F(t5_num_buckets),
+     .def = "32", .min = 2, .max = 1024, .in_config = 1, .scheme = POS_T5,
+     .help = "t5: relative-distance buckets"},
+    {.name = "t5_max_distance", .section = "positions", .type = MODEL_KEY_INT, .offset = F(t5_max_distance),
+     .def = "128", .min = 2, .max = 1 << 20, .in_config = 1, .scheme = POS_T5,
+     .help = "t5: distance where the log-spaced buckets end; > t5_num_buckets/2"},
     // 0.02 = the token embedding's init std: PE's rms (0.02/sqrt 2) is then 1/sqrt 2 of a
     // token vector's, the ratio of Vaswani et al. (docs/POSITIONS.md has the measurement).
-    {"sinusoidal_scale", "positions", MODEL_KEY_FLOAT, F(sinusoidal_scale), "0.02", 0, 1000, 1, 1, POS_SINUSOIDAL,
-     "1", 0, NULL, "sinusoidal: the table PE is multiplied by this; 0.02 keeps Vaswani's position-to-token "
-     "ratio, 1 is the unscaled table"},
-    {"rope_scaling", "positions", MODEL_KEY_CHOICE, F(rope_scaling), "none", 0, 5, 0, 1, POS_ROPE, "none", 1,
-     "none|linear|ntk|yarn|yarn_paper|dynamic", "rope beyond the training length: linear (position "
-     "interpolation), ntk (NTK-aware base), yarn (YaRN as Hugging Face and llama.cpp compute it), yarn_paper "
-     "(YaRN's ramp as the paper's equation states it), dynamic (Hugging Face's dynamic NTK: the base grows "
-     "with the sequence length); docs/POSITIONS.md"},
-    {"rope_scaling_factor", "positions", MODEL_KEY_FLOAT, F(rope_scaling_factor), "1", 1, 1e6, 0, 1, POS_ROPE,
-     "1", 1, NULL, "rope_scaling: the factor s (the new length over the trained one); 1 = unscaled"},
-    {"rope_original_length", "positions", MODEL_KEY_INT, F(rope_original_length), "0", 0, 1 << 20, 0, 1,
-     POS_ROPE, "0", 1, NULL, "rope_scaling=yarn, yarn_paper, dynamic: the length L the model was trained at; "
-     "0 = block_size (./train --init-from sets it to the source model's)"},
-    {"rope_yarn_beta_fast", "positions", MODEL_KEY_FLOAT, F(rope_yarn_beta_fast), "32", 0, 1e6, 1, 1, POS_ROPE,
-     "32", 1, NULL, "rope_scaling=yarn, yarn_paper: dims turning more than this many times over L keep their "
-     "angles"},
-    {"rope_yarn_beta_slow", "positions", MODEL_KEY_FLOAT, F(rope_yarn_beta_slow), "1", 0, 1e6, 1, 1, POS_ROPE,
-     "1", 1, NULL, "rope_scaling=yarn, yarn_paper: dims turning fewer than this many times over L are divided "
-     "by s"},
-    {"vocab_size", "model", MODEL_KEY_INT, F(vocab_size), "0", 1, 1 << 24, 0, 0, -1, NULL, 0, NULL,
-     "vocabulary size (from the tokenizer)"},
+    {.name = "sinusoidal_scale", .section = "positions", .type = MODEL_KEY_FLOAT, .offset = F(sinusoidal_scale),
+     .def = "0.02", .min = 0, .max = 1000, .min_open = 1, .in_config = 1, .scheme = POS_SINUSOIDAL, .if_absent = "1",
+     .help = "sinusoidal: the table PE is multiplied by this; 0.02 keeps Vaswani's position-to-token "
+             "ratio, 1 is the unscaled table"},
+    {.name = "rope_scaling", .section = "positions", .type = MODEL_KEY_CHOICE, .offset = F(rope_scaling),
+     .def = "none", .min = 0, .max = 5, .in_config = 1, .scheme = POS_ROPE, .if_absent = "none", .length_key = 1,
+     .choices = "none|linear|ntk|yarn|yarn_paper|dynamic",
+     .help = "rope beyond the training length: linear (position "
+             "interpolation), ntk (NTK-aware base), yarn (YaRN as Hugging Face and llama.cpp compute it), yarn_paper "
+             "(YaRN's ramp as the paper's equation states it), dynamic (Hugging Face's dynamic NTK: the base grows "
+             "with the sequence length); docs/POSITIONS.md"},
+    {.name = "rope_scaling_factor", .section = "positions", .type = MODEL_KEY_FLOAT,
+     .offset = F(rope_scaling_factor), .def = "1", .min = 1, .max = 1e6, .in_config = 1, .scheme = POS_ROPE,
+     .if_absent = "1", .length_key = 1,
+     .help = "rope_scaling: the factor s (the new length over the trained one); 1 = unscaled"},
+    {.name = "rope_original_length", .section = "positions", .type = MODEL_KEY_INT,
+     .offset = F(rope_original_length), .def = "0", .min = 0, .max = 1 << 20, .in_config = 1, .scheme = POS_ROPE,
+     .if_absent = "0", .length_key = 1,
+     .help = "rope_scaling=yarn, yarn_paper, dynamic: the length L the model was trained at; "
+             "0 = block_size (./train --init-from sets it to the source model's)"},
+    {.name = "rope_yarn_beta_fast", .section = "positions", .type = MODEL_KEY_FLOAT,
+     .offset = F(rope_yarn_beta_fast), .def = "32", .min = 0, .max = 1e6, .min_open = 1, .in_config = 1,
+     .scheme = POS_ROPE, .if_absent = "32", .length_key = 1,
+     .help = "rope_scaling=yarn, yarn_paper: dims turning more than this many times over L keep their " "angles"},
+    {.name = "rope_yarn_beta_slow", .section = "positions", .type = MODEL_KEY_FLOAT,
+     .offset = F(rope_yarn_beta_slow), .def = "1", .min = 0, .max = 1e6, .min_open = 1, .in_config = 1,
+     .scheme = POS_ROPE, .if_absent = "1", .length_key = 1,
+     .help = "rope_scaling=yarn, yarn_paper: dims turning fewer than this many times over L are divided " "by s"},
+    {.name = "vocab_size", .section = "model", .type = MODEL_KEY_INT, .offset = F(vocab_size), .def = "0", .min = 1,
+     .max = 1 << 24, .in_config = 0, .scheme = -1,
+     .help = "vocabulary size (from the tokenizer)"},
     // Absent (a file written before the key existed): not recorded, any tokenizer of the right size is taken.
-    {"tokenizer_checksum", "model", MODEL_KEY_CHECKSUM, F(tokenizer_checksum), "0000000000000000", 0, 0, 0, 0,
-     -1, "0000000000000000", 0, NULL, "64-bit FNV-1a of the tokenizer.bin the model was trained with (from the "
-     "tokenizer, bpe_checksum); 0 = not recorded"},
+    {.name = "tokenizer_checksum", .section = "model", .type = MODEL_KEY_CHECKSUM, .offset = F(tokenizer_checksum),
+     .def = "0000000000000000", .in_config = 0, .scheme = -1, .if_absent = "0000000000000000",
+     .help = "64-bit FNV-1a of the tokenizer.bin the model was trained with (from the "
+             "tokenizer, bpe_checksum); 0 = not recorded"},
 };
 #undef F
 enum { N_MODEL_KEYS = (int)(sizeof MODEL_KEYS / sizeof MODEL_KEYS[0]) };
