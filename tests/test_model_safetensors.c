@@ -350,6 +350,59 @@ static void test_model_file_errors(void **s) {
     gpt_free(m);
 }
 
+// gpt_read_params on path into m: its return value, and err when it fails.
+static void expect_read_params(GPT *m, const char *path, int want_rc, const char *msg) {
+    char err[512] = "", want[1024];
+    StFile *f;
+    assert_int_equal(st_open_header(&f, path, err, sizeof err), 0);
+    int rc = gpt_read_params(m, f, 0, err, sizeof err);
+    st_close(f);
+    if (rc != want_rc) fail_msg("gpt_read_params: %d, want %d: %s", rc, want_rc, err);
+    if (want_rc == 0) return;
+    snprintf(want, sizeof want, "%s: %s", path, msg);
+    assert_string_equal(err, want);
+}
+
+// gpt_read_params, the reader of --init-from and checkpoint_load, takes a
+// model or a training checkpoint: a parameter's AdamW moments (of its shape)
+// are the only extra tensors, anything else is named. And a tensor with an
+// empty name is refused by the reader itself.
+static void test_read_params_extras(void **s) {
+    (void)s;
+    GPT *m = small_model(POS_LEARNED);
+    char p[512], err[512];
+    snprintf(p, sizeof p, "%s", tmp_path("extras.safetensors"));
+    const ParamEntry *e;
+    int n = gpt_param_entries(m, &e);
+    StTensorOut *t = calloc(2 * (size_t)n + 1, sizeof *t);
+    char (*names)[96] = calloc(2 * (size_t)n + 1, sizeof *names);
+    for (int i = 0; i < 2 * n; i++) {
+        const ParamEntry *pe = &e[i / 2];
+        snprintf(names[i], sizeof names[i], "%s%s", i % 2 ? GPT_MOMENT_V : GPT_MOMENT_M, pe->name);
+        t[i] = (StTensorOut){names[i], ST_F32, pe->ndim, {pe->shape[0], pe->shape[1]}, gpt_params(m) + pe->offset};
+    }
+    assert_int_equal(gpt_save_with(m, p, t, 2 * n, NULL, 0, ATOMIC_REPLACE, err, sizeof err), 0);
+    expect_read_params(m, p, 0, NULL);   // a checkpoint's layout
+    static const float one[1] = {1};
+    t[2 * n] = (StTensorOut){"junk", ST_F32, 1, {1}, one};
+    assert_int_equal(gpt_save_with(m, p, t, 2 * n + 1, NULL, 0, ATOMIC_REPLACE, err, sizeof err), 0);
+    expect_read_params(m, p, GPT_FILE_BAD, "unexpected tensor junk (not a parameter of pos=learned, nor an AdamW "
+                                           "moment of one)");
+    t[0].shape[1] = 1;   // adamw.m.wte as [32, 1]
+    assert_int_equal(gpt_save_with(m, p, t, 2 * n, NULL, 0, ATOMIC_REPLACE, err, sizeof err), 0);
+    expect_read_params(m, p, GPT_FILE_BAD, "tensor adamw.m.wte has shape [32, 1], expected [32, 16]");
+    t[0] = (StTensorOut){"adamw.m.nothing", ST_F32, 1, {1}, one};
+    assert_int_equal(gpt_save_with(m, p, t, 2 * n, NULL, 0, ATOMIC_REPLACE, err, sizeof err), 0);
+    expect_read_params(m, p, GPT_FILE_BAD, "unexpected tensor adamw.m.nothing (not a parameter of pos=learned, nor "
+                                           "an AdamW moment of one)");
+    free(t);
+    free(names);
+    gpt_free(m);
+    const char *empty = "{\"\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    snprintf(p, sizeof p, "%s", write_raw("empty_name.safetensors", empty, strlen(empty), 4));
+    expect_open_error(p, "the header holds a tensor with an empty name (\"\")");
+}
+
 // A 4 GiB file whose header is valid (one tensor covering the data, no
 // metadata): gpt_load refuses it for its metadata, having read the header
 // only. Reading the data section first would raise the peak resident
@@ -532,6 +585,7 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_generic_round_trip),
         cmocka_unit_test(test_corrupt_headers), cmocka_unit_test(test_model_file_errors),
+        cmocka_unit_test(test_read_params_extras),
         cmocka_unit_test(test_huge_file_bad_header), cmocka_unit_test(test_huge_file_valid_header),
         cmocka_unit_test(test_huge_extra_tensor_never_read), cmocka_unit_test(test_metadata_numbers_one_rule),
         cmocka_unit_test(test_tokenizer_checksum_metadata),

@@ -164,6 +164,10 @@ static int cmp_range(const void *a, const void *b) {
 // Parses one tensor entry of the header into t (data offsets into r).
 static int parse_tensor(const cJSON *o, StTensor *t, Range *r, const char *path, char *err, size_t errlen) {
     const char *name = o->string;
+    if (!name[0]) {   // st_write refuses one too: no message could name it
+        snprintf(err, errlen, "%s: the header holds a tensor with an empty name (\"\")", path);
+        return -1;
+    }
     if (strlen(name) >= sizeof t->name) {
         snprintf(err, errlen, "%s: tensor name too long (%.40s...)", path, name);
         return -1;
