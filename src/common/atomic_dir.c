@@ -8,7 +8,9 @@
 //   until the rename                    lock gone with its writer: removed
 //                                       by the next atomic_dir_open of PATH
 //   the rename, or the exchange         one step of the file system: PATH is
-//                                       the old directory or the new one
+//                                       the old directory or the new one (a
+//                                       file system without the exchange: two
+//                                       renames, exchange_by_two_renames)
 //   after the exchange, before the old  PATH the new directory; the old one
 //   directory is removed                under PATH.tmp.XXXXXX, unlocked: removed
 //                                       by the next atomic_dir_open of PATH
@@ -20,7 +22,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
