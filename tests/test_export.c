@@ -12,6 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -871,19 +876,199 @@ static void test_export_hf_refusals(void **state) {
         expect_one_line_exit2(cmd, CASES[i].msg);
     }
     assert_int_equal(run("test -e %s", out_dir), 1);   // nothing made
-    // --out: a regular file is not a directory; an existing file in it only with --overwrite
+    // --out: a regular file is not a directory
     weights_of("hf-llama", w, sizeof w);
-    assert_int_equal(run("echo old > %s/hf-file && mkdir -p %s/hf-old && echo old > %s/hf-old/tokenizer.json", dir,
-                         dir, dir), 0);
+    assert_int_equal(run("echo old > %s/hf-file", dir), 0);
     snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s --format hf --out %s/hf-file", w, tk, dir);
     expect_one_line_exit2(cmd, "hf-file: exists and is not a directory");
-    snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s --format hf --out %s/hf-old", w, tk, dir);
-    expect_one_line_exit2(cmd, "hf-old/tokenizer.json: exists; pass --overwrite to replace it");
-    assert_int_equal(run("ls %s/hf-old", dir), 0);
-    assert_string_equal(out, "tokenizer.json\n");   // refused before anything was written
-    assert_int_equal(run("./export --weights %s --tokenizer %s --format hf --out %s/hf-old --overwrite", w, tk, dir), 0);
-    assert_int_equal(run("ls %s/hf-old", dir), 0);
-    assert_string_equal(out, "config.json\nmodel.safetensors\ntokenizer.json\ntokenizer_config.json\n");
+}
+
+// dir/NAME-ref: the export of the run NAME (hf-learned, hf-llama), made at the
+// first call, whose bytes every later export of it must have.
+static const char *hf_ref(const char *name) {
+    static char ref[2][600];
+    int k = strcmp(name, "hf-llama") == 0;
+    snprintf(ref[k], sizeof ref[k], "%s/%s-ref", dir, name);
+    if (run("test -d %s || ./export --weights %s/%s/model.safetensors --tokenizer %s/data/tokenizer.bin --format hf "
+            "--out %s", ref[k], dir, name, dir, ref[k]) != 0)
+        fail_msg("%s", out);
+    return ref[k];
+}
+
+// What ./export --format hf takes as --out, each refusal one line (exit 2)
+// before any work, the target as it was: never a run directory of ./train
+// (train.lock, checkpoint.safetensors, or config.ini with log.csv), even with
+// --overwrite; an existing directory only if it holds exactly the four files
+// of an export (and then only with --overwrite), or nothing.
+static void test_export_hf_targets(void **state) {
+    (void)state;
+    char w[512], tk[512], cmd[2048], t[600];
+    weights_of("hf-llama", w, sizeof w);
+    snprintf(tk, sizeof tk, "%s/data/tokenizer.bin", dir);
+    assert_int_equal(run("mkdir -p %s/tg && cp -r %s/hf-learned %s/tg/run && cd %s/tg && "
+                         "mkdir ckpt lock ini part other empty && cp run/checkpoint.safetensors ckpt/ && "
+                         "touch lock/train.lock && cp run/config.ini run/log.csv ini/ && echo x > other/notes.txt && "
+                         "mkdir linked && ln -s linked link && ls -lR > ../tg.before", dir, dir, dir, dir), 0);
+    static const struct { const char *out, *msg; } CASES[] = {
+        {"run", "tg/run: holds a ropelab run (train.lock); an export never replaces a run directory"},
+        {"run/", "holds a ropelab run (train.lock)"},
+        {"ckpt", "tg/ckpt: holds a ropelab run (checkpoint.safetensors)"},
+        {"lock", "tg/lock: holds a ropelab run (train.lock)"},
+        {"ini", "tg/ini: holds a ropelab run (config.ini and log.csv)"},
+        {"other", "tg/other: holds notes.txt: not a directory of exactly config.json, model.safetensors, "
+                  "tokenizer.json, tokenizer_config.json; not replaced"},
+        {"link", "tg/link: exists and is a symbolic link (name the directory itself); not replaced"},
+        {".", "not a name for a new directory"},
+    };
+    for (size_t i = 0; i < sizeof CASES / sizeof CASES[0]; i++)
+        for (int overwrite = 0; overwrite < 2; overwrite++) {
+            snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s --format hf --out %s/tg/%s%s", w, tk, dir,
+                     CASES[i].out, overwrite ? " --overwrite" : "");
+            expect_one_line_exit2(cmd, CASES[i].msg);
+        }
+    // the part of an export (a config.json alone) is not one: not replaced either
+    assert_int_equal(run("cp %s/config.json %s/tg/part/", hf_ref("hf-llama"), dir), 0);
+    snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s --format hf --out %s/tg/part --overwrite", w, tk, dir);
+    expect_one_line_exit2(cmd, "tg/part: lacks model.safetensors: not a directory of exactly");
+    assert_int_equal(run("rm %s/tg/part/config.json && cd %s/tg && ls -lR > ../tg.after && "
+                         "cmp ../tg.before ../tg.after", dir, dir), 0);   // every target as it was
+    // an empty directory is taken as nothing; then it is an export, replaced only with --overwrite
+    snprintf(t, sizeof t, "%s/tg/empty", dir);
+    if (run("./export --weights %s --tokenizer %s --format hf --out %s/", w, tk, t) != 0) fail_msg("%s", out);
+    assert_int_equal(run("diff -r %s %s", t, hf_ref("hf-llama")), 0);
+    snprintf(cmd, sizeof cmd, "--weights %s --tokenizer %s --format hf --out %s", w, tk, t);
+    expect_one_line_exit2(cmd, "tg/empty: exists; pass --overwrite to replace it");
+    weights_of("hf-learned", w, sizeof w);
+    if (run("./export --weights %s --tokenizer %s --format hf --out %s --overwrite", w, tk, t) != 0)
+        fail_msg("%s", out);
+    assert_int_equal(run("diff -r %s %s", t, hf_ref("hf-learned")), 0);
+    assert_int_equal(run("ls -A %s/tg | tr '\\n' ' '", dir), 0);   // no temporary left beside it
+    assert_string_equal(out, "ckpt empty ini link linked lock other part run ");
+}
+
+// ./export --format hf of the run NAME into out (--overwrite if asked) as a
+// child, killed (SIGKILL) after delay_s seconds if it still runs (never when
+// delay_s < 0). Returns the seconds from its start to its end.
+static double export_hf_killed_after(double delay_s, const char *name, const char *out_dir, int overwrite) {
+    char w[512], tk[512];
+    weights_of(name, w, sizeof w);
+    snprintf(tk, sizeof tk, "%s/data/tokenizer.bin", dir);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        dup2(null, 1);
+        dup2(null, 2);
+        execl("./export", "./export", "--weights", w, "--tokenizer", tk, "--format", "hf", "--out", out_dir,
+              overwrite ? "--overwrite" : (char *)NULL, (char *)NULL);
+        _exit(127);
+    }
+    if (delay_s >= 0) {
+        struct timespec d = {(time_t)delay_s, (long)((delay_s - (double)(time_t)delay_s) * 1e9)};
+        nanosleep(&d, NULL);
+        kill(pid, SIGKILL);   // a child that has ended is a zombie until waitpid: never another process
+    }
+    int st;
+    assert_int_equal(waitpid(pid, &st, 0), pid);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    if (delay_s < 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) fail_msg("./export --out %s failed", out_dir);
+    return (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+}
+
+// The kills: ./export --format hf killed (SIGKILL) at 20 moments
+// spread over its run, into nothing and with --overwrite over another
+// model's export. After each, --out is the old export or none, or the new
+// one, byte for byte: never a part of one or a mix of two. The next export
+// is not blocked by what the kills left beside it, and removes it.
+static void test_export_hf_killed(void **state) {
+    (void)state;
+    enum { KILLS = 20 };
+    const char *old_ref = hf_ref("hf-learned"), *new_ref = hf_ref("hf-llama");
+    char kd[600], target[700];
+    snprintf(kd, sizeof kd, "%s/killed", dir);
+    snprintf(target, sizeof target, "%s/out", kd);
+    assert_int_equal(run("mkdir -p %s", kd), 0);
+    double whole = 1e9;   // the shortest of three whole exports: the kills spread over its time
+    for (int i = 0; i < 3; i++) {
+        double t = export_hf_killed_after(-1, "hf-llama", target, i > 0);
+        if (t < whole) whole = t;
+    }
+    int as_new[2] = {0, 0};
+    for (int pass = 0; pass < 2; pass++) {   // 0: into nothing; 1: --overwrite over the old export
+        for (int i = 0; i < KILLS; i++) {
+            assert_int_equal(run("rm -rf %s && %s%s %s", target, pass ? "cp -r " : "true", pass ? old_ref : "",
+                                 pass ? target : ""), 0);
+            double at = 1.25 * whole * (i + 0.5) / KILLS;   // some after its end
+            export_hf_killed_after(at, "hf-llama", target, pass);
+            int is_old = pass ? run("diff -r %s %s", target, old_ref) == 0 : run("test -e %s", target) != 0;
+            int is_new = run("diff -r %s %s", target, new_ref) == 0;
+            if (!is_old && !is_new) {
+                run("ls -lAR %s", kd);
+                fail_msg("killed after %.1f ms of %.1f: %s is neither %s nor the new export:\n%s", 1e3 * at,
+                         1e3 * whole, target, pass ? "the old export" : "absent", out);
+            }
+            as_new[pass] += is_new;
+        }
+        printf("  %s: %d kills in %.1f ms left the old state, %d the new export\n",
+               pass ? "--overwrite" : "into nothing", KILLS - as_new[pass], 1e3 * whole, as_new[pass]);
+        export_hf_killed_after(-1, "hf-llama", target, 1);
+        assert_int_equal(run("diff -r %s %s && ls -A %s", target, new_ref, kd), 0);
+        assert_string_equal(out, "out\n");   // the temporaries of the killed exports gone
+    }
+}
+
+// A file-size limit (a full disk) fails --format hf's write like any other:
+// one line naming --out's file, exit 1; the export that was there whole (the
+// issue's new config.json beside the old weights is not possible), nothing
+// beside it.
+static void test_export_hf_file_size_limit(void **state) {
+    (void)state;
+    const char *old_ref = hf_ref("hf-learned");
+    char w[512], kd[600];
+    weights_of("hf-llama", w, sizeof w);
+    snprintf(kd, sizeof kd, "%s/hf-fsize", dir);
+    for (int overwrite = 1; overwrite >= 0; overwrite--) {
+        assert_int_equal(run("rm -rf %s && mkdir %s && %s%s %s/out", kd, kd, overwrite ? "cp -r " : "true",
+                             overwrite ? old_ref : "", overwrite ? kd : ""), 0);
+        int rc = run("ulimit -f 8; ./export --weights %s --tokenizer %s/data/tokenizer.bin --format hf --out %s/out%s",
+                     w, dir, kd, overwrite ? " --overwrite" : "");
+        if (rc != 1 || !strstr(out, "hf-fsize/out/model.safetensors: write failed: File too large") ||
+            strchr(out, '\n') != out + strlen(out) - 1)
+            fail_msg("exit %d, want 1 and one line with 'out/model.safetensors: write failed: File too large':\n%s",
+                     rc, out);
+        if (overwrite) assert_int_equal(run("diff -r %s/out %s", kd, old_ref), 0);
+        assert_int_equal(run("ls -A %s", kd), 0);
+        assert_string_equal(out, overwrite ? "out\n" : "");
+    }
+}
+
+// Beside --out, what killed exports leave (OUT.tmp.XXXXXX: the part of a new
+// export, the old one after the exchange) is removed by the next export of
+// OUT, and only that: not a directory another process locks (an export under
+// way), not one holding another file, not another target's.
+static void test_export_hf_debris(void **state) {
+    (void)state;
+    const char *old_ref = hf_ref("hf-learned"), *new_ref = hf_ref("hf-llama");
+    char kd[600], path[700];
+    snprintf(kd, sizeof kd, "%s/debris", dir);
+    assert_int_equal(run("mkdir %s && cd %s && cp -r %s out.tmp.Aa0000 && mkdir out.tmp.Bb1111 out.tmp.Dd3333 "
+                         "out.tmp.Ee4444 other.tmp.Ff5555 && cp %s/config.json out.tmp.Bb1111/ && "
+                         "head -c 100 %s/model.safetensors > out.tmp.Bb1111/model.safetensors.tmp.Cc2222 && "
+                         "echo x > out.tmp.Dd3333/notes.txt", kd, kd, old_ref, new_ref, new_ref), 0);
+    snprintf(path, sizeof path, "%s/out.tmp.Ee4444", kd);
+    int fd = open(path, O_RDONLY | O_DIRECTORY);
+    assert_true(fd >= 0);
+    assert_int_equal(flock(fd, LOCK_EX), 0);   // as the export that made it holds it while it writes
+    snprintf(path, sizeof path, "%s/out", kd);
+    export_hf_killed_after(-1, "hf-llama", path, 0);
+    assert_int_equal(run("diff -r %s %s && ls -A %s | tr '\\n' ' '", path, new_ref, kd), 0);
+    assert_string_equal(out, "other.tmp.Ff5555 out out.tmp.Dd3333 out.tmp.Ee4444 ");
+    close(fd);   // its writer gone: removed by the next export
+    export_hf_killed_after(-1, "hf-llama", path, 1);
+    assert_int_equal(run("ls -A %s | tr '\\n' ' '", kd), 0);
+    assert_string_equal(out, "other.tmp.Ff5555 out out.tmp.Dd3333 ");
 }
 
 // Refused in one line naming the weights file (exit 2), bad files exit 1, and
@@ -1067,7 +1252,8 @@ static void test_export_file_size_limit(void **state) {
 // The tokenizer's pre-split rule: GPT-2's (./prepare's default) is exported as
 // llama.cpp's "gpt-2" without a word; a byte-class one (version 1, every
 // tokenizer made before the rule was recorded) as "gpt-2" all the same, the
-// nearest llama.cpp has, with a warning that llama.cpp cuts text otherwise.
+// nearest llama.cpp has, with a warning that llama.cpp cuts text otherwise;
+// and so for --format hf, whose tokenizer.json cuts text by GPT-2's regex.
 static void test_export_pretokenizer(void **state) {
     (void)state;
     char w[512], gguf[600], s[64];
@@ -1079,8 +1265,8 @@ static void test_export_pretokenizer(void **state) {
     assert_int_equal(run("./prepare --vocab-size 320 --val-fraction 0.1 --pretokenizer byte-classes --out-dir "
                          "%s/data_bc %s/corpus.txt", dir, dir), 0);
     assert_int_equal(run("./train configs/tiny.ini --tokenizer=%s/data_bc/tokenizer.bin --train_file=%s/data_bc/train.bin "
-                         "--val_file=%s/data_bc/val.bin --steps=1 --eval_every=0 --quiet --threads=1 --out_dir=%s/bc",
-                         dir, dir, dir, dir), 0);
+                         "--val_file=%s/data_bc/val.bin --block=llama --steps=1 --eval_every=0 --quiet --threads=1 "
+                         "--out_dir=%s/bc", dir, dir, dir, dir), 0);
     assert_int_equal(run("./export --weights %s/bc/model.safetensors --tokenizer %s/data_bc/tokenizer.bin --out %s "
                          "--overwrite", dir, dir, gguf), 0);
     if (!strstr(out, "export: warning: ") || !strstr(out, "by the byte-classes rule") ||
@@ -1091,6 +1277,16 @@ static void test_export_pretokenizer(void **state) {
     kv_str(&g, "tokenizer.ggml.pre", s, sizeof s);
     assert_string_equal(s, "gpt-2");
     free(g.buf);
+    // --format hf: tokenizer.json's ByteLevel pre-tokenizer is GPT-2's regex too, with the same warning
+    assert_int_equal(run("./export --weights %s/bc/model.safetensors --tokenizer %s/data_bc/tokenizer.bin --format hf "
+                         "--out %s/bc-hf", dir, dir, dir), 0);
+    if (!strstr(out, "export: warning: ") || !strstr(out, "by the byte-classes rule") ||
+        !strstr(out, "other ids in Hugging Face"))
+        fail_msg("./export --format hf of a byte-class tokenizer: no warning that Hugging Face cuts text otherwise:\n%s",
+                 out);
+    assert_int_equal(run("./export --weights %s/hf-llama/model.safetensors --tokenizer %s/data/tokenizer.bin "
+                         "--format hf --out %s/gpt2-rule-hf", dir, dir, dir), 0);
+    assert_null(strstr(out, "warning"));   // GPT-2's rule: not a word
 }
 
 int main(void) {
@@ -1099,7 +1295,10 @@ int main(void) {
         cmocka_unit_test(test_neox_permutation), cmocka_unit_test(test_export_schemes),
         cmocka_unit_test(test_export_llama), cmocka_unit_test(test_export_rope_scalings),
         cmocka_unit_test(test_export_context_length), cmocka_unit_test(test_export_hf),
-        cmocka_unit_test(test_export_hf_refusals), cmocka_unit_test(test_export_refusals),
+        cmocka_unit_test(test_export_hf_refusals), cmocka_unit_test(test_export_hf_targets),
+        cmocka_unit_test(test_export_hf_killed), cmocka_unit_test(test_export_hf_file_size_limit),
+        cmocka_unit_test(test_export_hf_debris),
+        cmocka_unit_test(test_export_refusals),
         cmocka_unit_test(test_export_unknown_option_one_line),
         cmocka_unit_test(test_export_strict_numbers), cmocka_unit_test(test_export_output_rules),
         cmocka_unit_test(test_export_refuses_device), cmocka_unit_test(test_export_file_size_limit),

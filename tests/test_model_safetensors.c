@@ -231,11 +231,16 @@ static void test_huge_file_bad_header(void **s) {
     char p[512], msg[256];
     reset_peak_rss();
     long long rss0 = peak_rss();
-    // a length field beyond the 100 MB limit (the file could hold it)
-    snprintf(p, sizeof p, "%s", write_sparse("huge_len.safetensors", 200u << 20, "{}", size));
-    snprintf(msg, sizeof msg, "bad header length %u (file has %lld bytes)", 200u << 20, size);
-    expect_open_error(p, msg);
-    unlink(p);
+    // a length field beyond ST_MAX_HEADER (the file could hold it): the issue's
+    // 100 MB junk header, the reference implementation's limit, was read whole
+    static const unsigned long long LENGTHS[] = {200u << 20, 100000000, ST_MAX_HEADER + 1};
+    for (int i = 0; i < 3; i++) {
+        snprintf(p, sizeof p, "%s", write_sparse("huge_len.safetensors", LENGTHS[i], "{\"a\":\"", size));
+        snprintf(msg, sizeof msg, "header length %llu is more than any ropelab file has (at most %u bytes); not read",
+                 LENGTHS[i], ST_MAX_HEADER);
+        expect_open_error(p, msg);
+        unlink(p);
+    }
     // a small, plausible length, but the header is not JSON
     const char *garbage = "{\"a\": garbage}";
     snprintf(p, sizeof p, "%s", write_sparse("huge_json.safetensors", strlen(garbage), garbage, size));
@@ -251,6 +256,60 @@ static void test_huge_file_bad_header(void **s) {
     long long grew = peak_rss() - rss0;
     if (grew >= (64LL << 20)) printf("peak RSS grew by %lld MB\n", grew >> 20);
     assert_true(grew < (64LL << 20));
+}
+
+// ST_MAX_HEADER's derivation (safetensors.h), against the writer: the
+// checkpoint of the most tensors a model can have (256 layers of the gpt2
+// block, with biases, pos=learned's wpe), narrow so that it is small, has a
+// header under a quarter of the bound; the longest numbers (at most 41
+// bytes an entry, 0.4 MB over its 9,228 entries) could not take it past half.
+// A header of exactly the bound is read (one byte more: test_huge_file_bad_header).
+static void test_header_bound(void **s) {
+    (void)s;
+    GPTConfig cfg = {.n_layer = 256, .n_head = 1, .d_model = 2, .vocab_size = 32, .block_size = 8};
+    gc_config_defaults(&cfg);
+    cfg.pos = POS_LEARNED;
+    char err[512], p[512];
+    GPT *m;
+    assert_int_equal(gpt_create(&m, &cfg, 1, err, sizeof err), 0);
+    const ParamEntry *e;
+    int n = gpt_param_entries(m, &e);
+    StTensorOut *t = calloc(2 * (size_t)n, sizeof *t);
+    char (*names)[96] = calloc(2 * (size_t)n, sizeof *names);
+    for (int i = 0; i < 2 * n; i++) {
+        const ParamEntry *pe = &e[i / 2];
+        snprintf(names[i], sizeof names[i], "%s%s", i % 2 ? GPT_MOMENT_V : GPT_MOMENT_M, pe->name);
+        t[i] = (StTensorOut){names[i], ST_F32, pe->ndim, {pe->shape[0], pe->shape[1]}, gpt_params(m) + pe->offset};
+    }
+    snprintf(p, sizeof p, "%s", tmp_path("largest.safetensors"));
+    assert_int_equal(gpt_save_with(m, p, t, 2 * n, NULL, 0, ATOMIC_REPLACE, err, sizeof err), 0);
+    free(t);
+    free(names);
+    FILE *f = fopen(p, "rb");
+    uint8_t len8[8];
+    assert_int_equal(fread(len8, 1, 8, f), 8);
+    fclose(f);
+    uint64_t hlen = 0;
+    for (int i = 0; i < 8; i++) hlen |= (uint64_t)len8[i] << (8 * i);
+    printf("  the checkpoint of %d tensors: a header of %llu bytes, %.1f%% of ST_MAX_HEADER\n", 3 * n,
+           (unsigned long long)hlen, 100.0 * (double)hlen / ST_MAX_HEADER);
+    assert_true(3 * n >= 9000 && hlen <= ST_MAX_HEADER / 4);
+    StFile *sf;
+    assert_int_equal(st_open_header(&sf, p, err, sizeof err), 0);
+    st_close(sf);
+    gpt_free(m);
+    // exactly the bound: {} and spaces
+    char *header = malloc(ST_MAX_HEADER + 1);
+    assert_non_null(header);
+    memset(header, ' ', ST_MAX_HEADER);
+    memcpy(header, "{}", 2);
+    header[ST_MAX_HEADER] = '\0';
+    snprintf(p, sizeof p, "%s", write_raw("bound.safetensors", header, ST_MAX_HEADER, 0));
+    free(header);
+    assert_int_equal(st_open(&sf, p, err, sizeof err), 0);
+    assert_int_equal(st_num_tensors(sf), 0);
+    st_close(sf);
+    unlink(p);
 }
 
 // Model-level problems: written with st_write so the file itself is valid.
@@ -348,6 +407,59 @@ static void test_model_file_errors(void **s) {
     expect_load_error(p, 0, "metadata pos: unknown positional scheme 'xpos' (one of rope, learned, sinusoidal, t5, alibi or none)");
     meta_override_key = NULL;
     gpt_free(m);
+}
+
+// gpt_read_params on path into m: its return value, and err when it fails.
+static void expect_read_params(GPT *m, const char *path, int want_rc, const char *msg) {
+    char err[512] = "", want[1024];
+    StFile *f;
+    assert_int_equal(st_open_header(&f, path, err, sizeof err), 0);
+    int rc = gpt_read_params(m, f, 0, err, sizeof err);
+    st_close(f);
+    if (rc != want_rc) fail_msg("gpt_read_params: %d, want %d: %s", rc, want_rc, err);
+    if (want_rc == 0) return;
+    snprintf(want, sizeof want, "%s: %s", path, msg);
+    assert_string_equal(err, want);
+}
+
+// gpt_read_params, the reader of --init-from and checkpoint_load, takes a
+// model or a training checkpoint: a parameter's AdamW moments (of its shape)
+// are the only extra tensors, anything else is named. And a tensor with an
+// empty name is refused by the reader itself.
+static void test_read_params_extras(void **s) {
+    (void)s;
+    GPT *m = small_model(POS_LEARNED);
+    char p[512], err[512];
+    snprintf(p, sizeof p, "%s", tmp_path("extras.safetensors"));
+    const ParamEntry *e;
+    int n = gpt_param_entries(m, &e);
+    StTensorOut *t = calloc(2 * (size_t)n + 1, sizeof *t);
+    char (*names)[96] = calloc(2 * (size_t)n + 1, sizeof *names);
+    for (int i = 0; i < 2 * n; i++) {
+        const ParamEntry *pe = &e[i / 2];
+        snprintf(names[i], sizeof names[i], "%s%s", i % 2 ? GPT_MOMENT_V : GPT_MOMENT_M, pe->name);
+        t[i] = (StTensorOut){names[i], ST_F32, pe->ndim, {pe->shape[0], pe->shape[1]}, gpt_params(m) + pe->offset};
+    }
+    assert_int_equal(gpt_save_with(m, p, t, 2 * n, NULL, 0, ATOMIC_REPLACE, err, sizeof err), 0);
+    expect_read_params(m, p, 0, NULL);   // a checkpoint's layout
+    static const float one[1] = {1};
+    t[2 * n] = (StTensorOut){"junk", ST_F32, 1, {1}, one};
+    assert_int_equal(gpt_save_with(m, p, t, 2 * n + 1, NULL, 0, ATOMIC_REPLACE, err, sizeof err), 0);
+    expect_read_params(m, p, GPT_FILE_BAD, "unexpected tensor junk (not a parameter of pos=learned, nor an AdamW "
+                                           "moment of one)");
+    t[0].shape[1] = 1;   // adamw.m.wte as [32, 1]
+    assert_int_equal(gpt_save_with(m, p, t, 2 * n, NULL, 0, ATOMIC_REPLACE, err, sizeof err), 0);
+    expect_read_params(m, p, GPT_FILE_BAD, "tensor adamw.m.wte has shape [32, 1], expected [32, 16]");
+    t[0] = (StTensorOut){"adamw.m.nothing", ST_F32, 1, {1}, one};
+    assert_int_equal(gpt_save_with(m, p, t, 2 * n, NULL, 0, ATOMIC_REPLACE, err, sizeof err), 0);
+    expect_read_params(m, p, GPT_FILE_BAD, "unexpected tensor adamw.m.nothing (not a parameter of pos=learned, nor "
+                                           "an AdamW moment of one)");
+    free(t);
+    free(names);
+    gpt_free(m);
+    const char *empty = "{\"\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[0,4]}}";
+    snprintf(p, sizeof p, "%s", write_raw("empty_name.safetensors", empty, strlen(empty), 4));
+    expect_open_error(p, "the header holds a tensor with an empty name (\"\")");
 }
 
 // A 4 GiB file whose header is valid (one tensor covering the data, no
@@ -532,7 +644,9 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_generic_round_trip),
         cmocka_unit_test(test_corrupt_headers), cmocka_unit_test(test_model_file_errors),
-        cmocka_unit_test(test_huge_file_bad_header), cmocka_unit_test(test_huge_file_valid_header),
+        cmocka_unit_test(test_read_params_extras),
+        cmocka_unit_test(test_huge_file_bad_header), cmocka_unit_test(test_header_bound),
+        cmocka_unit_test(test_huge_file_valid_header),
         cmocka_unit_test(test_huge_extra_tensor_never_read), cmocka_unit_test(test_metadata_numbers_one_rule),
         cmocka_unit_test(test_tokenizer_checksum_metadata),
     };

@@ -210,6 +210,18 @@ static void test_eval_refuses_learned_beyond_block(void **state) {
     assert_non_null(strstr(out, "at most 16 positions"));
 }
 
+// A window the model cannot index (B*T*max(V, 3C, c_fc's outputs) past
+// 2^31) is a command-line error, exit 2 as ./train's, not a bad file's 1.
+static void test_eval_refuses_too_large_batch(void **state) {
+    char cmd[1024], out[4096];
+    snprintf(cmd, sizeof cmd, "./eval --weights %s/rope.safetensors --data %s/val.bin --seq-len 1048576 2>&1", dir,
+             dir);
+    assert_int_equal(run(cmd, out, sizeof out), 2);
+    assert_non_null(strstr(out, "rope.safetensors: --batch-size 8, --seq-len 1048576: batch (8 x 1048576) too large "
+                                "for the activation buffers"));
+    assert_int_equal(strchr(out, '\n') - out, (long)strlen(out) - 1);   // one line
+}
+
 // The number of lines in out (a last line without '\n' counts).
 static int count_lines(const char *out) {
     int n = 0;
@@ -485,6 +497,7 @@ int main(void) {
         cmocka_unit_test(test_sample_bad_inputs),
         cmocka_unit_test(test_eval_matches_direct_loss),
         cmocka_unit_test(test_eval_refuses_learned_beyond_block),
+        cmocka_unit_test(test_eval_refuses_too_large_batch),
         cmocka_unit_test(test_overflowing_weights_refused),
         cmocka_unit_test(test_overflow_while_generating_stops),
         cmocka_unit_test(test_shared_options_follow_train),

@@ -638,6 +638,66 @@ static void test_init_from_bad_metadata_exit_codes(void **state) {
     assert_int_equal(access(run_dir, F_OK), -1);
 }
 
+// Copies src to dst with one more F32 tensor `name` of shape [1] after the data.
+static void add_tensor(const char *src, const char *dst, const char *name) {
+    StRaw r;
+    raw_read(&r, src);
+    double end = (double)(r.len - 8 - r.hlen);
+    cJSON *t = cJSON_CreateObject();
+    cJSON_AddStringToObject(t, "dtype", "F32");
+    cJSON_AddItemToObject(t, "shape", cJSON_CreateIntArray((const int[]){1}, 1));
+    cJSON_AddItemToObject(t, "data_offsets", cJSON_CreateDoubleArray((const double[]){end, end + 4}, 2));
+    cJSON_AddItemToObject(r.header, name, t);
+    r.bytes = realloc(r.bytes, r.len + 4);
+    assert_non_null(r.bytes);
+    memset(r.bytes + r.len, 0, 4);
+    r.len += 4;
+    raw_write(&r, dst);
+    raw_free(&r);
+}
+
+// --init-from takes a model or a training checkpoint (its AdamW moments are
+// the only extra tensors it takes) and nothing else: an extra tensor, a
+// moment of no parameter, an empty tensor name are a bad file, one line
+// naming it and the tensor, exit 1, nothing created; ./eval, ./sample and
+// ./export refuse them alike.
+static void test_init_from_extra_tensors(void **state) {
+    const char *ref = reference_dir();
+    char w[600], ckpt[600], tok[600], val[600], bad[600], run_dir[600], want[800];
+    snprintf(w, sizeof w, "%s/model.safetensors", ref);
+    snprintf(ckpt, sizeof ckpt, "%s/checkpoint.safetensors", ref);
+    snprintf(tok, sizeof tok, "%s/data/tokenizer.bin", dir);
+    snprintf(val, sizeof val, "%s/data/val.bin", dir);
+    snprintf(bad, sizeof bad, "%s/extra.safetensors", dir);
+    snprintf(run_dir, sizeof run_dir, "%s/never-extra", dir);
+    static const struct { const char *src, *name, *want; } cases[] = {
+        {"model", "junk", "unexpected tensor junk (not a parameter of pos=t5"},   // --init-from: ", nor an AdamW moment"
+        {"checkpoint", "adamw.m.junk", "unexpected tensor adamw.m.junk (not a parameter of pos=t5, nor an AdamW "
+                                       "moment of one)"},
+        {"model", "", "the header holds a tensor with an empty name (\"\")"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        add_tensor(strcmp(cases[i].src, "model") ? ckpt : w, bad, cases[i].name);
+        snprintf(want, sizeof want, "%s: %s", bad, cases[i].want);
+        int rc = run("./train configs/tiny.ini %s --threads=1 --pos=t5 --steps=2 --init-from %s --out_dir=%s --quiet",
+                     data_args, bad, run_dir);
+        if (rc != 1) fail_msg("--init-from with tensor '%s': exit %d, want 1: %s", cases[i].name, rc, out);
+        expect_one_line(want);
+        assert_int_equal(access(run_dir, F_OK), -1);
+        if (!strcmp(cases[i].src, "checkpoint")) continue;   // a checkpoint is no model file for the others
+        assert_int_equal(run("./eval --weights %s --data %s --threads 1", bad, val), 1);
+        expect_one_line(want);
+        assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1", bad, tok), 1);
+        expect_one_line(want);
+        assert_int_equal(run("./export --weights %s --tokenizer %s --out %s/never.gguf", bad, tok, dir), 1);
+        expect_one_line(want);
+    }
+    // the checkpoint itself: its moments are taken (and not used)
+    if (run("./train configs/tiny.ini %s --threads=1 --pos=t5 --steps=2 --init-from %s --out_dir=%s --quiet",
+            data_args, ckpt, run_dir) != 0)
+        fail_msg("--init-from a checkpoint: %s", out);
+}
+
 // The metadata value key of a safetensors file (header only), into buf.
 static const char *file_meta(const char *path, const char *key, char *buf, size_t n) {
     char err[1024];
@@ -974,6 +1034,7 @@ int main(void) {
         cmocka_unit_test(test_bad_config_files),
         cmocka_unit_test(test_bad_weights_and_tokenizer_files),
         cmocka_unit_test(test_init_from_bad_metadata_exit_codes),
+        cmocka_unit_test(test_init_from_extra_tensors),
         cmocka_unit_test(test_tokenizer_recorded),
         cmocka_unit_test(test_fifo_inputs_refused),
         cmocka_unit_test(test_output_files_refused),

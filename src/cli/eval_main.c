@@ -158,6 +158,13 @@ int main(int argc, char **argv) {
         rc = 2;
         goto done;
     }
+    // A batch the model cannot index is the command line's (exit 2), as
+    // ./train's batch_size and block_size are (options_check_batch).
+    if (gpt_check_batch(&file_cfg, a.batch_size, T, err, sizeof err)) {
+        fprintf(stderr, "eval: %s: --batch-size %d, --seq-len %d: %s\n", a.weights, a.batch_size, T, err);
+        rc = 2;
+        goto done;
+    }
     if (footprint_eval(&need, &file_cfg, a.batch_size, T, a.matmul, a.precision, a.attention, omp_get_max_threads(),
                        err, sizeof err) ||
         footprint_check(&need, 1, err, sizeof err)) {

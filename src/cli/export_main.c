@@ -13,14 +13,13 @@
 // file is written atomically: a failure leaves --out as it was. An existing
 // --out is replaced only with --overwrite, and never when it is one of the
 // inputs or not a regular file (cli/cli.h); that is checked first. With
-// --format hf the rules hold for each of the directory's four files, and a
-// missing directory is made (its parent must exist).
-#include <errno.h>
+// --format hf --out is a directory written whole or not at all
+// (hf_model_write): never a run directory, and an existing one replaced
+// only with --overwrite and only if it is an earlier export.
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "format/gguf.h"
@@ -62,7 +61,8 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
                  "pos=learned, LlamaForCausalLM for block=llama with rope over the whole head, unscaled; others "
                  "refused"},
         {.name = "overwrite", .type = OPT_FLAG, .offset = F(overwrite),
-         .help = "replace FILE if it exists (a regular file, not one of the inputs)"},
+         .help = "replace FILE if it exists (a regular file, not one of the inputs); --format hf: an earlier "
+                 "export (a directory of exactly its four files, never a run directory)"},
         {.name = "context-length", .type = OPT_INT, .offset = F(context_length), .arg = "N", .min = 1,
          .max = EXPORT_MAX_CONTEXT,
          .help = "llama.cpp's context_length, and the rows of the position table of sinusoidal and none (default: "
@@ -91,27 +91,38 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
     }
 }
 
-// --format hf, checked before any work: --out a directory or nothing yet, and each
-// of its four files by --out's rules (cli_check_output); no --context-length.
+// --format hf, checked before any work: --out by hf_model_check_target's
+// rules (never a run directory; nothing, an empty directory, or with
+// --overwrite an earlier export), none of its files an input; no --context-length.
 static void check_hf_args(const ExportArgs *a) {
     char err[ERR_MAX], path[4096];
     const char *inputs[] = {a->weights, a->tokenizer};
-    struct stat st;
     if (a->context_length) {
         fprintf(stderr, "export: --context-length is for GGUF files: --format hf writes block_size\n");
         exit(2);
     }
-    if (stat(a->out, &st) == 0 && !S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "export: %s: exists and is not a directory (--format hf writes a directory)\n", a->out);
+    if (hf_model_check_target(a->out, a->overwrite, err, sizeof err) != 0) {
+        fprintf(stderr, "export: %s\n", err);
         exit(2);
     }
-    for (int i = 0; i < HF_N_FILES; i++) {
+    for (int i = 0; i < HF_N_FILES; i++) {   // an export's file is replaced, an input never
         snprintf(path, sizeof path, "%s/%s", a->out, HF_FILES[i]);
-        if (cli_check_output(path, a->overwrite, inputs, 2, err, sizeof err) != 0) {
+        if (cli_check_output(path, 1, inputs, 2, err, sizeof err) != 0) {
             fprintf(stderr, "export: %s\n", err);
             exit(2);
         }
     }
+}
+
+// A byte-class tokenizer (version 1) is exported all the same (bpe_gpt2.h
+// says why: the model runs the same on the same ids), with this warning;
+// consumer ("llama.cpp") cuts text by GPT-2's rule, as its file says (where).
+static void warn_pretokenizer(const Tokenizer *tok, const char *path, const char *consumer, const char *where) {
+    if (tok->pretok == BPE_PRETOK_GPT2) return;
+    fprintf(stderr, "export: warning: %s cuts text by the %s rule (a tokenizer file of version 1), %s by GPT-2's "
+            "(%s): a text with a contraction, a blank line before a word or non-ASCII characters gets other ids in "
+            "%s than in ropelab (docs/FORMAT.md); ./prepare's default, --pretokenizer gpt2, is %s's rule\n",
+            path, pretok_name(tok->pretok), consumer, where, consumer, consumer);
 }
 
 // --format hf: the directory's four files (hf_model.h). rc as main's.
@@ -122,14 +133,13 @@ static int export_hf(GPT *model, const Tokenizer *tok, const ExportArgs *a) {
         fprintf(stderr, "export: %s: %s; nothing written\n", a->weights, why);
         return 2;
     }
-    if (mkdir(a->out, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "export: %s: cannot create the directory: %s\n", a->out, strerror(errno));
-        return 1;
-    }
-    if (hf_model_write(model, tok, a->out, a->overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, err, sizeof err) != 0) {
+    warn_pretokenizer(tok, a->tokenizer, "Hugging Face", "tokenizer.json's ByteLevel pre-tokenizer, GPT-2's regex");
+    int written = hf_model_write(model, tok, a->out, a->overwrite, err, sizeof err);
+    if (written < 0) {
         fprintf(stderr, "export: %s\n", err);
         return 1;
     }
+    if (written == 1) fprintf(stderr, "export: note: %s\n", err);
     fprintf(stderr, "export: %s (%spos=%s) -> %s/: Hugging Face %s\n", a->weights,
             gpt_config(model)->block == BLOCK_LLAMA ? "block=llama, " : "", pos_kind_name(gpt_config(model)->pos),
             a->out, gpt_config(model)->block == BLOCK_LLAMA ? "LlamaForCausalLM" : "GPT2LMHeadModel");
@@ -190,13 +200,7 @@ int main(int argc, char **argv) {
     if (vocab.n_duplicates > 0)
         fprintf(stderr, "export: note: %s has %d tokens whose bytes another token has too; llama.cpp encodes "
                 "such a text as the last of them (generation is unaffected)\n", a.tokenizer, vocab.n_duplicates);
-    // Written all the same (bpe_gpt2.h says why): the model runs the same on the same ids.
-    if (tok.pretok != BPE_PRETOK_GPT2)
-        fprintf(stderr, "export: warning: %s cuts text by the %s rule (a tokenizer file of version 1), llama.cpp "
-                "by GPT-2's (tokenizer.ggml.pre = \"gpt-2\", the nearest it has): a text with a contraction, a blank "
-                "line before a word or non-ASCII characters gets other ids in llama.cpp than in ropelab "
-                "(docs/FORMAT.md); ./prepare's default, --pretokenizer gpt2, is llama.cpp's rule\n",
-                a.tokenizer, pretok_name(tok.pretok));
+    warn_pretokenizer(&tok, a.tokenizer, "llama.cpp", "tokenizer.ggml.pre = \"gpt-2\", the nearest it has");
     GgufKv kv[GGUF_MODEL_MAX_KV + BPE_GGUF_KV];
     memcpy(kv, gm.kv, (size_t)gm.n_kv * sizeof *kv);
     memcpy(kv + gm.n_kv, vocab.kv, sizeof vocab.kv);

@@ -11,7 +11,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "common/atomic_dir.h"
+#include "common/atomic_file.h"
 #include "data/bpe_gpt2.h"
 #include "format/gguf_model.h"
 #include "format/safetensors.h"
@@ -158,8 +161,7 @@ static int path_in(char *path, size_t n, const char *dir, const char *name, char
 }
 
 // root printed into dir/name, atomically; frees root.
-static int write_json(const char *dir, const char *name, cJSON *root, int formatted, AtomicMode mode, char *err,
-                      size_t errlen) {
+static int write_json(const char *dir, const char *name, cJSON *root, int formatted, char *err, size_t errlen) {
     char path[4096];
     char *text = root ? (formatted ? cJSON_Print(root) : cJSON_PrintUnformatted(root)) : NULL;
     cJSON_Delete(root);
@@ -169,7 +171,7 @@ static int write_json(const char *dir, const char *name, cJSON *root, int format
     }
     int rc = path_in(path, sizeof path, dir, name, err, errlen);
     AtomicFile af;
-    FILE *f = rc == 0 ? atomic_open(&af, path, mode, err, errlen) : NULL;
+    FILE *f = rc == 0 ? atomic_open(&af, path, ATOMIC_NEW, err, errlen) : NULL;
     if (f) {
         size_t len = strlen(text);
         int ok = fwrite(text, 1, len, f) == len && fputc('\n', f) != EOF;
@@ -337,7 +339,55 @@ static cJSON *tokenizer_config_json(const char *eot, int V, int block_size) {
     return c;
 }
 
-int hf_model_write(GPT *model, const Tokenizer *tok, const char *dir, AtomicMode mode, char *err, size_t errlen) {
+// The files ./train keeps in a run directory (train/trainer.c) that mark one:
+// a run is never an export's target, even with --overwrite.
+static int holds_run(const char *dir, char *mark, size_t n) {
+    static const char *const MARKS[][2] = {{"train.lock", NULL}, {"checkpoint.safetensors", NULL},
+                                           {"config.ini", "log.csv"}};
+    char path[4096];
+    struct stat st;
+    for (size_t i = 0; i < sizeof MARKS / sizeof MARKS[0]; i++) {
+        int all = 1;
+        for (int k = 0; k < 2 && MARKS[i][k]; k++) {
+            snprintf(path, sizeof path, "%s/%s", dir, MARKS[i][k]);
+            all = all && lstat(path, &st) == 0;
+        }
+        if (all) {
+            snprintf(mark, n, "%s%s%s", MARKS[i][0], MARKS[i][1] ? " and " : "", MARKS[i][1] ? MARKS[i][1] : "");
+            return 1;
+        }
+    }
+    return 0;
+}
+
+int hf_model_check_target(const char *dir, int replace, char *err, size_t errlen) {
+    char mark[64];
+    struct stat st;
+    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && holds_run(dir, mark, sizeof mark)) {
+        snprintf(err, errlen, "%s: holds a ropelab run (%s); an export never replaces a run directory", dir, mark);
+        return -1;
+    }
+    return atomic_dir_check_target(dir, HF_FILES, HF_N_FILES, replace, err, errlen);
+}
+
+// The four files into the temporary directory.
+static int write_files(const GPTConfig *cfg, const Tokenizer *tok, const BpeGguf *vocab, cJSON *tok_json,
+                       const StTensorOut *t, int n, const char *dir, char *err, size_t errlen) {
+    char path[4096];
+    const StMeta meta[] = {{"format", "pt"}};
+    int V = tok->vocab_size;
+    int rc = write_json(dir, HF_FILES[0], config_json(cfg, tok->eot_id), 1, err, errlen);
+    if (rc == 0 && (rc = path_in(path, sizeof path, dir, HF_FILES[1], err, errlen)) == 0)
+        rc = st_write(path, t, n, meta, 1, ATOMIC_NEW, err, errlen);
+    if (rc == 0) rc = write_json(dir, HF_FILES[2], tok_json, 0, err, errlen);
+    else cJSON_Delete(tok_json);
+    if (rc == 0)
+        rc = write_json(dir, HF_FILES[3], tokenizer_config_json(vocab->tokens[V - 1], V, cfg->block_size), 1, err,
+                        errlen);
+    return rc;
+}
+
+int hf_model_write(GPT *model, const Tokenizer *tok, const char *dir, int replace, char *err, size_t errlen) {
     const GPTConfig *cfg = gpt_config(model);
     const char *why = hf_model_refusal(cfg);
     if (why) { snprintf(err, errlen, "%s", why); return -1; }
@@ -377,17 +427,14 @@ int hf_model_write(GPT *model, const Tokenizer *tok, const char *dir, AtomicMode
         }
         n += k;
     }
-    char path[4096];
-    const StMeta meta[] = {{"format", "pt"}};
-    rc = write_json(dir, HF_FILES[0], config_json(cfg, tok->eot_id), 1, mode, err, errlen);
-    if (rc == 0 && (rc = path_in(path, sizeof path, dir, HF_FILES[1], err, errlen)) == 0)
-        rc = st_write(path, t, n, meta, 1, mode, err, errlen);
-    if (rc == 0) rc = write_json(dir, HF_FILES[2], tok_json, 0, mode, err, errlen);
-    else cJSON_Delete(tok_json);
-    tok_json = NULL;
-    if (rc == 0)
-        rc = write_json(dir, HF_FILES[3], tokenizer_config_json(vocab.tokens[V - 1], V, cfg->block_size), 1, mode,
-                        err, errlen);
+    AtomicDir ad;
+    if (atomic_dir_open(&ad, dir, HF_FILES, HF_N_FILES, replace, err, errlen) != 0) {
+        rc = -1;
+        goto done;
+    }
+    int ok = write_files(cfg, tok, &vocab, tok_json, t, n, ad.tmp, err, errlen) == 0;
+    tok_json = NULL;   // write_files freed it
+    rc = atomic_dir_commit(&ad, ok, err, errlen);
 done:
     cJSON_Delete(tok_json);
     free(t);

@@ -21,7 +21,6 @@
 
 #include <stddef.h>
 
-#include "common/atomic_file.h"
 #include "data/bpe.h"
 #include "model/gpt.h"
 
@@ -34,10 +33,18 @@ const char *hf_model_refusal(const GPTConfig *cfg);
 // The bytes hf_model_write allocates for the tensors it makes (transposed or
 // permuted copies), from cfg alone.
 size_t hf_model_bytes(const GPTConfig *cfg);
-// Writes the four files into dir (which must exist), each atomically
-// (common/atomic_file.h: mode says whether an existing file is replaced); a
-// failure leaves the files written before it. 0; -1 with a message ("path:
-// problem", or a refusal without a path); -2 when out of memory.
-int hf_model_write(GPT *model, const Tokenizer *tok, const char *dir, AtomicMode mode, char *err, size_t errlen);
+// Whether dir may receive an export, checked before the work: never a run
+// directory of ./train (train.lock, checkpoint.safetensors, or config.ini
+// with log.csv), then common/atomic_dir.h's rules for the four files:
+// nothing there, an empty directory, or with replace an earlier export
+// (exactly the four, regular files). 0, or -1 with "dir: problem".
+int hf_model_check_target(const char *dir, int replace, char *err, size_t errlen);
+// Writes the directory whole (common/atomic_dir.h): the four files into a
+// new sibling dir.tmp.XXXXXX, then renamed into place (with replace, an
+// exchange with the export there). A failure or a kill leaves dir as it
+// was. 0; 1 written, but the replaced directory was left (err says where);
+// -1 with a message ("path: problem", or a refusal without a path); -2
+// when out of memory.
+int hf_model_write(GPT *model, const Tokenizer *tok, const char *dir, int replace, char *err, size_t errlen);
 
 #endif

@@ -16,8 +16,6 @@
 
 #include "common/atomic_file.h"
 
-#define ST_MAX_HEADER (100u << 20)   // 100 MB, as the reference implementation
-
 static const char *const DTYPE_NAMES[] = {"F32", "I32", "I64", "U8"};
 static const size_t DTYPE_SIZES[] = {4, 4, 8, 1};
 
@@ -164,6 +162,10 @@ static int cmp_range(const void *a, const void *b) {
 // Parses one tensor entry of the header into t (data offsets into r).
 static int parse_tensor(const cJSON *o, StTensor *t, Range *r, const char *path, char *err, size_t errlen) {
     const char *name = o->string;
+    if (!name[0]) {   // st_write refuses one too: no message could name it
+        snprintf(err, errlen, "%s: the header holds a tensor with an empty name (\"\")", path);
+        return -1;
+    }
     if (strlen(name) >= sizeof t->name) {
         snprintf(err, errlen, "%s: tensor name too long (%.40s...)", path, name);
         return -1;
@@ -368,7 +370,12 @@ int st_open_header(StFile **out, const char *path, char *err, size_t errlen) {
     if (read_exact(f->fp, len8, 8, path, err, errlen) != 0) goto done;
     uint64_t hlen = 0;
     for (int i = 0; i < 8; i++) hlen |= (uint64_t)len8[i] << (8 * i);
-    if (hlen < 2 || hlen > ST_MAX_HEADER || hlen > (uint64_t)file_size - 8) {
+    if (hlen > ST_MAX_HEADER) {
+        snprintf(err, errlen, "%s: header length %llu is more than any ropelab file has (at most %u bytes); not read",
+                 path, (unsigned long long)hlen, ST_MAX_HEADER);
+        goto done;
+    }
+    if (hlen < 2 || hlen > (uint64_t)file_size - 8) {
         snprintf(err, errlen, "%s: bad header length %llu (file has %lld bytes)", path,
                  (unsigned long long)hlen, file_size);
         goto done;

@@ -45,8 +45,29 @@ typedef struct {            // a tensor read from a file
                             // it out); st_open_header: NULL (st_read_tensor reads it)
 } StTensor;
 
+// The longest header ropelab reads, 4 MiB: over twice what the largest file
+// it writes needs. That file is the training checkpoint of the largest
+// model, three tensors (the weights, two AdamW moments) per parameter
+// tensor, and the model has at most 1 (wte) + 2 (the scheme's,
+// POS_MAX_PARAMS) + 12 per layer x 256 layers (n_layer's maximum,
+// model/config.c) + 2 (ln_f) = 3,077 of them: 9,231 tensors. One entry, as
+// st_write prints it,
+//   "NAME":{"dtype":"F32","shape":[A,B],"data_offsets":[X,Y]},
+// is 49 bytes of fixed text, a name of at most 8 ("adamw.m.") + 63
+// (ParamEntry's), two dims of at most 8 digits (2^24 tokens; widths are
+// smaller) and a comma, and two offsets below 3 x 4 x 2^34 bytes (a model
+// has under 2^34 parameters), 12 digits each: at most 49 + 71 + 17 + 24 =
+// 161 bytes, under 256. With 8 KB for __metadata__ (under 64 keys and
+// values of under 128 bytes), 9,231 x 256 + 8,192 = 2.4 MB. A larger length
+// is refused from the file's first 8 bytes, before anything is allocated or
+// read (the reference implementation allows 100 MB, which a junk file would
+// cost in memory and reading). tests/test_model_safetensors.c writes the
+// largest checkpoint (narrow, so its numbers are short) and finds its header
+// within a quarter of this.
+#define ST_MAX_HEADER (4u << 20)
+
 typedef struct StFile StFile;
-// Reads and validates the header only: header length at most 100 MB and
+// Reads and validates the header only: header length at most ST_MAX_HEADER and
 // within the file's size, valid JSON, known dtypes, shapes matching byte
 // ranges, ranges inside the data, non-overlapping and covering it exactly (so
 // a truncated file is caught). Metadata, names, dtypes and shapes are then

@@ -141,33 +141,50 @@ static int check_file_config(const GPT *m, const StFile *f, int length_keys_may_
     return 0;
 }
 
+// Whether name is a checkpoint's AdamW moment (GPT_MOMENT_M or GPT_MOMENT_V
+// + a parameter's name); *param gets that parameter.
+static int is_moment(const GPT *m, const char *name, const ParamEntry **param) {
+    const char *prefix[] = {GPT_MOMENT_M, GPT_MOMENT_V};
+    for (int k = 0; k < 2; k++)
+        if (strncmp(name, prefix[k], strlen(prefix[k])) == 0 && (*param = gpt_find_param(m, name + strlen(prefix[k]))))
+            return 1;
+    return 0;
+}
+
 int gpt_check_file(const GPT *m, const StFile *f, int length_keys_may_differ, int allow_extra,
                    char *err, size_t errlen) {
     int rc = check_file_config(m, f, length_keys_may_differ, err, errlen);
     if (rc != 0) return rc;
     for (int i = 0; i < m->n_entries; i++)
         if (gpt_check_tensor(f, m->entries[i].name, &m->entries[i], err, errlen) != 0) return GPT_FILE_BAD;
-    if (!allow_extra)
-        for (int i = 0; i < st_num_tensors(f); i++) {
-            const char *name = st_tensor_at(f, i)->name;
-            if (!gpt_find_param(m, name)) {
-                snprintf(err, errlen, "%s: unexpected tensor %s (not a parameter of pos=%s)", st_path(f), name,
-                         pos_kind_name(m->cfg.pos));
-                return GPT_FILE_BAD;
-            }
+    for (int i = 0; allow_extra != GPT_EXTRA_ANY && i < st_num_tensors(f); i++) {
+        const char *name = st_tensor_at(f, i)->name;
+        const ParamEntry *param;
+        if (gpt_find_param(m, name)) continue;
+        if (allow_extra == GPT_EXTRA_MOMENTS && is_moment(m, name, &param)) {
+            if (gpt_check_tensor(f, name, param, err, errlen) != 0) return GPT_FILE_BAD;
+            continue;
         }
+        snprintf(err, errlen, "%s: unexpected tensor %s (not a parameter of pos=%s%s)", st_path(f), name,
+                 pos_kind_name(m->cfg.pos), allow_extra == GPT_EXTRA_MOMENTS ? ", nor an AdamW moment of one" : "");
+        return GPT_FILE_BAD;
+    }
     return 0;
 }
 
-int gpt_read_params(GPT *m, const StFile *f, int length_keys_may_differ, char *err, size_t errlen) {
-    int rc = gpt_check_file(m, f, length_keys_may_differ, 1, err, errlen);   // all of it before any data
-    if (rc != 0) return rc;
+// The parameters, read once the file passed gpt_check_file.
+static int read_params(GPT *m, const StFile *f, char *err, size_t errlen) {
     float *params = gpt_params(m);   // written through gpt_params: the engine re-reads the weights
     for (int i = 0; i < m->n_entries; i++) {
         const ParamEntry *e = &m->entries[i];
         if (gpt_read_tensor(f, e->name, e, params + e->offset, err, errlen) != 0) return GPT_FILE_BAD;
     }
     return 0;
+}
+
+int gpt_read_params(GPT *m, const StFile *f, int length_keys_may_differ, char *err, size_t errlen) {
+    int rc = gpt_check_file(m, f, length_keys_may_differ, GPT_EXTRA_MOMENTS, err, errlen);   // all before any data
+    return rc != 0 ? rc : read_params(m, f, err, errlen);
 }
 
 int gpt_check_tokenizer(const GPT *m, const char *weights, int vocab_size, uint64_t checksum, const char *source,
@@ -225,7 +242,7 @@ int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t e
         snprintf(err, errlen, "%s: %s", path, msg);
         goto fail;
     }
-    if (gpt_read_params(m, f, 0, err, errlen) != 0) goto fail;
+    if (read_params(m, f, err, errlen) != 0) goto fail;   // checked above, with allow_extra
     gpt_free(shell);
     st_close(f);
     *model = m;

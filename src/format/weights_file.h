@@ -16,12 +16,21 @@
 // Written atomically: temporary file, fsync, rename; an existing PATH (a
 // regular file) is replaced: the trainer's model.safetensors.
 int gpt_save(const GPT *model, const char *path, char *err, size_t errlen);
+// What a weights file may hold besides the model's parameters (allow_extra
+// below; extra tensors are never read):
+//   GPT_EXTRA_NONE     nothing: a model.safetensors
+//   GPT_EXTRA_ANY      any tensor: a debug state or a checkpoint read as weights (gpt_load's 1)
+//   GPT_EXTRA_MOMENTS  a training checkpoint's AdamW moments only, GPT_MOMENT_M and
+//                      GPT_MOMENT_V + a parameter's name, of its shape (train/checkpoint.h):
+//                      gpt_read_params, so --init-from takes a model or a checkpoint
+enum { GPT_EXTRA_NONE = 0, GPT_EXTRA_ANY = 1, GPT_EXTRA_MOMENTS = 2 };
+#define GPT_MOMENT_M "adamw.m."
+#define GPT_MOMENT_V "adamw.v."
 // Loads a weights file, creating the model from its metadata. The header,
 // the metadata and every name, dtype and shape are checked against the
 // model the metadata describes before the model is allocated or any tensor
 // read (a bad file of any size costs its header); every value must be
-// finite; extra tensors are an error unless allow_extra is set (a training
-// checkpoint carrying optimizer state). Extra tensors are never read.
+// finite; extra tensors as allow_extra says (above).
 int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen);
 // What gpt_load(path, allow_extra) would build, from the file's header alone
 // and with gpt_load's checks up to its first allocation (the same messages):
@@ -50,12 +59,14 @@ int gpt_read_tensor(const StFile *file, const char *name, const ParamEntry *e, f
 // Everything a reader checks before reading data, on a file opened with
 // st_open_header: its metadata describes this model's configuration (with
 // length_keys_may_differ, block_size and the rope scaling keys may differ:
-// --init-from) and every parameter is there with its dtype and shape; unless
-// allow_extra, no other tensor. 0, GPT_FILE_BAD or GPT_FILE_OTHER_MODEL.
+// --init-from) and every parameter is there with its dtype and shape; any
+// other tensor as allow_extra says (GPT_EXTRA_*), else refused naming it. 0,
+// GPT_FILE_BAD or GPT_FILE_OTHER_MODEL.
 int gpt_check_file(const GPT *model, const StFile *file, int length_keys_may_differ, int allow_extra,
                    char *err, size_t errlen);
-// gpt_check_file (extra tensors allowed), then every parameter read
-// (gpt_read_tensor). 0, GPT_FILE_BAD or GPT_FILE_OTHER_MODEL.
+// gpt_check_file (GPT_EXTRA_MOMENTS: a model or a checkpoint, nothing else),
+// then every parameter read (gpt_read_tensor). 0, GPT_FILE_BAD or
+// GPT_FILE_OTHER_MODEL. The reader of --init-from and of checkpoint_load.
 int gpt_read_params(GPT *model, const StFile *file, int length_keys_may_differ, char *err, size_t errlen);
 // Whether the tokenizer in (or behind) the file `source` is the one the
 // model of `weights` was trained with: its vocabulary size (vocab_size > 0;
