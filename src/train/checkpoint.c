@@ -32,8 +32,8 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
         return -1;
     }
     for (int i = 0; i < n; i++) {
-        snprintf(names[2 * i], 80, "adamw.m.%s", entries[i].name);
-        snprintf(names[2 * i + 1], 80, "adamw.v.%s", entries[i].name);
+        snprintf(names[2 * i], 80, GPT_MOMENT_M "%s", entries[i].name);
+        snprintf(names[2 * i + 1], 80, GPT_MOMENT_V "%s", entries[i].name);
         t[2 * i] = tensor_out(names[2 * i], &entries[i], opt->m);
         t[2 * i + 1] = tensor_out(names[2 * i + 1], &entries[i], opt->v);
     }
@@ -173,8 +173,8 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
     }
     if (gpt_check_file(model, f, 0, 1, err, errlen) != 0) goto done;
     for (int i = 0; i < n; i++) {
-        snprintf(names[i][0], sizeof names[i][0], "adamw.m.%s", entries[i].name);
-        snprintf(names[i][1], sizeof names[i][1], "adamw.v.%s", entries[i].name);
+        snprintf(names[i][0], sizeof names[i][0], GPT_MOMENT_M "%s", entries[i].name);
+        snprintf(names[i][1], sizeof names[i][1], GPT_MOMENT_V "%s", entries[i].name);
         if (gpt_check_tensor(f, names[i][0], &entries[i], err, errlen) ||
             gpt_check_tensor(f, names[i][1], &entries[i], err, errlen)) goto done;
     }
