@@ -12,6 +12,7 @@
 #include "model/pos.h"
 #include "model/pos_maths.h"
 #include "util_gradcheck.h"
+#include "util_shell.h"
 
 // Defaults nb = 32, md = 128, so e = 16 exact buckets, nb - e = 16 log
 // buckets, log(md/e) = log 8. For n >= 16:
@@ -102,11 +103,58 @@ static void test_alibi(void **s) {
         for (int n = 0; n < 10; n++) assert_true(fabs(bias[h * 10 + n] + ldexp(1.0, -2 * (h + 1)) * n) < 1e-6);
 }
 
+// Every scheme says, per block, where it exists outside ropelab: for GGUF and
+// for --format hf, an architecture or the reason it has none, never both,
+// never neither (model/pos.h's PosExports; the exports write only these).
+static void test_every_scheme_says_how_it_exports(void **s) {
+    for (int k = 0; k < POS_COUNT; k++) {
+        const PosExports *x = pos_exports((PosKind)k);
+        assert_non_null(x);
+        for (int b = BLOCK_GPT2; b <= BLOCK_LLAMA; b++) {
+            if (!x->gguf[b] == !x->gguf_no_home[b])
+                fail_msg("pos=%s, block %d: GGUF needs an architecture or a reason, not %s", pos_kind_name(k), b,
+                         x->gguf[b] ? "both" : "neither");
+            if (!x->hf[b] == !x->hf_no_home[b])
+                fail_msg("pos=%s, block %d: --format hf needs a class or a reason, not %s", pos_kind_name(k), b,
+                         x->hf[b] ? "both" : "neither");
+        }
+    }
+}
+
+// A scheme added to the list (model/gpt.h's POS_SCHEME_LIST) whose file
+// defines no pos_exports_NAME does not build: pos.c, compiled from a copy of
+// the headers with a scheme `fake` added, links only once pos_fake.c defines
+// its exports as well as its scheme.
+static void test_a_scheme_without_exports_does_not_build(void **s) {
+    char tmp[] = "/tmp/ropelab_fake_scheme_XXXXXX";
+    assert_non_null(mkdtemp(tmp));
+    assert_int_equal(run_shell("mkdir -p %s/src && cp -r src/model src/engine src/common %s/src/ && "
+                               "sed -i 's/X(NONE, none)/X(NONE, none) X(FAKE, fake)/' %s/src/model/gpt.h && "
+                               "grep -q 'X(FAKE, fake)' %s/src/model/gpt.h && "
+                               "printf '#include \"model/pos.h\"\\nconst PosScheme pos_scheme_fake = {.kind = POS_FAKE};\\n"
+                               "int main(void) { return pos_exports(POS_FAKE) == 0; }\\n' > %s/fake.c",
+                               tmp, tmp, tmp, tmp, tmp), 0);
+    const char *link = "cc -std=c11 -D_GNU_SOURCE -fopenmp -I%s/src %s/src/model/pos.c %s/fake.c build/libropelab.a "
+                       "-lopenblas -ldnnl -lcjson -linih -lm -o %s/fake > %s/link.txt 2>&1";
+    if (run_shell(link, tmp, tmp, tmp, tmp, tmp) == 0) fail_msg("a scheme without pos_exports_fake linked");
+    if (run_shell("grep -q 'pos_exports_fake' %s/link.txt", tmp) != 0) fail_msg("the link failed for another reason");
+    // with its exports it builds: the missing definition was the only reason
+    assert_int_equal(run_shell("echo 'const PosExports pos_exports_fake = {.gguf_no_home = {\"x\", \"x\"}, "
+                               ".hf_no_home = {\"x\", \"x\"}};' >> %s/fake.c", tmp), 0);
+    if (run_shell(link, tmp, tmp, tmp, tmp, tmp) != 0) {
+        run_shell("cat %s/link.txt", tmp);
+        fail_msg("the fake scheme with its exports did not build");
+    }
+    assert_int_equal(run_shell("rm -rf %s", tmp), 0);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_t5_buckets_default), cmocka_unit_test(test_t5_buckets_custom),
         cmocka_unit_test(test_t5_bias_table),      cmocka_unit_test(test_sinusoidal),
         cmocka_unit_test(test_alibi),
+        cmocka_unit_test(test_every_scheme_says_how_it_exports),
+        cmocka_unit_test(test_a_scheme_without_exports_does_not_build),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -128,9 +128,8 @@ static void warn_pretokenizer(const Tokenizer *tok, const char *path, const char
 // --format hf: the directory's four files (hf_model.h). rc as main's.
 static int export_hf(GPT *model, const Tokenizer *tok, const ExportArgs *a) {
     char err[ERR_MAX];
-    const char *why = hf_model_refusal(gpt_config(model));
-    if (why) {
-        fprintf(stderr, "export: %s: %s; nothing written\n", a->weights, why);
+    if (hf_model_refusal(gpt_config(model), err, sizeof err)) {
+        fprintf(stderr, "export: %s: %s; nothing written\n", a->weights, err);
         return 2;
     }
     warn_pretokenizer(tok, a->tokenizer, "Hugging Face", "tokenizer.json's ByteLevel pre-tokenizer, GPT-2's regex");

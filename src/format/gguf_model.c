@@ -15,6 +15,7 @@
 
 #include "cli/meter.h"
 #include "model/layers.h"
+#include "model/pos.h"
 #include "model/pos_maths.h"
 
 // Our tensor names and llama.cpp's: a layer's h.{l}.OURS is blk.{l}.THEIRS,
@@ -58,22 +59,8 @@ static const NameMap TOP_NAMES[] = {
 #define MAX_CONTEXT_LENGTH 0x7fffffffLL
 
 const char *gguf_model_refusal(const GPTConfig *cfg) {
-    if (cfg->pos == POS_T5)
-        return "pos=t5 has no home in llama.cpp: its t5 architecture is the encoder-decoder model, and no "
-               "decoder-only architecture there has T5's learned relative-position bias";
-    if (cfg->block == BLOCK_LLAMA) {
-        switch (cfg->pos) {
-        case POS_LEARNED:
-        case POS_SINUSOIDAL:
-            return "block=llama with a position table (pos=learned, sinusoidal) has no home in llama.cpp: its "
-                   "architectures with a position table (gpt2, starcoder, mpt) have LayerNorm and GELU";
-        case POS_NONE:
-            return "block=llama with pos=none has no home in llama.cpp: its architectures with RMSNorm and SwiGLU "
-                   "rotate q and k in every layer, or all but every fourth (smollm3, llama4)";
-        default:
-            break;
-        }
-    }
+    const PosExports *x = pos_exports(cfg->pos);
+    if (!x->gguf[cfg->block]) return x->gguf_no_home[cfg->block];
     if (cfg->pos != POS_ROPE) return NULL;
     if (cfg->rope_scaling == ROPE_SCALING_YARN_PAPER)
         return "rope_scaling=yarn_paper has no home in llama.cpp, whose YaRN ramps over the pair index "
@@ -112,10 +99,13 @@ static void add_f32(GgufModel *m, const char *key, float v) { add_kv(m, key, GGU
 static void add_bool(GgufModel *m, const char *key, int v) { add_kv(m, key, GGUF_KV_BOOL)->boolean = v; }
 static void add_str(GgufModel *m, const char *key, const char *v) { add_kv(m, key, GGUF_KV_STRING)->str = v; }
 
+// The scheme's architecture (pos_exports), but llama with partial rotary,
+// which llama.cpp has as chatglm (the first rope.dimension_count dims rotated).
 static const char *architecture(const GPTConfig *cfg) {
-    if (cfg->block == BLOCK_LLAMA)
-        return cfg->pos == POS_ALIBI ? "refact" : cfg->rope_dims < cfg->d_model / cfg->n_head ? "chatglm" : "llama";
-    return cfg->pos == POS_ROPE ? "gptneox" : cfg->pos == POS_ALIBI ? "mpt" : "gpt2";
+    const char *arch = pos_exports(cfg->pos)->gguf[cfg->block];
+    if (cfg->block == BLOCK_LLAMA && cfg->pos == POS_ROPE && cfg->rope_dims < cfg->d_model / cfg->n_head)
+        return "chatglm";
+    return arch;
 }
 
 // The tensors of our entry e under llama.cpp's names, in the table's order, into

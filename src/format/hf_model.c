@@ -19,6 +19,7 @@
 #include "format/gguf_model.h"
 #include "format/safetensors.h"
 #include "model/layers.h"
+#include "model/pos.h"
 
 const char *const HF_FILES[HF_N_FILES] = {"config.json", "model.safetensors", "tokenizer.json",
                                           "tokenizer_config.json"};
@@ -67,29 +68,23 @@ static const HfName LLAMA_LAYER[] = {
 #define MAX_PARTS 3   // the most tensors of theirs one of ours becomes (c_attn: q, k, v)
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
 
-static char refusal[256];   // hf_model_refusal's message (one export per process)
-
-const char *hf_model_refusal(const GPTConfig *cfg) {
+int hf_model_refusal(const GPTConfig *cfg, char *why, size_t n) {
+    const PosExports *x = pos_exports(cfg->pos);
     int D = cfg->d_model / cfg->n_head;
-    if (cfg->block == BLOCK_GPT2 && cfg->pos != POS_LEARNED)
-        snprintf(refusal, sizeof refusal, "--format hf writes block=gpt2 as GPT2LMHeadModel, whose positions are "
-                 "a learned table: pos=%s is not written (docs/FORMAT.md has GPT-NeoX's mapping for rope)",
-                 pos_kind_name(cfg->pos));
-    else if (cfg->block == BLOCK_LLAMA && cfg->pos != POS_ROPE)
-        snprintf(refusal, sizeof refusal, "--format hf writes block=llama as LlamaForCausalLM, which rotates q "
-                 "and k (rope): pos=%s has no home there", pos_kind_name(cfg->pos));
-    else if (cfg->block == BLOCK_LLAMA && cfg->rope_dims != D)
-        snprintf(refusal, sizeof refusal, "--format hf: LlamaForCausalLM rotates every dim of a head: "
-                 "rope_dims = %d of head_dim %d has no home there", cfg->rope_dims, D);
-    else if (cfg->pos == POS_ROPE && cfg->rope_scaling != ROPE_SCALING_NONE)
-        snprintf(refusal, sizeof refusal, "--format hf writes the unscaled model: rope_scaling=%s is not "
-                 "written (Hugging Face's rope_scaling is not mapped yet)",
-                 cfg->rope_scaling == ROPE_SCALING_LINEAR ? "linear" : cfg->rope_scaling == ROPE_SCALING_NTK ? "ntk"
-                 : cfg->rope_scaling == ROPE_SCALING_YARN ? "yarn" : cfg->rope_scaling == ROPE_SCALING_YARN_PAPER
-                 ? "yarn_paper" : "dynamic");
-    else
-        return NULL;
-    return refusal;
+    if (!x->hf[cfg->block])
+        snprintf(why, n, "--format hf: pos=%s with block=%s has no home there: %s", pos_kind_name(cfg->pos),
+                 cfg->block == BLOCK_LLAMA ? "llama" : "gpt2", x->hf_no_home[cfg->block]);
+    else if (cfg->pos == POS_ROPE && cfg->rope_dims != D)
+        snprintf(why, n, "--format hf: %s rotates every dim of a head: rope_dims = %d of head_dim %d has no home "
+                 "there", x->hf[cfg->block], cfg->rope_dims, D);
+    else if (cfg->pos == POS_ROPE && cfg->rope_scaling != ROPE_SCALING_NONE) {
+        char scaling[32];   // the choice's name, from the model's key table
+        gpt_config_get(cfg, gpt_model_key_find("rope_scaling"), scaling, sizeof scaling);
+        snprintf(why, n, "--format hf writes the unscaled model: rope_scaling=%s is not written (Hugging Face's "
+                 "rope_scaling is not mapped yet)", scaling);
+    } else
+        return 0;
+    return 1;
 }
 
 // The floats made here: GPT-2's four transposed matrices per layer, Llama's permuted q and k.
@@ -389,8 +384,7 @@ static int write_files(const GPTConfig *cfg, const Tokenizer *tok, const BpeGguf
 
 int hf_model_write(GPT *model, const Tokenizer *tok, const char *dir, int replace, char *err, size_t errlen) {
     const GPTConfig *cfg = gpt_config(model);
-    const char *why = hf_model_refusal(cfg);
-    if (why) { snprintf(err, errlen, "%s", why); return -1; }
+    if (hf_model_refusal(cfg, err, errlen)) return -1;
     BpeGguf vocab;
     if (bpe_gguf(tok, &vocab, err, errlen)) return -2;
     int V = tok->vocab_size, rc = 0;

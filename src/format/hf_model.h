@@ -28,8 +28,9 @@
 #define HF_N_FILES 4
 extern const char *const HF_FILES[HF_N_FILES];
 
-// Why cfg cannot be exported (one line, no file name), or NULL if it can.
-const char *hf_model_refusal(const GPTConfig *cfg);
+// Whether cfg cannot be exported: 1 with why (one line, no file name) in the
+// caller's buffer, or 0. The schemes' answers are their pos_exports (model/pos.h).
+int hf_model_refusal(const GPTConfig *cfg, char *why, size_t n);
 // The bytes hf_model_write allocates for the tensors it makes (transposed or
 // permuted copies), from cfg alone.
 size_t hf_model_bytes(const GPTConfig *cfg);

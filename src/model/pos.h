@@ -64,6 +64,28 @@ typedef struct {
 } PosScheme;
 
 const PosScheme *pos_scheme(PosKind kind);
+
+// Where a scheme exists outside ropelab, per block (index BLOCK_GPT2,
+// BLOCK_LLAMA): the llama.cpp architecture its GGUF file names, and the
+// Hugging Face model class of its --format hf directory; NULL where it has
+// none, and then the reason, which the export prints when it refuses. Each
+// scheme's own file defines its pos_exports_NAME (a scheme in the list
+// without one does not link), and every block has an architecture or a
+// reason in both formats (tests/test_model_pos.c): the exports
+// (format/gguf_model.c, hf_model.c) write only what these name, so a new
+// scheme is never written as another by accident.
+typedef struct {
+    const char *gguf[2], *gguf_no_home[2];
+    const char *hf[2], *hf_no_home[2];
+} PosExports;
+const PosExports *pos_exports(PosKind kind);
+// The reasons several schemes share.
+#define POS_NO_GGUF_LLAMA_TABLE "block=llama with a position table has no home in llama.cpp: its architectures " \
+                                "with a position table (gpt2, starcoder, mpt) have LayerNorm and GELU"
+#define POS_NO_HF_GPT2 "Hugging Face's GPT2LMHeadModel, which --format hf writes block=gpt2 as, has a learned " \
+                       "position table (docs/FORMAT.md has GPT-NeoX's mapping for rope)"
+#define POS_NO_HF_LLAMA "Hugging Face's LlamaForCausalLM, which --format hf writes block=llama as, rotates q " \
+                        "and k (rope)"
 // Sets up p for scheme s: config, no parameters yet, tables for n_pos positions.
 int pos_ctx_init(PosCtx *p, const PosScheme *s, const GPTConfig *cfg, int n_pos, char *err, size_t errlen);
 // Rebuilds the tables if they cover fewer than n_pos positions.
@@ -75,7 +97,8 @@ void pos_ctx_free(PosCtx *p);
 // x[b,t] += P[pos0 + t] for x (B,T,C). Shared by learned (P = wpe) and sinusoidal.
 void pos_add_rows(float *x, const float *table, int B, int T, int pos0, int C);
 
-#define POS_SCHEME_EXTERN_(E, name) extern const PosScheme pos_scheme_##name;
+#define POS_SCHEME_EXTERN_(E, name) extern const PosScheme pos_scheme_##name; \
+    extern const PosExports pos_exports_##name;
 POS_SCHEME_LIST(POS_SCHEME_EXTERN_)
 
 #endif

@@ -29,3 +29,9 @@ const PosScheme pos_scheme_alibi = {
     .kind = POS_ALIBI,
     .bias_fill = alibi_bias_fill,
 };
+
+// llama.cpp's ALiBi: mpt (GPT-2's block), refact (LLaMA's).
+const PosExports pos_exports_alibi = {
+    .gguf = {[BLOCK_GPT2] = "mpt", [BLOCK_LLAMA] = "refact"},
+    .hf_no_home = {[BLOCK_GPT2] = POS_NO_HF_GPT2, [BLOCK_LLAMA] = POS_NO_HF_LLAMA},
+};

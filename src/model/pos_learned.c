@@ -33,3 +33,10 @@ const PosScheme pos_scheme_learned = {
     .embed_forward = learned_embed_forward,
     .embed_backward = learned_embed_backward,
 };
+
+const PosExports pos_exports_learned = {
+    .gguf = {[BLOCK_GPT2] = "gpt2"},
+    .gguf_no_home = {[BLOCK_LLAMA] = POS_NO_GGUF_LLAMA_TABLE},
+    .hf = {[BLOCK_GPT2] = "GPT2LMHeadModel"},
+    .hf_no_home = {[BLOCK_LLAMA] = POS_NO_HF_LLAMA},
+};

@@ -122,3 +122,10 @@ const PosScheme pos_scheme_rope = {
     .qk_forward = rope_qk_forward,
     .qk_backward = rope_qk_backward,
 };
+
+// GPT-NeoX's rotate-half layout (q, k permuted at export), LLaMA's pairs as ours.
+const PosExports pos_exports_rope = {
+    .gguf = {[BLOCK_GPT2] = "gptneox", [BLOCK_LLAMA] = "llama"},
+    .hf = {[BLOCK_LLAMA] = "LlamaForCausalLM"},
+    .hf_no_home = {[BLOCK_GPT2] = POS_NO_HF_GPT2},
+};

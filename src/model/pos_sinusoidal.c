@@ -46,3 +46,10 @@ const PosScheme pos_scheme_sinusoidal = {
     .tables_init = sinusoidal_tables_init,
     .embed_forward = sinusoidal_embed_forward,
 };
+
+// llama.cpp's gpt2 with the table written as its learned one (position_embd).
+const PosExports pos_exports_sinusoidal = {
+    .gguf = {[BLOCK_GPT2] = "gpt2"},
+    .gguf_no_home = {[BLOCK_LLAMA] = POS_NO_GGUF_LLAMA_TABLE},
+    .hf_no_home = {[BLOCK_GPT2] = POS_NO_HF_GPT2, [BLOCK_LLAMA] = POS_NO_HF_LLAMA},
+};

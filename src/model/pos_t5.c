@@ -51,3 +51,10 @@ const PosScheme pos_scheme_t5 = {
     .bias_fill = t5_bias_fill,
     .bias_backward = t5_bias_backward,
 };
+
+#define NO_GGUF_T5 "pos=t5 has no home in llama.cpp: its t5 architecture is the encoder-decoder model, and no " \
+                   "decoder-only architecture there has T5's learned relative-position bias"
+const PosExports pos_exports_t5 = {
+    .gguf_no_home = {[BLOCK_GPT2] = NO_GGUF_T5, [BLOCK_LLAMA] = NO_GGUF_T5},
+    .hf_no_home = {[BLOCK_GPT2] = POS_NO_HF_GPT2, [BLOCK_LLAMA] = POS_NO_HF_LLAMA},
+};
