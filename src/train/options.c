@@ -15,15 +15,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
 #include "common/atomic_file.h"
+#include "common/cli.h"
 #include "engine/engine_create.h"
 #include "train/checkpoint.h"
 #include "train/fault_inject.h"
 #include "train/run_dir.h"
 
 // The keys of training itself ([data], [optim], [run]), in the programs' one
-// option-table form (cli/opt.h: name, section, type, default as text, field
+// option-table form (common/opt.h: name, section, type, default as text, field
 // of TrainOptions, range, fixed on --resume, help, choices); the model keys
 // are the model's table (gpt_model_keys).
 #define KEY(name_, section_, type_, def_, field, min_, max_, fixed_, help_, choices_)                          \
@@ -493,7 +493,7 @@ int options_check(TrainOptions *opt, char *err, size_t errlen) {
 
 // ---- command line ----------------------------------------------------------
 
-// ./train's flags, read by the programs' one command-line reader (cli/cli.h);
+// ./train's flags, read by the programs' one command-line reader (common/cli.h);
 // the config file and the keys (--KEY=VALUE) are what it leaves.
 #define A(field) offsetof(TrainArgs, field)
 static const OptSpec TRAIN_FLAGS[] = {

@@ -23,18 +23,18 @@
 #include <unistd.h>
 
 #include "common/blas_cpu.h"
-#include "cli/cli.h"
+#include "common/cli.h"
 #include "common/clock.h"
 #include "common/fs.h"
 #include "data/bpe.h"
 #include "data/loader.h"
-#include "model/gpt.h"
 #include "format/weights_file.h"
+#include "model/gpt.h"
 #include "train/adamw.h"
 #include "train/checkpoint.h"
 #include "train/dist.h"
 #include "train/fault_inject.h"
-#include "cli/footprint.h"
+#include "train/footprint.h"
 #include "train/run_dir.h"
 #include "train/runlog.h"
 #include "train/schedule.h"
@@ -187,7 +187,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     }
     // The run's record: its keys and the checksums of its data (run_dir.h).
     if (dist_is_main_process()) {
-        if (run_dir_data_record(opt, &t->data, err, sizeof err) != 0) {
+        if (run_dir_data_record(opt->tokenizer, opt->train_file, opt->val_file, &t->data, err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             return TRAIN_EIO;
         }
@@ -299,7 +299,7 @@ static void share_init_weights(Trainer *t) {
 
 // The files the run would write that the command line names or reaches,
 // checked by the main process before anything is built (exit status 2): --debug-state
-// FILE (not an input of the run, replaced only with --overwrite: cli/cli.h),
+// FILE (not an input of the run, replaced only with --overwrite: common/cli.h),
 // and --init-from FILE, which must not be the run directory's model or
 // checkpoint, since the run's first save replaces them.
 static int check_outputs(const Trainer *t) {
