@@ -16,7 +16,8 @@ The rules:
     --order), and an edge goes to a file of its own folder or of one below.
 Prints the order, then each violation on one line ("cycle: ...",
 "upward: ..."), and exits 1 if there is any; --dot prints the graph for
-graphviz instead (dot -Tsvg), cycle and upward edges in red.
+graphviz instead (dot -Tsvg: the users above what they use, the edges of
+cycles and upward edges in red), with the same exit status.
 """
 import argparse
 import os
@@ -34,6 +35,9 @@ from concurrent.futures import ThreadPoolExecutor
 FLOORS = ["common", "engine", "model", "data", "format", "train", "cli"]
 
 INCLUDE = re.compile(r'^[ \t]*#[ \t]*include[ \t]*"([^"]+)"', re.M)
+# The Makefile's flags that change what the code means; without ROPELAB_MPI
+# (dist.c's MPI calls) or ROPELAB_FAULT_INJECTION (the test hooks), neither
+# of which calls into src/.
 CFLAGS = ["-std=c11", "-D_GNU_SOURCE", "-fopenmp", "-O0", "-w"]
 
 
@@ -78,13 +82,14 @@ def symbol_edges(root, files, cc):
             return obj
         with ThreadPoolExecutor(os.cpu_count()) as pool:
             objects = dict(zip(pool.map(compile_one, c_files), c_files))
-        # nm -A: "OBJECT:ADDRESS TYPE NAME", or "OBJECT: U NAME" for a use.
+        # nm -g -A: "OBJECT:ADDRESS TYPE NAME", or "OBJECT: U NAME" for a use
+        # (w and v: a weak use; every other type is a definition).
         listing = subprocess.run(["nm", "-g", "-A", *objects], capture_output=True, text=True, check=True).stdout
     defined, used = {}, []
     for line in listing.splitlines():
         obj, rest = line.split(":", 1)
         kind, name = rest.split()[-2:]
-        if kind == "U":
+        if kind in ("U", "w", "v"):
             used.append((objects[obj], name))
         else:
             defined[name] = objects[obj]
@@ -93,9 +98,8 @@ def symbol_edges(root, files, cc):
             yield f, defined[name], name
 
 
-def graph(root, cc):
+def graph(root, files, cc):
     """{(file, file): [reasons]}: the edges between files of different nodes."""
-    files = source_files(root)
     edges = {}
     for a, b, why in list(include_edges(root, set(files))) + list(symbol_edges(root, files, cc)):
         if node(a) != node(b):
@@ -138,7 +142,7 @@ def because(edges, a, b):
 
 
 def print_dot(edges, bad):
-    print("digraph src {\n  rankdir=BT; node [shape=box, fontsize=10];")
+    print("digraph src {\n  node [shape=box, fontsize=10];")
     nodes = sorted({node(f) for e in edges for f in e})
     for fold in sorted({folder(n) for n in nodes}):
         print(f'  subgraph "cluster_{fold}" {{ label="{fold}";')
@@ -159,17 +163,18 @@ def main():
     ap.add_argument("--dot", action="store_true", help="print the graph for graphviz")
     args = ap.parse_args()
     root, floors = os.path.normpath(args.root), args.order.split(",")
-    edges = graph(root, os.environ.get("CC", "cc"))
-
-    strays = sorted({folder(f) for e in edges for f in e} - set(floors))
+    files = source_files(root)
+    strays = sorted({folder(f) for f in files} - set(floors))
     if strays:
         sys.exit(f"deps: folders not in the order: {', '.join(strays)}")
+    edges = graph(root, files, os.environ.get("CC", "cc"))
     found_cycles, found_upward = cycles(edges), upward(edges, floors)
+    failed = 1 if found_cycles or found_upward else 0
     if args.dot:
         inside = {(node(a), node(b)) for a, b in edges
                   if any(node(a) in c and node(b) in c for c in found_cycles)}
         print_dot(edges, inside | {(node(a), node(b)) for a, b in found_upward})
-        return 0
+        return failed
 
     print("folder order, lowest first: " + " < ".join(floors))
     for c in found_cycles:
@@ -177,10 +182,9 @@ def main():
         print(f"cycle: {' '.join(c)}: " + "; ".join(inner))
     for a, b in found_upward:
         print(f"upward: {a} -> {b} ({because(edges, a, b)}): {folder(a)} is below {folder(b)}")
-    n_nodes = len({node(f) for f in source_files(root)})
-    print(f"{root}: {n_nodes} nodes, {len(edges)} edges between files; "
+    print(f"{root}: {len({node(f) for f in files})} nodes, {len(edges)} edges between files; "
           f"{len(found_cycles)} cycles, {len(found_upward)} upward edges")
-    return 1 if found_cycles or found_upward else 0
+    return failed
 
 
 if __name__ == "__main__":
