@@ -1,5 +1,5 @@
 // bench_memory.c: a training run's memory and the longest context that fits,
-// from the program's own accounting: footprint_train (src/cli/footprint.h),
+// from the program's own accounting: footprint_train (src/train/footprint.h),
 // the figure ./train checks before it allocates, built on gpt_memory. No
 // training and no timing: the figures are the accounting's (bench_model
 // compares it with the peak RSS of real steps: `--seq-len T`).
@@ -58,7 +58,7 @@
 
 #include <omp.h>
 
-#include "cli/footprint.h"
+#include "train/footprint.h"
 #include "util_bench.h"
 
 typedef struct { GPTMatmul matmul; GPTPrecision precision; GPTAttention attention; } Setup;
@@ -228,7 +228,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (threads == 0) threads = omp_get_num_procs();   // the engines' scratch is per thread
-    printf("# memory: footprint_train (src/cli/footprint.h) of a training run, threads=%d, budget %g GiB\n",
+    printf("# memory: footprint_train (src/train/footprint.h) of a training run, threads=%d, budget %g GiB\n",
            threads, mem_gib);
     if (one) return bench_config(one, pos, threads, mem_gib);
     return bench_config(bench_config_named("M"), pos, threads, mem_gib) |

@@ -23,7 +23,7 @@
 #include "util_shell.h"
 
 #include "common/atomic_file.h"
-#include "cli/cli.h"
+#include "common/cli.h"
 
 static char dir[256], err[1024];
 

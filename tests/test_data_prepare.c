@@ -64,7 +64,7 @@ static void expect_failure(const char *args, const char *want) {
     for (char *line = strtok(e, "\n"); line; line = strtok(NULL, "\n")) {
         if (!strncmp(line, "prepare: training the tokenizer: ", 33) || !strncmp(line, "prepare: encoding: ", 19) ||
             !strncmp(line, "note:", 5))
-            continue;   // progress (cli/meter.h) and notes are not errors
+            continue;   // progress (common/meter.h) and notes are not errors
         error_lines++;
         found |= strstr(line, want) != NULL;
     }

@@ -22,12 +22,12 @@
 #include <cmocka.h>
 #include <cjson/cJSON.h>
 
+#include "format/bpe_gpt2.h"
 #include "format/gguf.h"
-#include "data/bpe_gpt2.h"
 #include "format/gguf_model.h"
 #include "format/safetensors.h"
-#include "model/pos_maths.h"
 #include "format/weights_file.h"
+#include "model/pos_maths.h"
 #include "util_gradcheck.h"
 #include "util_run.h"
 

@@ -5,7 +5,7 @@
 // * the limits (src/common/memory.c): MemAvailable, the cgroup's (v2 and v1,
 //   from fake cgroup files under ROPELAB_CGROUP_ROOT, walking up to the
 //   parents), RLIMIT_AS (setrlimit in a child, and ulimit -v on ./train);
-// * the estimate (src/cli/footprint.c on gpt_memory, kv_cache_bytes,
+// * the estimate (src/train/footprint.c on gpt_memory, kv_cache_bytes,
 //   gguf_model_bytes): each figure equal to what the allocation it
 //   describes really takes, on every engine this CPU runs;
 // * the programs, end to end: ./train's 4096-wide model refused at once with
@@ -34,7 +34,7 @@
 #include "format/gguf_model.h"
 #include "model/gpt.h"
 #include "model/gpt_internal.h"   // white-box: the buffers the estimate describes
-#include "cli/footprint.h"
+#include "train/footprint.h"
 #include "util_gradcheck.h"
 #include "util_run.h"
 

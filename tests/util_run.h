@@ -76,7 +76,7 @@ static void write_corpus(const char *path) {
 
 // Makes dir (/tmp/ropelab_NAME_XXXXXX) with the corpus tokenised into dir/data
 // (vocabulary 320, 10% validation) and fills data_args. 0, or -1 with a message.
-static int make_data_dir(const char *name) {
+static inline int make_data_dir(const char *name) {
     snprintf(dir, sizeof dir, "/tmp/ropelab_%s_XXXXXX", name);
     if (!mkdtemp(dir)) return -1;
     char corpus[512];
@@ -91,7 +91,7 @@ static int make_data_dir(const char *name) {
     return 0;
 }
 
-static int remove_data_dir(void **state) {
+static inline int remove_data_dir(void **state) {
     (void)state;
     return run_shell("rm -rf '%s'", dir) == 0 ? 0 : -1;
 }

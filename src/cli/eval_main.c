@@ -12,7 +12,7 @@
 //
 // A loss that is not finite (finite weights whose products overflow float32)
 // is refused, not printed. A long evaluation shows the batches done on
-// stderr (cli/meter.h); stdout holds only the result line.
+// stderr (common/meter.h); stdout holds only the result line.
 //
 // --reproducible evaluates as ./train's reproducible = 1 trains: OpenBLAS in
 // fp32 with its Haswell kernels (the program starts again with
@@ -21,7 +21,7 @@
 //
 // --per-position F is written atomically, after the evaluation; an existing F
 // is replaced only with --overwrite, and never when it is one of the inputs
-// or not a regular file (cli/cli.h), which is checked first.
+// or not a regular file (common/cli.h), which is checked first.
 #include <math.h>
 #include <omp.h>
 #include <stddef.h>
@@ -31,14 +31,14 @@
 
 #include "common/atomic_file.h"
 #include "common/blas_cpu.h"
-#include "cli/cli.h"
+#include "common/cli.h"
+#include "common/meter.h"
 #include "common/threads.h"
 #include "data/loader.h"
-#include "model/gpt.h"
 #include "format/weights_file.h"
-#include "cli/footprint.h"
-#include "cli/model_overrides.h"
-#include "cli/meter.h"
+#include "model/gpt.h"
+#include "train/footprint.h"
+#include "train/model_overrides.h"
 #include "train/options.h"
 
 // The longest --seq-len and --batch-size, and the most --batches: 2^24.
@@ -60,7 +60,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
     *a = (EvalArgs){0};
     model_overrides_take_or_exit("eval", &argc, argv, &a->overrides);
 #define F(field) offsetof(EvalArgs, field)
-    // The flags (cli/opt.h). Not static: the entries of ./train's keys are
+    // The flags (common/opt.h). Not static: the entries of ./train's keys are
     // copies of its table's (options_flag), made here.
     const OptSpec flags[] = {
         {.name = "weights", .type = OPT_ARG, .offset = F(weights), .arg = "FILE", .min = 1, .required = 1,

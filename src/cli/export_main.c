@@ -12,7 +12,7 @@
 // rope model can be written with llama.cpp's own YaRN or linear scaling. The
 // file is written atomically: a failure leaves --out as it was. An existing
 // --out is replaced only with --overwrite, and never when it is one of the
-// inputs or not a regular file (cli/cli.h); that is checked first. With
+// inputs or not a regular file (common/cli.h); that is checked first. With
 // --format hf --out is a directory written whole or not at all
 // (hf_model_write): never a run directory, and an existing one replaced
 // only with --overwrite and only if it is an earlier export.
@@ -21,16 +21,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
-#include "format/gguf.h"
-#include "cli/meter.h"
+#include "common/cli.h"
+#include "common/meter.h"
 #include "data/bpe.h"
-#include "data/bpe_gpt2.h"
+#include "format/bpe_gpt2.h"
+#include "format/gguf.h"
 #include "format/gguf_model.h"
 #include "format/hf_model.h"
 #include "format/weights_file.h"
-#include "cli/footprint.h"
-#include "cli/model_overrides.h"
+#include "train/footprint.h"
+#include "train/model_overrides.h"
 
 // The longest --context-length: 2^20 positions. Past a model's block_size
 // only rope's scalings make sense, and sinusoidal's and none's table is that
@@ -183,7 +183,7 @@ int main(int argc, char **argv) {
         rc = export_hf(model, &tok, &a);
         goto done;
     }
-    // A long table or a large file shows progress on stderr (cli/meter.h), as ./eval and ./sample do.
+    // A long table or a large file shows progress on stderr (common/meter.h), as ./eval and ./sample do.
     Meter meter;
     meter_start(&meter, "export");
     meter_phase(&meter, 1, 0);

@@ -6,7 +6,7 @@
 //
 // 0. Before any work: OUT can be written (it exists or can be created, and
 //    is writable), and each output file may be written there: not there, or
-//    with --overwrite a regular file, and never one of the inputs (cli/cli.h).
+//    with --overwrite a regular file, and never one of the inputs (common/cli.h).
 // 1. Read every file (UTF-8 text, checked) and cut it into documents: each file
 //    is one document, or, with --doc-sep STR, every STR starts a new one.
 // 2. Train the BPE tokenizer on the documents (or load one, --tokenizer).
@@ -36,10 +36,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
-#include "cli/meter.h"
+#include "common/cli.h"
 #include "common/clock.h"
 #include "common/fs.h"
+#include "common/meter.h"
 #include "data/bpe.h"
 #include "data/data_record.h"
 #include "data/tokens.h"
@@ -277,7 +277,7 @@ static int split_docs(const uint8_t *text, size_t n, const char *sep, Doc **docs
 
 // ------------------------------------------------------------ progress
 
-// bpe_train's progress callback: merges done of the vocabulary's, on the meter (cli/meter.h).
+// bpe_train's progress callback: merges done of the vocabulary's, on the meter (common/meter.h).
 static void on_merge(int done, int total, void *meter) {
     meter_update(meter, "training the tokenizer:", done, total, "merges");
 }
@@ -433,7 +433,7 @@ int main(int argc, char **argv) {
     size_t *lens = NULL;
     char *path_tok = NULL, *path_train = NULL, *path_val = NULL, *path_record = NULL, err[ERR_MAX];
     Tokenizer tok;
-    Meter meter;   // progress of the merges and the encoding on stderr (cli/meter.h), as the other programs'
+    Meter meter;   // progress of the merges and the encoding on stderr (common/meter.h), as the other programs'
     meter_start(&meter, "prepare");
     size_t dir_len = strlen(o.out_dir) + 32;
     path_tok = malloc(dir_len);

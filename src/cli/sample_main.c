@@ -18,7 +18,7 @@
 // from them. The prompt is echoed on stdout once it has been read, so a
 // refusal while reading it leaves stdout empty.
 //
-// Progress on stderr (cli/meter.h), for reading the prompt and for
+// Progress on stderr (common/meter.h), for reading the prompt and for
 // generating: every token is one decode step attending to all the positions
 // before it, so a long prompt or a long generation takes time quadratic in
 // its length. stdout carries only the text: where stderr goes to the same
@@ -31,17 +31,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/rng.h"
-#include "data/bpe.h"
-#include "model/gpt.h"
-#include "format/weights_file.h"
-#include "cli/footprint.h"
-#include "cli/model_overrides.h"
-#include "cli/meter.h"
-#include "train/options.h"
 #include "common/blas_cpu.h"
-#include "cli/cli.h"
+#include "common/cli.h"
+#include "common/meter.h"
+#include "common/rng.h"
 #include "common/threads.h"
+#include "data/bpe.h"
+#include "format/weights_file.h"
+#include "model/gpt.h"
+#include "train/footprint.h"
+#include "train/model_overrides.h"
+#include "train/options.h"
 
 typedef struct {
     ModelOverrides overrides;   // --rope_scaling=... and the other length keys
@@ -58,7 +58,7 @@ static void parse_args(int argc, char **argv, SampleArgs *a) {
     *a = (SampleArgs){0};
     model_overrides_take_or_exit("sample", &argc, argv, &a->overrides);
 #define F(field) offsetof(SampleArgs, field)
-    // The flags (cli/opt.h). Not static: the entries of ./train's keys are
+    // The flags (common/opt.h). Not static: the entries of ./train's keys are
     // copies of its table's (options_flag), made here.
     const OptSpec flags[] = {
         {.name = "weights", .type = OPT_ARG, .offset = F(weights), .arg = "FILE", .min = 1, .required = 1,

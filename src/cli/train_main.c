@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/blas_cpu.h"
-#include "cli/cli.h"
+#include "common/cli.h"
 #include "train/dist.h"
 #include "train/options.h"
 #include "train/trainer.h"

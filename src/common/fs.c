@@ -1,4 +1,5 @@
-// fs.c: mkdir -p, and opening an input only if it is a regular file (see fs.h).
+// fs.c: mkdir -p, opening an input only if it is a regular file, and which
+// paths name files (see fs.h).
 #include "common/fs.h"
 
 #include <errno.h>
@@ -91,4 +92,9 @@ FILE *fopen_regular_file(const char *path, long long *size, char *err, size_t er
 int fs_same_file(const char *a, const char *b) {
     struct stat sa, sb;
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int file_exists(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0;
 }

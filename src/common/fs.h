@@ -25,5 +25,8 @@ FILE *fopen_regular_file(const char *path, long long *size, char *err, size_t er
 // Whether paths a and b name the same file (device and inode, after symbolic
 // links); 0 when either does not exist.
 int fs_same_file(const char *a, const char *b);
+// Whether path names a file of any kind (after symbolic links: a dangling
+// link names none).
+int file_exists(const char *path);
 
 #endif

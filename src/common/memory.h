@@ -1,5 +1,5 @@
 // memory.h: the memory this process can still take, and the one check a
-// program makes of its whole need (src/cli/footprint.h) before its first
+// program makes of its whole need (src/train/footprint.h) before its first
 // large allocation, so that work that cannot fit is refused up front, in one
 // line naming the figure and the limit, instead of swapping or being killed
 // part-way (by the kernel's or the container's OOM killer, or a failed

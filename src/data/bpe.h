@@ -30,10 +30,7 @@ typedef void (*BpeProgress)(int merges_done, int merges_total, void *user);
 // least; at most 65,536 so every id fits the uint16 token files.
 #define BPE_MIN_VOCAB 257
 #define BPE_MAX_VOCAB 65536
-// The longest token in bytes: training counts pairs in pieces of at most
-// this many bytes (a longer piece is counted in parts), so no merge it learns
-// is longer; the byte-class rule cuts its pieces at this length.
-#define BPE_MAX_PIECE 256
+// (The longest token, BPE_MAX_PIECE, is the pre-tokenizer's: pretokenize.h.)
 
 // Learns vocab_size - 257 merges on text, pre-split by BPE_PRETOK_DEFAULT.
 int bpe_train(Tokenizer *tok, const uint8_t *text, size_t n, int vocab_size,

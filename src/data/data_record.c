@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "common/fs.h"
-#include "common/ini_text.h"
+#include "common/ini_file.h"
 #include "common/numtext.h"
 
 const char *const DATA_FILE_KEYS[DATA_N_FILES] = {"tokenizer", "train", "val"};

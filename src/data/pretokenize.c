@@ -4,7 +4,6 @@
 
 #include <string.h>
 
-#include "data/bpe.h"
 #include "data/unicode_classes.h"
 
 static const char *const NAMES[] = {[BPE_PRETOK_BYTE_CLASSES] = "byte-classes", [BPE_PRETOK_GPT2] = "gpt2"};

@@ -20,6 +20,11 @@ typedef enum {
 
 #define BPE_PRETOK_DEFAULT BPE_PRETOK_GPT2   // what ./prepare trains with unless told
 
+// The longest token in bytes: training counts pairs in pieces of at most
+// this many bytes (a longer piece is counted in parts), so no merge it learns
+// is longer; the byte-class rule cuts its pieces at this length.
+#define BPE_MAX_PIECE 256
+
 // The rule's name ("gpt2", "byte-classes": ./prepare --pretokenizer), and the
 // rule of a name (0, or -1 for an unknown name).
 const char *pretok_name(BpePretok rule);

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "common/atomic_file.h"
-#include "cli/meter.h"
+#include "common/meter.h"
 
 // GGUF's value types (ggml's enum gguf_type).
 enum { T_UINT32 = 4, T_INT32 = 5, T_FLOAT32 = 6, T_BOOL = 7, T_STRING = 8, T_ARRAY = 9 };

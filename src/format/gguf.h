@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "common/atomic_file.h"
-#include "cli/meter.h"
+#include "common/meter.h"
 
 #define GGUF_ALIGNMENT 32
 #define GGUF_MAX_DIMS 4

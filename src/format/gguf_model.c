@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/meter.h"
+#include "common/meter.h"
 #include "model/layers.h"
 #include "model/pos.h"
 #include "model/pos_maths.h"

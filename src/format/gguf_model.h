@@ -1,5 +1,5 @@
 // gguf_model.h: a trained model as llama.cpp's GGUF tensors and keys, for
-// ./export (the tokenizer's half is data/bpe_gpt2.h). llama.cpp has no
+// ./export (the tokenizer's half is format/bpe_gpt2.h). llama.cpp has no
 // architecture of its own for ropelab, so each block and scheme goes to the
 // one of its architectures that computes exactly that model; docs/FORMAT.md
 // has the table:
@@ -37,8 +37,8 @@
 #ifndef ROPELAB_GGUF_MODEL_H
 #define ROPELAB_GGUF_MODEL_H
 
+#include "common/meter.h"
 #include "format/gguf.h"
-#include "cli/meter.h"
 #include "model/gpt.h"
 
 #define GGUF_MODEL_MAX_KV 24

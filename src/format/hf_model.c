@@ -15,7 +15,7 @@
 
 #include "common/atomic_dir.h"
 #include "common/atomic_file.h"
-#include "data/bpe_gpt2.h"
+#include "format/bpe_gpt2.h"
 #include "format/gguf_model.h"
 #include "format/safetensors.h"
 #include "model/layers.h"

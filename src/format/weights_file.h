@@ -35,7 +35,7 @@ int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t e
 // What gpt_load(path, allow_extra) would build, from the file's header alone
 // and with gpt_load's checks up to its first allocation (the same messages):
 // the model's configuration (resolved), for a program's memory check
-// (src/cli/footprint.h).
+// (src/train/footprint.h).
 int gpt_load_probe(const char *path, int allow_extra, GPTConfig *cfg, char *err, size_t errlen);
 
 // The same file with extra tensors after the weights and extra metadata

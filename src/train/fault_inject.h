@@ -68,7 +68,7 @@ static inline void fault_crash_in_save(const char *path, int step, GPT *model, c
 
 // ROPELAB_TEST_CRASH_BETWEEN_SAVES=K (tests/test_train_hardening.c: a kill
 // between the checkpoint and the model leaves nothing stale after --resume):
-// trainer.c's save() of step K dies after the checkpoint is written and
+// train_loop.c's save() of step K dies after the checkpoint is written and
 // before model.safetensors is, as a kill at that moment would.
 static inline void fault_crash_between_saves(int step) {
     const char *hook = getenv("ROPELAB_TEST_CRASH_BETWEEN_SAVES");
@@ -78,7 +78,7 @@ static inline void fault_crash_between_saves(int step) {
 }
 
 // ROPELAB_TEST_SIGINT_AT_STEP=k (tests/test_train_run.c, test_train_hardening.c,
-// test_train_bf16.c, test_train_mpi.c): trainer.c raises SIGINT after step k,
+// test_train_bf16.c, test_train_mpi.c): train_loop.c raises SIGINT after step k,
 // exactly as a Ctrl-C during that step would. With several processes only the
 // last rank gets it (test_train_mpi.c: the ranks must agree to stop).
 // Returns k, or -1 (never).
@@ -87,7 +87,7 @@ static inline int fault_sigint_step(void) {
     return s ? atoi(s) : -1;
 }
 
-// ROPELAB_TEST_PERTURB_AT_STEP=k (tests/test_train_mpi.c): trainer.c adds 1
+// ROPELAB_TEST_PERTURB_AT_STEP=k (tests/test_train_mpi.c): train_loop.c adds 1
 // to the first weight on the last rank after step k (with several processes
 // only), so the check of identical weights must stop the run. Both ranks then
 // apply the same averaged update to weights 1 apart: weight decay shrinks the

@@ -2,12 +2,8 @@
 // itself are OPTION_TABLE; the model keys are the model's table, asked
 // through gpt.h. Together they drive defaults, the INI reader, --key=value,
 // the checks, --help and the resolved config.ini.
-#include "common/fs.h"
 #include "train/options.h"
 
-#include "common/ini_text.h"
-
-#include <ini.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -15,15 +11,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
 #include "common/atomic_file.h"
+#include "common/cli.h"
+#include "common/ini_file.h"
 #include "engine/engine_create.h"
 #include "train/checkpoint.h"
 #include "train/fault_inject.h"
 #include "train/run_dir.h"
 
 // The keys of training itself ([data], [optim], [run]), in the programs' one
-// option-table form (cli/opt.h: name, section, type, default as text, field
+// option-table form (common/opt.h: name, section, type, default as text, field
 // of TrainOptions, range, fixed on --resume, help, choices); the model keys
 // are the model's table (gpt_model_keys).
 #define KEY(name_, section_, type_, def_, field, min_, max_, fixed_, help_, choices_)                          \
@@ -219,112 +216,50 @@ int options_set(TrainOptions *opt, const char *name, const char *value, int line
 
 typedef struct {
     TrainOptions *opt;
-    const char *text, *end;  // the whole file, read before parsing
-    int line;                // lines handed to libinih so far
-    char err[ERR_MAX];
-    int seen[OPT_MAX_KEYS];
-} IniState;
+    int seen[OPT_MAX_KEYS];   // per key: the line that set it (0: not yet)
+} IniKeys;
 
-// Reader for ini_parse_stream: one line of the in-memory file per call.
-// libinih's line buffer is sized to the file's longest line (see below), so
-// a line is never cut into chunks and st->line is the handler's line.
-static char *ini_next_line(char *str, int num, void *stream) {
-    IniState *st = stream;
-    if (st->text >= st->end) return NULL;
-    const char *nl = memchr(st->text, '\n', (size_t)(st->end - st->text));
-    size_t n = nl ? (size_t)(nl - st->text) + 1 : (size_t)(st->end - st->text);
-    if (n > (size_t)num - 1) n = (size_t)num - 1;
-    memcpy(str, st->text, n);
-    str[n] = 0;
-    st->text += n;
-    st->line++;
-    return str;
-}
-
-static int on_ini_key(void *user, const char *section, const char *name, const char *value) {
-    IniState *st = user;
+// One key of a config file (ini_file_read's on_key): in a section of the
+// table, its own, and once.
+static int on_ini_key(void *user, const char *section, const char *name, const char *value, int line, char *err,
+                      size_t errlen) {
+    IniKeys *st = user;
     TrainOptions *opt = st->opt;
-    int line = st->line;
     int k = find_key(name);
     if (!*section) {
-        snprintf(st->err, sizeof st->err, "%s:%d: key '%s' is outside any [section]", opt->src_file, line, name);
-        return 0;
+        snprintf(err, errlen, "%s:%d: key '%s' is outside any [section]", opt->src_file, line, name);
+        return -1;
     }
     int known_section = 0;
     for (int i = 0; i < N_SECTIONS; i++) known_section |= strcmp(SECTIONS[i], section) == 0;
     if (!known_section) {
-        snprintf(st->err, sizeof st->err, "%s:%d: unknown section [%s] (sections: model, positions, data, optim, run)",
+        snprintf(err, errlen, "%s:%d: unknown section [%s] (sections: model, positions, data, optim, run)",
                  opt->src_file, line, section);
-        return 0;
+        return -1;
     }
     if (k < 0) {
-        snprintf(st->err, sizeof st->err, "%s:%d: unknown key '%s' in [%s] (see ./train --help)",
+        snprintf(err, errlen, "%s:%d: unknown key '%s' in [%s] (see ./train --help)",
                  opt->src_file, line, name, section);
-        return 0;
+        return -1;
     }
     if (strcmp(key_section(k), section) != 0) {
-        snprintf(st->err, sizeof st->err, "%s:%d: key '%s' belongs in section [%s], not [%s]",
+        snprintf(err, errlen, "%s:%d: key '%s' belongs in section [%s], not [%s]",
                  opt->src_file, line, name, key_section(k), section);
-        return 0;
+        return -1;
     }
     if (st->seen[k]) {
-        snprintf(st->err, sizeof st->err, "%s:%d: key '%s' was already set on line %d",
+        snprintf(err, errlen, "%s:%d: key '%s' was already set on line %d",
                  opt->src_file, line, name, st->seen[k]);
-        return 0;
+        return -1;
     }
     st->seen[k] = line;
-    return set_value(opt, k, value, line, st->err, sizeof st->err) == 0;
-}
-
-// A config file is a regular file of at most 1 MiB of text.
-#define INI_MAX_BYTES (1 << 20)
-
-// Reads path whole into a NUL-terminated buffer; one-line errors.
-static char *read_config_text(const char *path, size_t *len, char *err, size_t errlen) {
-    long long size;
-    FILE *f = fopen_regular_file(path, &size, err, errlen);
-    if (!f) return NULL;
-    if (size > INI_MAX_BYTES) {
-        snprintf(err, errlen, "%s: %lld bytes is too large for a config file (at most %d)", path, size, INI_MAX_BYTES);
-        fclose(f);
-        return NULL;
-    }
-    char *text = malloc((size_t)size + 1);
-    if (!text) { snprintf(err, errlen, "%s: out of memory", path); fclose(f); return NULL; }
-    size_t got = fread(text, 1, (size_t)size, f);
-    int failed = ferror(f) || got != (size_t)size;
-    fclose(f);
-    if (failed) {
-        snprintf(err, errlen, "%s: read error", path);
-        free(text);
-        return NULL;
-    }
-    text[got] = 0;
-    *len = got;
-    return text;
+    return set_value(opt, k, value, line, err, errlen);
 }
 
 int options_load_file(TrainOptions *opt, const char *path, char *err, size_t errlen) {
-    size_t len;
-    char *text = read_config_text(path, &len, err, errlen);
-    if (!text) return -1;
-    int nul_line = ini_text_setup(text, len);   // libinih's settings for this text (common/ini_text.h)
-    if (nul_line) {
-        snprintf(err, errlen, "%s:%d: NUL byte in the line (not a text file?)", path, nul_line);
-        free(text);
-        return -1;
-    }
-
-    IniState st = {.opt = opt, .text = text, .end = text + len};
+    IniKeys st = {.opt = opt};
     snprintf(opt->src_file, sizeof opt->src_file, "%s", path);
-    int rc = ini_parse_stream(ini_next_line, &st, on_ini_key, &st);
-    free(text);
-    if (rc != 0) {
-        if (st.err[0]) snprintf(err, errlen, "%s", st.err);
-        else if (rc > 0) snprintf(err, errlen, "%s:%d: syntax error (expected [section] or key = value)", path, rc);
-        else snprintf(err, errlen, "%s: cannot parse (error %d)", path, rc);
-        return -1;
-    }
+    if (ini_file_read(path, on_ini_key, &st, err, errlen) != 0) return -1;
     // config name: basename without ".ini"
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -493,7 +428,7 @@ int options_check(TrainOptions *opt, char *err, size_t errlen) {
 
 // ---- command line ----------------------------------------------------------
 
-// ./train's flags, read by the programs' one command-line reader (cli/cli.h);
+// ./train's flags, read by the programs' one command-line reader (common/cli.h);
 // the config file and the keys (--KEY=VALUE) are what it leaves.
 #define A(field) offsetof(TrainArgs, field)
 static const OptSpec TRAIN_FLAGS[] = {

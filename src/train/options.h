@@ -12,7 +12,7 @@
 // a file line, "--key: message" for the command line.
 //
 // The table of training keys is in the programs' one option-table form
-// (cli/opt.h), read by opt_parse; ./eval and ./sample take the keys they
+// (common/opt.h), read by opt_parse; ./eval and ./sample take the keys they
 // share with ./train as flags of that key's type, range and default
 // (options_flag).
 #ifndef ROPELAB_TRAIN_OPTIONS_H
@@ -22,7 +22,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "cli/opt.h"
+#include "common/opt.h"
 #include "model/gpt.h"
 
 #define OPT_MAX_KEYS 64
@@ -93,7 +93,7 @@ int options_check_batch(const TrainOptions *opt, const GPTConfig *cfg, char *err
 int options_model_config(const TrainOptions *opt, int vocab_size, GPTConfig *cfg, char *err, size_t errlen);
 
 // The whole command line: the flags (./train's table, read by cli_parse:
-// cli/cli.h), the optional config file (or RUN_DIR/config.ini with
+// common/cli.h), the optional config file (or RUN_DIR/config.ini with
 // --resume), then every --key=value over it, then options_check. On
 // --resume, keys that define the model or the data cannot be overridden,
 // and config.ini must hold the run's record (options_check_record, against

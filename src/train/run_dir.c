@@ -138,14 +138,15 @@ int run_dir_record_machine(const char *dir, int from_step, const char *extra, ch
     return atomic_commit(&af, ok && !ferror(f), err, errlen);
 }
 
-int run_dir_data_record(const TrainOptions *opt, DataRecord *r, char *err, size_t errlen) {
+int run_dir_data_record(const char *tokenizer, const char *train_file, const char *val_file, DataRecord *r,
+                        char *err, size_t errlen) {
     memset(r, 0, sizeof *r);
-    const char *paths[DATA_N_FILES] = {opt->tokenizer, opt->train_file, opt->val_file};
+    const char *paths[DATA_N_FILES] = {tokenizer, train_file, val_file};
     for (int i = 0; i < DATA_N_FILES; i++)
         if (data_file_record(&r->files[i], paths[i], err, errlen) != 0) return -1;
     // The recipe, from the token files' own record when it is of these files.
-    char dir_record[OPT_STR_MAX + 16], ignored[256];
-    snprintf(dir_record, sizeof dir_record, "%s", opt->train_file);
+    char dir_record[PATH_MAX + 16], ignored[256];
+    snprintf(dir_record, sizeof dir_record, "%s", train_file);
     char *slash = strrchr(dir_record, '/');
     snprintf(slash ? slash + 1 : dir_record, sizeof dir_record - (size_t)(slash ? slash + 1 - dir_record : 0),
              "data.txt");

@@ -21,7 +21,6 @@
 #include <stddef.h>
 
 #include "data/data_record.h"
-#include "train/options.h"
 
 // Every file of the list above that exists in dir is a regular file (lstat:
 // not a link to one). 0, or -1 with "DIR/NAME: is a symbolic link ...".
@@ -45,9 +44,10 @@ void run_dir_remove_temporaries(const char *dir);
 // engine's lines), atomically. 0, or -1 with a message.
 int run_dir_record_machine(const char *dir, int from_step, const char *extra, char *err, size_t errlen);
 
-// The data record of the run's three files (opt's tokenizer, train_file,
+// The data record of the run's three files (the keys tokenizer, train_file,
 // val_file), with their checksums, and the recipe of their directory's
 // data.txt when that record is of these very files.
-int run_dir_data_record(const TrainOptions *opt, DataRecord *r, char *err, size_t errlen);
+int run_dir_data_record(const char *tokenizer, const char *train_file, const char *val_file, DataRecord *r,
+                        char *err, size_t errlen);
 
 #endif

@@ -14,7 +14,7 @@
 #include <stdio.h>
 #include <sys/types.h>
 
-#include "cli/meter.h"
+#include "common/meter.h"
 
 //
 // Writing: a row goes to an in-memory queue, and every call writes the whole
@@ -49,7 +49,7 @@ void runlog_close(RunLog *log);
 
 // Progress: "step 120/600 | loss 3.4521 | val 3.5012 | 3100 tok/s | ETA 1m32s"
 // (val: the latest validation loss) on the programs' progress meter
-// (cli/meter.h): on a terminal one line rewritten in place (at most 4 times
+// (common/meter.h): on a terminal one line rewritten in place (at most 4 times
 // a second, and at every evaluation); otherwise a plain line at every
 // evaluation; nothing when quiet.
 typedef struct {

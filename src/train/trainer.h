@@ -1,21 +1,10 @@
-// trainer.h: a whole training run (and the --debug-state pass), as ./train runs it.
-//
-// Exit statuses (also the return values):
-//   0   finished (or --debug-state written)
-//   1   an input or output problem (missing or bad tokenizer/token file, disk full, ...)
-//   2   a bad configuration (reported before any work starts)
-//   3   the loss, validation loss or gradient norm became NaN or Inf; the last
-//       checkpoint on disk is the last good one
-//   4   several processes (mpirun): the ranks' weights differ (dist.h)
-//   130 / 143 / 138  stopped by SIGINT / SIGTERM / SIGUSR1 (mpirun's clean stop)
-//       after saving a checkpoint at the end of the current step (continue with
-//       --resume RUN_DIR)
+// trainer.h: a whole training run (and the --debug-state pass), as ./train
+// runs it. train_run returns ./train's exit status (train_status.h).
 #ifndef ROPELAB_TRAIN_TRAINER_H
 #define ROPELAB_TRAIN_TRAINER_H
 
 #include "train/options.h"
-
-enum { TRAIN_OK = 0, TRAIN_EIO = 1, TRAIN_ECONFIG = 2, TRAIN_EDIVERGED = 3 };
+#include "train/train_status.h"
 
 int train_run(const TrainOptions *opt, const TrainArgs *args);
 

@@ -1,5 +1,5 @@
 // footprint.c: each program's memory need (see footprint.h).
-#include "cli/footprint.h"
+#include "train/footprint.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -1,10 +1,10 @@
 // model_overrides.c: --KEY=VALUE for a trained model's length keys (see model_overrides.h).
-#include "cli/model_overrides.h"
+#include "train/model_overrides.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/cli.h"
+#include "common/cli.h"
 
 // The table index of a length key (not block_size: ./eval has --seq-len) named by
 // text (n chars, '-' as '_'), or -1.

@@ -1,5 +1,5 @@
 // opt.c: a value read by its OptSpec (see opt.h).
-#include "cli/opt.h"
+#include "common/opt.h"
 
 #include <stdint.h>
 #include <string.h>

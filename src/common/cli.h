@@ -1,6 +1,6 @@
 // cli.h: the one command-line layer of the programs (./train, ./prepare,
 // ./eval, ./sample, ./export): the start of main, the command line read
-// against the program's table of flags (cli/opt.h), --help printed from
+// against the program's table of flags (common/opt.h), --help printed from
 // it, the check of an output file named on the command line, and the size
 // of every message buffer.
 //
@@ -19,13 +19,13 @@
 // take, a required flag not given. Names are matched whole (no
 // abbreviations). A flag given twice takes its last value. (./train prints
 // these lines without "train: ", as every message of ./train: "WHERE: problem".)
-#ifndef ROPELAB_CLI_H
-#define ROPELAB_CLI_H
+#ifndef ROPELAB_COMMON_CLI_H
+#define ROPELAB_COMMON_CLI_H
 
 #include <stddef.h>
 #include <stdio.h>
 
-#include "cli/opt.h"
+#include "common/opt.h"
 
 // The size of every buffer that holds a message of the programs (and of
 // the command-line layer): room for a path of PATH_MAX (4096) bytes and a

@@ -1,6 +1,6 @@
 // cli.c: the programs' start, their command line read against a table,
 // --help, output checks (see cli.h).
-#include "cli/cli.h"
+#include "common/cli.h"
 
 #include <signal.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 // bpe_gpt2.c: ropelab's byte tokens in GPT-2's byte alphabet (see bpe_gpt2.h).
-#include "data/bpe_gpt2.h"
+#include "format/bpe_gpt2.h"
 
 #include <stdio.h>
 #include <stdlib.h>

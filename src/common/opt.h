@@ -5,15 +5,15 @@
 // the type, the default (as text), the range or the choices, the help text
 // and where the value goes (an offset in the struct the program fills).
 // ./train's keys ([data], [optim], [run]: OPTION_TABLE in
-// src/train/options.c) and every program's command-line flags (cli/cli.h)
+// src/train/options.c) and every program's command-line flags (common/cli.h)
 // are such tables, and opt_parse reads every value of them: numbers by
 // numtext.h's strict rule (the whole string, JSON's grammar), range checked,
 // with the same messages everywhere:
 //   "'12abc' is not an integer"      "'nan' is not a number"
 //   "0 is out of range [1, 1048576]" "'x' is not one of tail|docs"
 // The caller names where the value came from ("--flag: ", "file:line: ").
-#ifndef ROPELAB_CLI_OPT_H
-#define ROPELAB_CLI_OPT_H
+#ifndef ROPELAB_COMMON_OPT_H
+#define ROPELAB_COMMON_OPT_H
 
 #include <stddef.h>
 #include <stdio.h>

@@ -1,5 +1,5 @@
 // meter.c: the progress line of meter.h.
-#include "cli/meter.h"
+#include "common/meter.h"
 
 #include <math.h>
 #include <stdio.h>
