@@ -121,20 +121,20 @@ static void test_every_scheme_says_how_it_exports(void **s) {
     }
 }
 
-// A scheme added to the list (model/gpt.h's POS_SCHEME_LIST) whose file
-// defines no pos_exports_NAME does not build: pos.c, compiled from a copy of
+// A scheme added to the list (model/config.h's POS_SCHEME_LIST) whose file
+// defines no pos_exports_NAME does not build: pos_list.c, compiled from a copy of
 // the headers with a scheme `fake` added, links only once pos_fake.c defines
 // its exports as well as its scheme.
 static void test_a_scheme_without_exports_does_not_build(void **s) {
     char tmp[] = "/tmp/ropelab_fake_scheme_XXXXXX";
     assert_non_null(mkdtemp(tmp));
     assert_int_equal(run_shell("mkdir -p %s/src && cp -r src/model src/engine src/common %s/src/ && "
-                               "sed -i 's/X(NONE, none)/X(NONE, none) X(FAKE, fake)/' %s/src/model/gpt.h && "
-                               "grep -q 'X(FAKE, fake)' %s/src/model/gpt.h && "
+                               "sed -i 's/X(NONE, none)/X(NONE, none) X(FAKE, fake)/' %s/src/model/config.h && "
+                               "grep -q 'X(FAKE, fake)' %s/src/model/config.h && "
                                "printf '#include \"model/pos.h\"\\nconst PosScheme pos_scheme_fake = {.kind = POS_FAKE};\\n"
                                "int main(void) { return pos_exports(POS_FAKE) == 0; }\\n' > %s/fake.c",
                                tmp, tmp, tmp, tmp, tmp), 0);
-    const char *link = "cc -std=c11 -D_GNU_SOURCE -fopenmp -I%s/src %s/src/model/pos.c %s/fake.c build/libropelab.a "
+    const char *link = "cc -std=c11 -D_GNU_SOURCE -fopenmp -I%s/src %s/src/model/pos_list.c %s/fake.c build/libropelab.a "
                        "-lopenblas -ldnnl -lcjson -linih -lm -o %s/fake > %s/link.txt 2>&1";
     if (run_shell(link, tmp, tmp, tmp, tmp, tmp) == 0) fail_msg("a scheme without pos_exports_fake linked");
     if (run_shell("grep -q 'pos_exports_fake' %s/link.txt", tmp) != 0) fail_msg("the link failed for another reason");

@@ -10,8 +10,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "engine/engine.h"
-
 // A buffer of at least `bytes`, 64-byte aligned, replacing *buf (contents lost) if smaller. 0 or -1.
 int grow_buffer(void **buf, size_t *have, size_t bytes);
 // What grow_buffer allocates for `bytes`: rounded up to a multiple of 64.

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "common/numtext.h"
-#include "model/gpt_internal.h"
+#include "model/config.h"
 
 #define POS_NAME_ENTRY_(E, name) #name,
 static const char *const POS_NAMES[POS_COUNT] = {POS_SCHEME_LIST(POS_NAME_ENTRY_)};

@@ -9,6 +9,7 @@
 
 #include "common/memory.h"
 #include "engine/engine_create.h"
+#include "model/gpt.h"
 #include "model/params.h"
 
 int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {

@@ -4,8 +4,11 @@
 #define ROPELAB_GPT_INTERNAL_H
 
 #include "engine/engine.h"
-#include "model/gpt.h"
+#include "model/config.h"
 #include "model/pos.h"
+
+typedef struct GPT GPT;            // (as gpt.h names them: C11 allows the same typedef twice)
+typedef struct KVCache KVCache;
 
 // Named pointers into one flat buffer (params, or grads with the same layout).
 // F = gpt_mlp_hidden, FC = gpt_mlp_fc_width (gpt2: F = FC = 4C; llama: FC = 2F).

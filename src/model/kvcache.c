@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gpt.h"
 #include "model/gpt_internal.h"
 
 // The floats of k and v, (L, max_len, C) each, and of one row's forward:

@@ -10,7 +10,7 @@
 
 #include <stddef.h>
 
-#include "model/gpt.h"
+#include "model/config.h"
 
 // Token embedding: inp (N) ids, wte (V,C) -> out (N,C), out[n,:] = wte[inp[n],:]
 void encoder_forward(float *out, const int *inp, const float *wte, int N, int C);

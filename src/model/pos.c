@@ -1,24 +1,9 @@
-// pos.c: the scheme and its exports for a PosKind (from the one list in gpt.h), the life of
-// a PosCtx (tables built by the scheme, freed here), and the embedding add
-// that learned and sinusoidal share.
+// pos.c: the life of a PosCtx (tables built by the scheme, freed here), and
+// the embedding add that learned and sinusoidal share.
 #include <stdlib.h>
 #include <string.h>
 
 #include "model/pos.h"
-
-#define POS_SCHEME_ENTRY_(E, name) [POS_##E] = &pos_scheme_##name,
-static const PosScheme *const SCHEMES[POS_COUNT] = {POS_SCHEME_LIST(POS_SCHEME_ENTRY_)};
-
-const PosScheme *pos_scheme(PosKind kind) {
-    return (kind >= 0 && kind < POS_COUNT) ? SCHEMES[kind] : NULL;
-}
-
-#define POS_EXPORTS_ENTRY_(E, name) [POS_##E] = &pos_exports_##name,
-static const PosExports *const EXPORTS[POS_COUNT] = {POS_SCHEME_LIST(POS_EXPORTS_ENTRY_)};
-
-const PosExports *pos_exports(PosKind kind) {
-    return (kind >= 0 && kind < POS_COUNT) ? EXPORTS[kind] : NULL;
-}
 
 int pos_ctx_init(PosCtx *p, const PosScheme *s, const GPTConfig *cfg, int n_pos, char *err, size_t errlen) {
     memset(p, 0, sizeof *p);

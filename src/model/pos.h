@@ -13,7 +13,7 @@
 #ifndef ROPELAB_POS_H
 #define ROPELAB_POS_H
 
-#include "model/gpt.h"
+#include "model/config.h"
 
 // The tensors a scheme learns (wpe, rel_bias): described by the scheme from
 // the config, placed by params.c in the one parameter buffer right after wte.

@@ -9,7 +9,7 @@
 #ifndef ROPELAB_POS_MATHS_H
 #define ROPELAB_POS_MATHS_H
 
-#include "model/gpt.h"
+#include "model/config.h"
 
 // rope: the angle of each pair i < R/2 after cfg's rope_scaling (theta[R/2]),
 // and the factor the tables are multiplied by (yarn's sqrt(1/t), else 1), for
