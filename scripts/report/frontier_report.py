@@ -45,11 +45,12 @@ The intervals: DRAWS draws from the fits' sampling distribution,
     θ* = θ̂ + σ_e* R z  (R R' = (X'X)^-1, z standard normal),  ū* ~ N(0, σ_u*² / k)   (per fit)
 
 and every statistic recomputed from each draw; the 95% interval is the 2.5%
-and 97.5% points. A statistic linear in θ and ū (a loss at a fixed size, the
-difference of two such) gets exactly the t interval this way (a normal over
-a scaled χ²); the vertex, L*, K* and the exponents are not linear, and the
-draws carry that: a curvature c2* near 0 puts a vertex far out, a long tail,
-as in Fieller's interval. Why not per-seed fits with a t over seeds: seeds
+and 97.5% points. A statistic linear in θ alone (the difference of two
+sizes' losses within a fit), or in ū alone, gets exactly the t interval this
+way (a normal over a scaled χ²; with both, the sum of two such); the vertex,
+L*, K* and the exponents are not linear, and the draws carry that: a
+curvature c2* near 0 puts a vertex far out, a long tail, as in Fieller's
+interval. Why not per-seed fits with a t over seeds: seeds
 1-2 run every size and seed 3 only the best, so a per-seed parabola has 1
 degree of freedom between seeds (t = 12.7) and leaves seed 3 out; a bootstrap
 over 2 seeds per point halves the variance it resamples. The fits are drawn
