@@ -35,6 +35,10 @@
 #                   size     rope and learned on GCIDE at widths 64 to 192, each at its own lr,
 #                            3 seeds, learned also at 2x and 4x the steps (scripts/run/sweep.sh;
 #                            about 6.5 CPU-hours)
+#                   frontier rope and learned on GCIDE at 3 compute budgets over 8x (learned
+#                            also a 4th), 4-5 widths each, each at its lr rule's lr, 2 seeds,
+#                            3 at each best size: the compute-optimal frontier
+#                            (scripts/run/sweep.sh, frontier_plan.py; about 17 CPU-hours)
 #                   quick    configs/compare-quick.ini, 2 seeds (a couple of minutes)
 #   --seeds N     seeds 1..N (default 3)
 #   --jobs N      runs at a time, each on one thread (default: the number of cores);
@@ -64,8 +68,8 @@
 # (width W, W/32 layers and W/32 heads of 32 dims): sinusoidal-scale0.02,
 # learned-lr0.004, rope-lr0.004-steps4800, learned-w192-lr0.002.
 #
-# SETUP=budget and SETUP=size are the sweeps of scripts/run/sweep.sh, which
-# calls this script once per budget or size.
+# SETUP=budget, size and frontier are the sweeps of scripts/run/sweep.sh, which
+# calls this script once per budget, size or batch of runs.
 #
 # Every run is identical but for its variant: same config, same seed -> same
 # data order and the same initial values in every parameter the schemes
@@ -131,7 +135,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-if [ "$setup" = budget ] || [ "$setup" = size ]; then
+if [ "$setup" = budget ] || [ "$setup" = size ] || [ "$setup" = frontier ]; then
   exec bash scripts/run/sweep.sh "$setup" --jobs "$jobs" $([ "$retrain" = 1 ] && echo --retrain)
 fi
 
@@ -183,7 +187,7 @@ case "$setup" in
   custom)  [ -n "$out" ] || { echo "compare.sh: --config needs --out DIR" >&2; exit 2; }
            v="rope learned sinusoidal t5" ;;
   *) echo "compare.sh: unknown setup '$setup' (default, gcide, medium, paired, lr, llama, llama-lr, gcide-lr, medium-lr," \
-          "budget, size, all, quick)" >&2; exit 2 ;;
+          "budget, size, frontier, all, quick)" >&2; exit 2 ;;
 esac
 variants=${variants:-$v}
 [ -f "$config" ] || { echo "compare.sh: $config: no such config file" >&2; exit 2; }

@@ -5,7 +5,7 @@
 # its runs share: make reproduce re-makes their data from it), wall_time.txt,
 # extrapolation.csv, and the report made from those files alone.
 #
-#   scripts/run/publish_results.sh NAME OUT_DIR [--lr | --sweep budget|size | VARIANT ...]
+#   scripts/run/publish_results.sh NAME OUT_DIR [--lr | --sweep budget|size|frontier | VARIANT ...]
 #
 # OUT_DIR is a compare.sh output directory (runs/compare-NAME). Only runs
 # marked finished (RUN/done) are taken. The report is made by
@@ -13,8 +13,9 @@
 # published files (and docs/results/NAME/step_costs.csv, if present), so it
 # is the report anyone re-makes from the committed logs. --lr: the
 # learning-rate report (every SCHEME-lrX found); --sweep: a sweep's report
-# (scripts/report/sweep_report.py, with each run's final_eval.txt, committed
-# as logs/RUN.eval.txt); otherwise the VARIANTs, in
+# (scripts/report/sweep_report.py, or frontier_report.py for the frontier,
+# with each run's final_eval.txt, committed as logs/RUN.eval.txt); otherwise
+# the VARIANTs, in
 # the order the tables list them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
@@ -37,7 +38,12 @@ dst=docs/results/$name
 mkdir -p "$dst/logs"
 [ -f "$dst/step_costs.csv" ] && cp "$dst/step_costs.csv" "$out/"
 here=$(pwd)
-if [ "${1:-}" = --sweep ]; then   # budget or size: scripts/report/sweep_report.py
+if [ "${1:-}" = --sweep ] && [ "${2:-}" = frontier ]; then
+  train_bin=$(sed -n 's/^[[:space:]]*train_file[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p' "$src/config.ini" | head -1)
+  tokens=$(od -An -t u4 -j 8 -N 4 "$train_bin" 2>/dev/null | tr -d ' ')
+  (cd "$root" && /usr/bin/python3 "$here/scripts/report/frontier_report.py" "runs/compare-$name" \
+     ${tokens:+--train-tokens=$tokens})
+elif [ "${1:-}" = --sweep ]; then   # budget or size: scripts/report/sweep_report.py
   train_bin=$(sed -n 's/^[[:space:]]*train_file[[:space:]]*=[[:space:]]*\([^;#[:space:]]*\).*/\1/p' "$src/config.ini" | head -1)
   tokens=$(od -An -t u4 -j 8 -N 4 "$train_bin" 2>/dev/null | tr -d ' ')
   (cd "$root" && /usr/bin/python3 "$here/scripts/report/sweep_report.py" "$2" "runs/compare-$name" \

@@ -3,9 +3,13 @@
 # side by side, for "time to target" in the comparison reports.
 #
 #   scripts/run/step_costs.sh [--config FILE] [--rounds N] [--steps N] [--threads N] [--out FILE]
-#                         [--variants "rope learned ..."]
+#                         [--variants "rope learned ..."] [--reproducible]
 #
-# Runs ./train CONFIG --pos=V --steps=S for every variant, in rounds that
+# A variant is compare.sh's (a scheme, optionally with its parts: rope-w64 is
+# rope at width 64, 2 layers and 2 heads; compare.sh --help); --reproducible
+# trains as compare.sh does by default (reproducible = 1: OpenBLAS fp32 with
+# its Haswell kernels), so the figures are the study's own step costs.
+# Runs ./train CONFIG with the variant's flags --steps=S for every variant, in rounds that
 # alternate the variants (A B C ... A B C ...), so a slow moment of a shared
 # machine falls on every variant alike; each run's cost is the median of
 # its log's per-step times (tokens per step / tokens_per_s) after the first
@@ -16,7 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
 
-config=configs/compare.ini; rounds=3; steps=60; threads=1; out=""
+config=configs/compare.ini; rounds=3; steps=60; threads=1; out=""; reproducible=()
 variants="rope learned sinusoidal t5 alibi none"
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -26,7 +30,8 @@ while [ $# -gt 0 ]; do
     --threads) threads=$2; shift ;;
     --out) out=$2; shift ;;
     --variants) variants=$2; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    --reproducible) reproducible=(--reproducible=1) ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 0 ;;
     *) echo "step_costs.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
   shift
@@ -41,12 +46,13 @@ lib.openblas_get_corename.restype = ctypes.c_char_p
 print(lib.openblas_get_corename().decode())
 EOF
 )
-echo "step_costs: $config, $steps steps, $threads thread(s), $rounds rounds; OpenBLAS kernels: $core" \
+echo "step_costs: $config, $steps steps, $threads thread(s), $rounds rounds${reproducible:+, reproducible = 1}; OpenBLAS kernels: $core" \
      "(OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}); $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //')" >&2
 for r in $(seq 1 "$rounds"); do
   for v in $variants; do
-    ./train "$config" --pos="$v" --steps="$steps" --threads="$threads" --eval_every=0 --save_every=0 \
-            --out_dir="$tmp/$v-$r" --overwrite --quiet
+    read -r -a flags <<< "$(bash scripts/run/compare.sh --variant-flags "$v")"
+    ./train "$config" "${flags[@]}" "${reproducible[@]}" --steps="$steps" --threads="$threads" --eval_every=0 \
+            --save_every=0 --out_dir="$tmp/$v-$r" --overwrite --quiet
     echo "$v,$r,$(/usr/bin/python3 - "$tmp/$v-$r/log.csv" <<'EOF'
 import csv, statistics, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["tokens_per_s"] and int(r["step"]) > 10]

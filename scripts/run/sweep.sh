@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
-# The two sweeps of `make compare SETUP=budget|size` (issue: how much faster,
-# and does it last?), each one resumable command: every run is a compare.sh
-# run (reproducible = 1, one thread, two at a time), a finished or committed
-# run is never trained again, and the whole validation split's loss of each
-# model is part of its run (compare.sh --final-eval).
+# The sweeps of `make compare SETUP=budget|size|frontier` (issue: how much
+# faster, and does it last?), each one resumable command: every run is a
+# compare.sh run (reproducible = 1, one thread, two at a time), a finished or
+# committed run is never trained again, and the whole validation split's loss
+# of each model is part of its run (compare.sh --final-eval).
 #
-#   scripts/run/sweep.sh budget|size [--jobs N] [--retrain]
+#   scripts/run/sweep.sh budget|size|frontier [--jobs N] [--retrain]
 #
-# Both train the default model's setup on GCIDE (configs/compare-gcide.ini:
-# 10.7M training tokens, so the longest run, 9,600 steps of 8 x 128 tokens,
-# draws 0.92 epochs and no run goes round the corpus).
+# All train the default model's setup on GCIDE (configs/compare-gcide.ini:
+# 10.7M training tokens; in budget and size the longest run, 9,600 steps of
+# 8 x 128 tokens, draws 0.92 epochs and no run goes round the corpus).
 #
 # budget  rope, alibi and learned, each with its own whole schedule (warmup,
 #         cosine and evaluations scaled to the budget: compare.sh's -stepsN)
@@ -36,21 +36,61 @@
 #         2), so that the budget learned needs to match rope at 600 steps (the
 #         multiplier K) is read at each size as in the budget sweep.
 #         Widths in increasing order.
+# frontier the compute-optimal frontier of rope and learned (issue 48): three
+#         compute budgets over 8x (learned also a fourth), 4-5 widths each
+#         (more where a scheme's minimum falls on an edge), each run's steps
+#         from its budget by the study's FLOP count, each width at its lr
+#         rule's lr, seeds 1-2 and seed 3 at each best size; the lr checks
+#         first, then the budgets in increasing order. The budgets, sizes,
+#         lrs, FLOP count, order and every decision taken from finished runs
+#         are scripts/run/frontier_plan.py's, which documents them (`next`
+#         prints the batch to train). FRONTIER_SCALE=S: the same plan with
+#         every budget / S, into runs/compare-frontier-scaleS, evaluated on
+#         the validation split's first 64 windows (one batch at each twelfth):
+#         the pipeline's smoke run.
 #
-# Output: runs/compare-budget/ and runs/compare-size/ (RUN_DIRs as compare.sh
-# makes them); committed logs in docs/results/budget/ and docs/results/size/
-# are adopted. The report: scripts/report/sweep_report.py.
+# Output: runs/compare-budget/, runs/compare-size/, runs/compare-frontier/
+# (RUN_DIRs as compare.sh makes them); committed logs in docs/results/NAME/
+# are adopted. The reports: scripts/report/sweep_report.py (budget, size),
+# scripts/report/frontier_report.py (frontier).
 set -euo pipefail
 cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAME.sh
 [ $# -ge 1 ] || { sed -n '2,/^set -euo/p' "$0" | sed '$d'; exit 2; }
 setup=$1; shift
 config=configs/compare-gcide.ini
 out=runs/compare-$setup
+<<<<<<< HEAD
 # The data: the committed study's record (docs/results/SETUP/data.txt) where there
 # is one, else the GCIDE studies' recipe (compare.sh finds or makes it, and checks it).
 common=(--config "$config" --out "$out" --committed "docs/results/$setup/logs" --no-extrapolation --final-eval
         --data-record configs/data/gcide-byte-classes.txt --no-report "$@")
+=======
+committed=docs/results/$setup/logs
+>>>>>>> frontier48
 
+
+scale=${FRONTIER_SCALE:-1}
+if [ "$setup" = frontier ] && [ "$scale" != 1 ]; then
+  # The smoke run: a directory of its own, no committed logs, and a config whose
+  # validation split is the first 64 windows of GCIDE's, one batch of it at each
+  # twelfth (the whole split's evaluation of each run would cost more than the run).
+  out=runs/compare-frontier-scale$scale; committed=""
+  mkdir -p "$out/smoke"
+  /usr/bin/python3 - data/gcide/val.bin "$out/smoke/val.bin" <<'EOF'
+import struct, sys
+src, dst = sys.argv[1:]
+data = open(src, "rb").read()
+n = 64 * 128 + 1                       # 64 windows and the last one's target
+head = bytearray(data[:1024])          # 256 int32: magic, version, count, tokenizer checksum, 0...
+struct.pack_into("<i", head, 8, n)
+open(dst, "wb").write(bytes(head) + data[1024:1024 + 2 * n])
+EOF
+  sed -e "s|^val_file *=.*|val_file = $out/smoke/val.bin|" -e "s|^eval_batches *=.*|eval_batches = 1|" "$config" \
+    > "$out/smoke/compare-gcide.ini"
+  config=$out/smoke/compare-gcide.ini
+fi
+common=(--config "$config" --out "$out" ${committed:+--committed "$committed"} --no-extrapolation --final-eval
+        --no-report "$@")
 
 compare() { bash scripts/run/compare.sh "${common[@]}" "$@"; }
 
@@ -108,7 +148,22 @@ case "$setup" in
       compare --seeds 2 --variants "${best[1]}-steps1200 ${best[1]}-steps2400"
     done
     ;;
-  *) echo "sweep.sh: unknown sweep '$setup' (budget, size)" >&2; exit 2 ;;
+  frontier)
+    export FRONTIER_SCALE=$scale
+    prev=""
+    while :; do
+      # "SEEDS VARIANT ...": the first batch not finished (exit 3: an lr check failed)
+      batch=$(/usr/bin/python3 scripts/run/frontier_plan.py next "$out")
+      [ -n "$batch" ] || break
+      [ "$batch" != "$prev" ] || { echo "sweep.sh: frontier: the batch '$batch' is still not finished" >&2; exit 1; }
+      prev=$batch
+      compare --seeds "${batch%% *}" --variants "${batch#* }"
+    done
+    /usr/bin/python3 scripts/report/frontier_report.py "$out"
+    echo "[sweep frontier] done: $out/report.md"
+    exit 0
+    ;;
+  *) echo "sweep.sh: unknown sweep '$setup' (budget, size, frontier)" >&2; exit 2 ;;
 esac
 /usr/bin/python3 scripts/report/sweep_report.py "$setup" "$out"
 echo "[sweep $setup] done: $out/report.md"
