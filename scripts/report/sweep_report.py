@@ -181,7 +181,13 @@ def train_tokens(args):
     for a in args:
         if a.startswith("--train-tokens="):
             return int(a.split("=", 1)[1])
-    path = "data/gcide/train.bin"
+    # the GCIDE studies' training split, where their data record puts it (configs/data/)
+    path = "data/gcide-byte-classes/train.bin"
+    try:
+        with open("configs/data/gcide-byte-classes.txt") as f:
+            path = next(l.split("=", 1)[1].strip() for l in f if l.startswith("train ="))
+    except (OSError, StopIteration):
+        pass
     try:
         with open(path, "rb") as f:
             header = f.read(12)

@@ -59,14 +59,10 @@ cd "$(dirname "$0")/../.."   # the repository root: this file is scripts/run/NAM
 setup=$1; shift
 config=configs/compare-gcide.ini
 out=runs/compare-$setup
-<<<<<<< HEAD
+committed=docs/results/$setup/logs
 # The data: the committed study's record (docs/results/SETUP/data.txt) where there
 # is one, else the GCIDE studies' recipe (compare.sh finds or makes it, and checks it).
-common=(--config "$config" --out "$out" --committed "docs/results/$setup/logs" --no-extrapolation --final-eval
-        --data-record configs/data/gcide-byte-classes.txt --no-report "$@")
-=======
-committed=docs/results/$setup/logs
->>>>>>> frontier48
+data_record=configs/data/gcide-byte-classes.txt
 
 
 scale=${FRONTIER_SCALE:-1}
@@ -76,7 +72,9 @@ if [ "$setup" = frontier ] && [ "$scale" != 1 ]; then
   # twelfth (the whole split's evaluation of each run would cost more than the run).
   out=runs/compare-frontier-scale$scale; committed=""
   mkdir -p "$out/smoke"
-  /usr/bin/python3 - data/gcide/val.bin "$out/smoke/val.bin" <<'EOF'
+  data=$(bash scripts/run/data_dir.sh "$data_record" | tail -1)   # the studies' GCIDE data, checked
+  data_record=""   # (the config below names it, with the smaller validation split)
+  /usr/bin/python3 - "$data/val.bin" "$out/smoke/val.bin" <<'EOF'
 import struct, sys
 src, dst = sys.argv[1:]
 data = open(src, "rb").read()
@@ -85,12 +83,13 @@ head = bytearray(data[:1024])          # 256 int32: magic, version, count, token
 struct.pack_into("<i", head, 8, n)
 open(dst, "wb").write(bytes(head) + data[1024:1024 + 2 * n])
 EOF
-  sed -e "s|^val_file *=.*|val_file = $out/smoke/val.bin|" -e "s|^eval_batches *=.*|eval_batches = 1|" "$config" \
+  sed -e "s|^tokenizer *=.*|tokenizer = $data/tokenizer.bin|" -e "s|^train_file *=.*|train_file = $data/train.bin|" \
+      -e "s|^val_file *=.*|val_file = $out/smoke/val.bin|" -e "s|^eval_batches *=.*|eval_batches = 1|" "$config" \
     > "$out/smoke/compare-gcide.ini"
   config=$out/smoke/compare-gcide.ini
 fi
-common=(--config "$config" --out "$out" ${committed:+--committed "$committed"} --no-extrapolation --final-eval
-        --no-report "$@")
+common=(--config "$config" --out "$out" ${committed:+--committed "$committed"} ${data_record:+--data-record "$data_record"}
+        --no-extrapolation --final-eval --no-report "$@")
 
 compare() { bash scripts/run/compare.sh "${common[@]}" "$@"; }
 
