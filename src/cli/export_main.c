@@ -31,6 +31,7 @@
 #include "format/weights_file.h"
 #include "train/footprint.h"
 #include "train/model_overrides.h"
+#include "train/run_dir.h"
 
 // The longest --context-length: 2^20 positions. Past a model's block_size
 // only rope's scalings make sense, and sinusoidal's and none's table is that
@@ -91,14 +92,21 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
     }
 }
 
-// --format hf, checked before any work: --out by hf_model_check_target's
-// rules (never a run directory; nothing, an empty directory, or with
-// --overwrite an earlier export), none of its files an input; no --context-length.
+// --format hf, checked before any work: --out never a run directory
+// (run_dir.h's marks), then by hf_model_check_target's rules (nothing, an
+// empty directory, or with --overwrite an earlier export), none of its files
+// an input; no --context-length.
 static void check_hf_args(const ExportArgs *a) {
     char err[ERR_MAX], path[4096];
     const char *inputs[] = {a->weights, a->tokenizer};
     if (a->context_length) {
         fprintf(stderr, "export: --context-length is for GGUF files: --format hf writes block_size\n");
+        exit(2);
+    }
+    char mark[64];
+    if (run_dir_holds_run(a->out, mark, sizeof mark)) {
+        fprintf(stderr, "export: %s: holds a ropelab run (%s); an export never replaces a run directory\n", a->out,
+                mark);
         exit(2);
     }
     if (hf_model_check_target(a->out, a->overwrite, err, sizeof err) != 0) {

@@ -334,34 +334,7 @@ static cJSON *tokenizer_config_json(const char *eot, int V, int block_size) {
     return c;
 }
 
-// The files ./train keeps in a run directory (train/trainer.c) that mark one:
-// a run is never an export's target, even with --overwrite.
-static int holds_run(const char *dir, char *mark, size_t n) {
-    static const char *const MARKS[][2] = {{"train.lock", NULL}, {"checkpoint.safetensors", NULL},
-                                           {"config.ini", "log.csv"}};
-    char path[4096];
-    struct stat st;
-    for (size_t i = 0; i < sizeof MARKS / sizeof MARKS[0]; i++) {
-        int all = 1;
-        for (int k = 0; k < 2 && MARKS[i][k]; k++) {
-            snprintf(path, sizeof path, "%s/%s", dir, MARKS[i][k]);
-            all = all && lstat(path, &st) == 0;
-        }
-        if (all) {
-            snprintf(mark, n, "%s%s%s", MARKS[i][0], MARKS[i][1] ? " and " : "", MARKS[i][1] ? MARKS[i][1] : "");
-            return 1;
-        }
-    }
-    return 0;
-}
-
 int hf_model_check_target(const char *dir, int replace, char *err, size_t errlen) {
-    char mark[64];
-    struct stat st;
-    if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && holds_run(dir, mark, sizeof mark)) {
-        snprintf(err, errlen, "%s: holds a ropelab run (%s); an export never replaces a run directory", dir, mark);
-        return -1;
-    }
     return atomic_dir_check_target(dir, HF_FILES, HF_N_FILES, replace, err, errlen);
 }
 

@@ -34,11 +34,11 @@ int hf_model_refusal(const GPTConfig *cfg, char *why, size_t n);
 // The bytes hf_model_write allocates for the tensors it makes (transposed or
 // permuted copies), from cfg alone.
 size_t hf_model_bytes(const GPTConfig *cfg);
-// Whether dir may receive an export, checked before the work: never a run
-// directory of ./train (train.lock, checkpoint.safetensors, or config.ini
-// with log.csv), then common/atomic_dir.h's rules for the four files:
-// nothing there, an empty directory, or with replace an earlier export
-// (exactly the four, regular files). 0, or -1 with "dir: problem".
+// Whether dir may receive an export, checked before the work:
+// common/atomic_dir.h's rules for the four files: nothing there, an empty
+// directory, or with replace an earlier export (exactly the four, regular
+// files), so a run directory never is (./export also names what marks one:
+// train/run_dir.h). 0, or -1 with "dir: problem".
 int hf_model_check_target(const char *dir, int replace, char *err, size_t errlen);
 // Writes the directory whole (common/atomic_dir.h): the four files into a
 // new sibling dir.tmp.XXXXXX, then renamed into place (with replace, an

@@ -19,6 +19,25 @@ static const char *const RUN_FILES[] = {"config.ini", "data.txt", "log.csv", "ma
                                         "model.safetensors", "train.lock"};
 enum { N_RUN_FILES = (int)(sizeof RUN_FILES / sizeof RUN_FILES[0]) };
 
+int run_dir_holds_run(const char *dir, char *mark, size_t n) {
+    static const char *const MARKS[][2] = {{"train.lock", NULL}, {"checkpoint.safetensors", NULL},
+                                           {"config.ini", "log.csv"}};
+    for (size_t i = 0; i < sizeof MARKS / sizeof MARKS[0]; i++) {
+        int all = 1;
+        for (int k = 0; k < 2 && MARKS[i][k]; k++) {
+            char path[PATH_MAX];
+            struct stat st;
+            snprintf(path, sizeof path, "%s/%s", dir, MARKS[i][k]);
+            all = all && lstat(path, &st) == 0;
+        }
+        if (all) {
+            snprintf(mark, n, "%s%s%s", MARKS[i][0], MARKS[i][1] ? " and " : "", MARKS[i][1] ? MARKS[i][1] : "");
+            return 1;
+        }
+    }
+    return 0;
+}
+
 static const char *kind_of(mode_t m) {
     return S_ISLNK(m) ? "a symbolic link" : S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO"
          : S_ISCHR(m) || S_ISBLK(m) ? "a device" : "not a regular file";

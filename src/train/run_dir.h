@@ -22,6 +22,11 @@
 
 #include "data/data_record.h"
 
+// Whether dir holds a run: train.lock, checkpoint.safetensors, or config.ini
+// with log.csv; mark (n bytes) names what was found. An export, say, is never
+// written into one.
+int run_dir_holds_run(const char *dir, char *mark, size_t n);
+
 // Every file of the list above that exists in dir is a regular file (lstat:
 // not a link to one). 0, or -1 with "DIR/NAME: is a symbolic link ...".
 int run_dir_check_files(const char *dir, char *err, size_t errlen);
