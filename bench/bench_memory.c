@@ -87,7 +87,9 @@ static int footprint_at(const Ctx *x, const BenchConfig *bc, int T, Setup s, Foo
     BenchConfig at = *bc;
     at.T = T;
     GPTConfig cfg = bench_model_config(&at, x->pos);
-    return footprint_train(f, &cfg, at.B, T, s.matmul, s.precision, s.attention, x->threads, 1, err, errlen);
+    GPTWorkload w = {.matmul = s.matmul, .precision = s.precision, .attention = s.attention, .B = at.B, .T = T,
+                     .n_threads = x->threads};
+    return footprint_train(f, &cfg, &w, 1, err, errlen);
 }
 
 // The largest T whose footprint is at most budget bytes (0: none); why: "budget", or the model's

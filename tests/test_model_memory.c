@@ -372,8 +372,10 @@ static void test_estimate_matches_allocations(void **s) {
                     snprintf(what, sizeof what, "%s %s %s, %d threads", pos_kind_name(cfg.pos),
                              block ? "llama" : "gpt2", ENGINES[e].name, threads);
                     GPTMemory mem;
-                    assert_int_equal(gpt_memory(&cfg, ENGINES[e].matmul, ENGINES[e].precision, ENGINES[e].attention,
-                                                B, T, 1, threads, &mem, err, sizeof err), 0);
+                    GPTWorkload w = {.matmul = ENGINES[e].matmul, .precision = ENGINES[e].precision,
+                                     .attention = ENGINES[e].attention, .B = B, .T = T, .backward = 1,
+                                     .n_threads = threads};
+                    assert_int_equal(gpt_memory(&cfg, &w, &mem, err, sizeof err), 0);
                     assert_int_equal(gpt_alloc_activations(m, B, T, err, sizeof err), 0);
                     int tokens[3 * 40];
                     for (int i = 0; i < B * T; i++) tokens[i] = (i * 7) % cfg.vocab_size;
@@ -435,7 +437,8 @@ static void test_kv_cache_and_export_sizes(void **s) {
             assert_int_equal(f.bytes, base + owned);
         }
         Footprint f;
-        assert_int_equal(footprint_sample(&f, &cfg, len, GPT_MATMUL_OPENBLAS, GPT_FP32, 1, err, sizeof err), 0);
+        GPTWorkload w = {.matmul = GPT_MATMUL_OPENBLAS, .precision = GPT_FP32, .n_threads = 1};
+        assert_int_equal(footprint_sample(&f, &cfg, &w, len, err, sizeof err), 0);
         assert_int_equal(f.work, kv_cache_bytes(&cfg, len));
         assert_int_equal(f.bytes, f.model.params + f.model.grads + f.model.pos_tables + f.work);
         gpt_free(m);
@@ -451,18 +454,19 @@ static void test_train_footprint_phases(void **s) {
     GPTConfig cfg = {.n_layer = 2, .n_head = 2, .d_model = 64, .vocab_size = 96, .block_size = 32};
     gc_config_defaults(&cfg);
     Footprint f;
-    assert_int_equal(footprint_train(&f, &cfg, 4, 32, GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, 2, 1, err,
-                                     sizeof err), 0);
+    GPTWorkload w = {.matmul = GPT_MATMUL_OPENBLAS, .precision = GPT_FP32, .attention = GPT_ATTENTION_BLOCKED, .B = 4,
+                     .T = 32, .n_threads = 2};
+    assert_int_equal(footprint_train(&f, &cfg, &w, 1, err, sizeof err), 0);
     const GPTMemory *m = &f.model;
     size_t held = m->params + m->grads + m->pos_tables + m->activations;
     assert_int_equal(f.adamw, 2 * m->n_params * sizeof(float));
     assert_int_equal(f.bytes, held + f.adamw + m->engine);
-    assert_int_equal(footprint_train(&f, &cfg, 4, 32, GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, 2, 0, err,
-                                     sizeof err), 0);
+    assert_int_equal(footprint_train(&f, &cfg, &w, 0, err, sizeof err), 0);
     assert_int_equal(f.bytes, held + m->engine);   // --debug-state: no moments
     // a batch the model refuses is refused here too, with the model's message
-    assert_int_equal(footprint_train(&f, &cfg, 65536, 65536, GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, 1, 1,
-                                     err, sizeof err), -1);
+    w.B = w.T = 65536;
+    w.n_threads = 1;
+    assert_int_equal(footprint_train(&f, &cfg, &w, 1, err, sizeof err), -1);
     assert_non_null(strstr(err, "too large for the activation buffers"));
 }
 

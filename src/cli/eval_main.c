@@ -165,8 +165,9 @@ int main(int argc, char **argv) {
         rc = 2;
         goto done;
     }
-    if (footprint_eval(&need, &file_cfg, a.batch_size, T, a.matmul, a.precision, a.attention, omp_get_max_threads(),
-                       err, sizeof err) ||
+    GPTWorkload work = {.matmul = a.matmul, .precision = a.precision, .attention = a.attention,
+                        .B = a.batch_size, .T = T, .n_threads = omp_get_max_threads()};
+    if (footprint_eval(&need, &file_cfg, &work, err, sizeof err) ||
         footprint_check(&need, 1, err, sizeof err)) {
         fprintf(stderr, "eval: %s\n", err);
         goto done;

@@ -175,8 +175,8 @@ int main(int argc, char **argv) {
                 n_prompt, max_len, pos_kind_name(file_cfg.pos));
         goto done;
     }
-    if (footprint_sample(&need, &file_cfg, max_len, a.matmul, a.precision, omp_get_max_threads(), err,
-                         sizeof err) ||
+    GPTWorkload work = {.matmul = a.matmul, .precision = a.precision, .n_threads = omp_get_max_threads()};
+    if (footprint_sample(&need, &file_cfg, &work, max_len, err, sizeof err) ||
         footprint_check(&need, 1, err, sizeof err)) {
         fprintf(stderr, "sample: %s\n", err);
         goto done;

@@ -72,8 +72,8 @@ const char *gpt_matmul_describe(const GPT *m) { return m->engine->describe; }
 // the one gpt_set_matmul(matmul, precision, attention) makes: oneDNN in bf16
 // keeps its own copies of the linear inputs (its Engine.keeps_inputs), so the
 // activations hold one layer of them.
-int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, GPTAttention attention, int B, int T,
-               int backward, int n_threads, GPTMemory *mem, char *err, size_t errlen) {
+int gpt_memory(const GPTConfig *cfg, const GPTWorkload *w, GPTMemory *mem, char *err, size_t errlen) {
+    const int B = w->B, T = w->T, n_threads = w->n_threads;
     memset(mem, 0, sizeof *mem);
     GPT *shell;
     if (gpt_describe(&shell, cfg, err, errlen) != 0) return -1;
@@ -82,19 +82,18 @@ int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, G
         gpt_free(shell);
         return -1;
     }
-    int bf16 = precision == GPT_BF16, keeps_inputs = matmul == GPT_MATMUL_ONEDNN && bf16;
+    int bf16 = w->precision == GPT_BF16, keeps_inputs = w->matmul == GPT_MATMUL_ONEDNN && bf16;
+    int fused = w->attention == GPT_ATTENTION_FUSED;
     int n_pos = B > 0 && T > c->block_size ? T : c->block_size;
     mem->n_params = shell->num_params;
     mem->params = mem->grads = params_buffer_bytes(shell->num_params);
     mem->pos_tables = pos_tables_bytes(shell->pos, c, n_pos);
     mem->activations = B > 0 ? gpt_activations_bytes_for(c, B, T, keeps_inputs) : 0;
     EngineShapes s = {.B = B, .T = T, .C = c->d_model, .H = c->n_head, .L = c->n_layer, .V = c->vocab_size,
-                      .F = gpt_mlp_hidden(c), .FC = gpt_mlp_fc_width(c), .backward = backward};
-    mem->engine = matmul == GPT_MATMUL_ONEDNN      ? engine_onednn_bytes_for(&s, bf16, attention == GPT_ATTENTION_FUSED,
-                                                                           n_threads)
-                : matmul == GPT_MATMUL_REFERENCE ? engine_reference_bytes_for(&s, n_threads)
-                                                 : engine_openblas_bytes_for(&s, attention == GPT_ATTENTION_FUSED,
-                                                                             n_threads);
+                      .F = gpt_mlp_hidden(c), .FC = gpt_mlp_fc_width(c), .backward = w->backward};
+    mem->engine = w->matmul == GPT_MATMUL_ONEDNN      ? engine_onednn_bytes_for(&s, bf16, fused, n_threads)
+                : w->matmul == GPT_MATMUL_REFERENCE ? engine_reference_bytes_for(&s, n_threads)
+                                                    : engine_openblas_bytes_for(&s, fused, n_threads);
     gpt_free(shell);
     return 0;
 }

@@ -115,10 +115,8 @@ int gpt_decode_step(GPT *model, KVCache *cache, int token, float *logits, char *
 // bytes each of the model's allocations will take, computed by the
 // functions those allocations size themselves with (so the figures cannot
 // drift from them; a program adds up its own need from these,
-// src/cli/footprint.h). For batches of (B, T) on the engine (matmul,
-// precision, attention) with n_threads threads; B = 0: no activations (decoding only);
-// backward = 0: forward passes only. 0, or -1 with a message for a
-// configuration or batch the model refuses.
+// src/train/footprint.h), for the work a GPTWorkload describes. 0, or -1
+// with a message for a configuration or batch the model refuses.
 typedef struct {
     size_t n_params;
     size_t params, grads;   // one buffer each (gpt_create)
@@ -126,8 +124,16 @@ typedef struct {
     size_t activations;     // gpt_alloc_activations(B, T), laid out for the engine
     size_t engine;          // the engine's buffers (engine.h: all but what oneDNN sizes itself)
 } GPTMemory;
-int gpt_memory(const GPTConfig *cfg, GPTMatmul matmul, GPTPrecision precision, GPTAttention attention, int B, int T,
-               int backward, int n_threads, GPTMemory *mem, char *err, size_t errlen);
+// The work a model's memory is sized for, besides its configuration.
+typedef struct {
+    GPTMatmul matmul;            // the engine (gpt_set_matmul's)
+    GPTPrecision precision;
+    GPTAttention attention;
+    int B, T;                    // activations for batches of (B, T); B = 0: none (decoding only)
+    int backward;                // 1: training (backward's buffers too); 0: forward passes only
+    int n_threads;               // the engine's scratch is per thread
+} GPTWorkload;
+int gpt_memory(const GPTConfig *cfg, const GPTWorkload *w, GPTMemory *mem, char *err, size_t errlen);
 // gpt_alloc_activations(B, T)'s allocation; keeps_inputs: laid out for an
 // engine that keeps its own copies of the linear inputs (bf16; engine.h).
 size_t gpt_activations_bytes_for(const GPTConfig *cfg, int B, int T, int keeps_inputs);

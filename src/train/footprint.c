@@ -13,37 +13,43 @@
 // its creation (gpt_create, gpt_load) on.
 static size_t model_base(const GPTMemory *m) { return m->params + m->grads + m->pos_tables; }
 
-int footprint_train(Footprint *f, const GPTConfig *cfg, int B, int T, GPTMatmul matmul, GPTPrecision precision,
-                    GPTAttention attention, int n_threads, int with_adamw, char *err, size_t errlen) {
+// The model loaded, no pass run (./export): no activations, no engine scratch.
+static const GPTWorkload MODEL_ALONE = {.matmul = GPT_MATMUL_OPENBLAS, .precision = GPT_FP32, .n_threads = 1};
+
+int footprint_train(Footprint *f, const GPTConfig *cfg, const GPTWorkload *w, int with_adamw, char *err,
+                    size_t errlen) {
     memset(f, 0, sizeof *f);
-    if (gpt_memory(cfg, matmul, precision, attention, B, T, 1, n_threads, &f->model, err, errlen) != 0) return -1;
+    GPTWorkload train = *w;
+    train.backward = 1;
+    if (gpt_memory(cfg, &train, &f->model, err, errlen) != 0) return -1;
     const GPTMemory *m = &f->model;
     f->adamw = with_adamw ? adamw_bytes(m->n_params) : 0;
     // The model and its activations (setup), AdamW's moments, the engine's
     // buffers (at the first pass): all held to the end.
     f->bytes = model_base(m) + m->activations + f->adamw + m->engine;
     snprintf(f->what, sizeof f->what, "the model's %zu parameters, their gradients%s and activations for batch %d x %d",
-             m->n_params, with_adamw ? ", AdamW moments" : "", B, T);
+             m->n_params, with_adamw ? ", AdamW moments" : "", w->B, w->T);
     return 0;
 }
 
-int footprint_eval(Footprint *f, const GPTConfig *cfg, int B, int T, GPTMatmul matmul, GPTPrecision precision,
-                   GPTAttention attention, int n_threads, char *err, size_t errlen) {
+int footprint_eval(Footprint *f, const GPTConfig *cfg, const GPTWorkload *w, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
-    if (gpt_memory(cfg, matmul, precision, attention, B, T, 0, n_threads, &f->model, err, errlen) != 0) return -1;
+    GPTWorkload eval = *w;
+    eval.backward = 0;
+    if (gpt_memory(cfg, &eval, &f->model, err, errlen) != 0) return -1;
     const GPTMemory *m = &f->model;
     f->bytes = model_base(m) + m->activations + m->engine;
     snprintf(f->what, sizeof f->what, "the model's %zu parameters and activations for batch %d x %d", m->n_params,
-             B, T);
+             w->B, w->T);
     return 0;
 }
 
-int footprint_sample(Footprint *f, const GPTConfig *cfg, int max_len, GPTMatmul matmul, GPTPrecision precision,
-                     int n_threads, char *err, size_t errlen) {
+int footprint_sample(Footprint *f, const GPTConfig *cfg, const GPTWorkload *w, int max_len, char *err,
+                     size_t errlen) {
     memset(f, 0, sizeof *f);
     // no batch pass (B = 0): the attention's engine scratch is none either way
-    if (gpt_memory(cfg, matmul, precision, GPT_ATTENTION_BLOCKED, 0, 0, 0, n_threads, &f->model, err, errlen) != 0)
-        return -1;
+    GPTWorkload decode = {.matmul = w->matmul, .precision = w->precision, .n_threads = w->n_threads};
+    if (gpt_memory(cfg, &decode, &f->model, err, errlen) != 0) return -1;
     const GPTMemory *m = &f->model;
     f->work = kv_cache_bytes(cfg, max_len);
     f->bytes = model_base(m) + f->work + m->engine;
@@ -54,8 +60,7 @@ int footprint_sample(Footprint *f, const GPTConfig *cfg, int max_len, GPTMatmul 
 
 int footprint_export(Footprint *f, const GPTConfig *cfg, int context_length, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
-    if (gpt_memory(cfg, GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, 0, 0, 0, 1, &f->model, err, errlen) != 0)
-        return -1;
+    if (gpt_memory(cfg, &MODEL_ALONE, &f->model, err, errlen) != 0) return -1;
     const GPTMemory *m = &f->model;
     int n_ctx = context_length > 0 ? context_length : cfg->block_size;
     f->work = gguf_model_bytes(cfg, n_ctx);
@@ -70,8 +75,7 @@ int footprint_export(Footprint *f, const GPTConfig *cfg, int context_length, cha
 
 int footprint_export_hf(Footprint *f, const GPTConfig *cfg, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
-    if (gpt_memory(cfg, GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, 0, 0, 0, 1, &f->model, err, errlen) != 0)
-        return -1;
+    if (gpt_memory(cfg, &MODEL_ALONE, &f->model, err, errlen) != 0) return -1;
     f->work = hf_model_bytes(cfg);
     f->bytes = model_base(&f->model) + f->work;
     snprintf(f->what, sizeof f->what, "the model's %zu parameters and the exported tensors", f->model.n_params);

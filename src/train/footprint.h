@@ -28,18 +28,17 @@ typedef struct {
     char what[256];    // what needs it, for the message: "the model's N parameters, ..."
 } Footprint;
 
-// ./train: the model, its gradients, activations for (B, T) and the engine's
-// buffers on n_threads threads, and (with_adamw; not for --debug-state)
-// AdamW's moments.
-int footprint_train(Footprint *f, const GPTConfig *cfg, int B, int T, GPTMatmul matmul, GPTPrecision precision,
-                    GPTAttention attention, int n_threads, int with_adamw, char *err, size_t errlen);
+// ./train: the model, its gradients, activations for w's batches and the
+// engine's buffers (w->backward is taken as 1), and (with_adamw; not for
+// --debug-state) AdamW's moments.
+int footprint_train(Footprint *f, const GPTConfig *cfg, const GPTWorkload *w, int with_adamw, char *err,
+                    size_t errlen);
 // ./eval: the model loaded from a weights file (its configuration from
-// gpt_load_probe), then activations and the engine for forward passes of (B, T).
-int footprint_eval(Footprint *f, const GPTConfig *cfg, int B, int T, GPTMatmul matmul, GPTPrecision precision,
-                   GPTAttention attention, int n_threads, char *err, size_t errlen);
-// ./sample: the model loaded, then a KV cache of max_len positions.
-int footprint_sample(Footprint *f, const GPTConfig *cfg, int max_len, GPTMatmul matmul, GPTPrecision precision,
-                     int n_threads, char *err, size_t errlen);
+// gpt_load_probe), then activations and the engine for w's forward passes.
+int footprint_eval(Footprint *f, const GPTConfig *cfg, const GPTWorkload *w, char *err, size_t errlen);
+// ./sample: the model loaded on w's engine (no batch), then a KV cache of max_len positions.
+int footprint_sample(Footprint *f, const GPTConfig *cfg, const GPTWorkload *w, int max_len, char *err,
+                     size_t errlen);
 // ./export: the model loaded, then the tensors the export makes for
 // context_length (0: block_size): rope's permuted c_attn, the position table.
 int footprint_export(Footprint *f, const GPTConfig *cfg, int context_length, char *err, size_t errlen);

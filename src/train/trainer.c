@@ -149,8 +149,9 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     // The checkpoint (--resume) and --init-from's weights are read tensor by
     // tensor into buffers already counted (weights_file.h): nothing more.
     Footprint need;
-    if (footprint_train(&need, &cfg, B, T, matmul, precision, attention, omp_get_max_threads(), need_val, err,
-                        sizeof err) != 0 ||
+    GPTWorkload work = {.matmul = matmul, .precision = precision, .attention = attention, .B = B, .T = T,
+                        .n_threads = omp_get_max_threads()};
+    if (footprint_train(&need, &cfg, &work, need_val, err, sizeof err) != 0 ||
         footprint_check(&need, dist_processes_on_this_machine(), err, sizeof err) != 0)
         return fail(err, TRAIN_EIO);
     if (opt->reproducible && blas_reproducible_check(err, sizeof err) != 0)
