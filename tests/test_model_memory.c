@@ -350,7 +350,8 @@ static void test_estimate_matches_allocations(void **s) {
         {GPT_MATMUL_REFERENCE, GPT_FP32, GPT_ATTENTION_BLOCKED, "reference"},
         {GPT_MATMUL_ONEDNN, GPT_FP32, GPT_ATTENTION_BLOCKED, "onednn fp32"},
         {GPT_MATMUL_ONEDNN, GPT_FP32, GPT_ATTENTION_FUSED, "onednn fp32 fused"},
-        {GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, "onednn bf16"}};
+        {GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, "onednn bf16"},
+        {GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_FUSED, "onednn bf16 fused"}};
     char err[512], what[128];
     for (int threads = 1; threads <= 2; threads++)
         for (int block = 0; block < 2; block++)

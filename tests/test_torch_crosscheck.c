@@ -133,6 +133,14 @@ static void test_bf16_every_scheme(void **state) {
     skip_without_torch();
     ue_skip_without_bf16();
     check_every_scheme("bf16", "--precision=bf16");
+    // the fused attention's evaluation (tm.Bf16FusedAttention): every scheme in one key block
+    // (T = 24), and at T = 150, three blocks of keys, where the online softmax rescales
+    check_every_scheme("bf16f", "--precision=bf16 --attention=fused");
+    static const char *const long_names[] = {"bf16f_long_t5", "bf16f_long_rope"};
+    write_state(long_names[0], "--pos=t5 --t5_num_buckets=8 --t5_max_distance=16 --precision=bf16 --attention=fused "
+                               "--block_size=150 --batch_size=2");
+    write_state(long_names[1], "--pos=rope --precision=bf16 --attention=fused --block_size=150 --batch_size=2");
+    check_states(long_names, 2);
 }
 // The reference engine (engine_reference.c's plain loops) passes the same check.
 static void test_reference_every_scheme(void **state) {

@@ -28,6 +28,7 @@ const int ue_n_engines = sizeof ue_engines / sizeof ue_engines[0];
 const EngineCfg ue_fused[] = {
     {"openblas fp32 fused", 0, 0, WEIGHTS_DEFAULT, 0, 1},
     {"onednn fp32 fused", 1, 0, WEIGHTS_PLAIN, 0, 1},
+    {"onednn bf16 fused", 1, 1, WEIGHTS_PACKED, 2, 1},
 };
 const int ue_n_fused = sizeof ue_fused / sizeof ue_fused[0];
 
@@ -173,7 +174,12 @@ void ue_tally(UeTally *t, const float *x, const float *ref, const double *bound,
  * whose norm is <= V):
  *   |drho| <= g(D+2) M + e_y M
  * and every sum over keys or queries has up to n_K more additions (the
- * blocks' products added into their accumulators): g(T + 2) -> g(T + n_K + 2). */
+ * blocks' products added into their accumulators): g(T + 2) -> g(T + n_K + 2).
+ * bf16 and fused (oneDNN's fused attention in bf16): the bf16 terms above,
+ * and rho = dy_i.y_i from the unrounded dy and the engine's y (whose P was
+ * rounded where it entered PV), against the reference's dy_b.y on the
+ * rounded inputs: |dy - dy_b| ||y|| <= u_b M and ||dy|| u_b sum_j p_ij |v_j|
+ * <= u_b M more, |drho| <= g(D+2) M + e_y M + 2 u_b M. */
 
 typedef struct { double es, e, e_lse, ey, M, E; } RowBound;   // ey: y's relative bound (of sum_j p_ij |v_j|)
 
@@ -213,7 +219,9 @@ void ue_attention_bounds(AttBounds *bnd, Engine *ref, const float *qkv, const fl
                 r.e = r.es + r.e_lse + U32 * (S + l + 2) + EXP_ERR + 2 * U32;
                 r.ey = fused ? 2 * e_w + 2 * gT + 2 * U32 : r.e + gT;
                 r.M = norm(dout + ((size_t)b * T + i) * C + h * D, D) * Vm;
-                double drho = fused ? (gD + r.ey * f) * r.M : (r.e + gT) * r.M + gD * r.M;
+                // bf16 fused: rho = dy.y takes the unrounded dy and the engine's y, made from P
+                // rounded: against the reference on rounded inputs, u_b M for each
+                double drho = fused ? (gD + r.ey * f + 2 * ub) * r.M : (r.e + gT) * r.M + gD * r.M;
                 r.E = 2 * r.e * r.M + gD * r.M + drho + 4 * U32 * r.M;
                 rb[((size_t)b * H + h) * T + i] = r;
             }

@@ -32,12 +32,12 @@ typedef struct {
     int onednn, bf16;            // onednn 0: OpenBLAS
     WeightLayout layout;         // oneDNN only
     int copies;                  // weight copies made per weight (0: read in place)
-    int fused;                   // fp32: 1 the fused attention (key blocks, online softmax)
+    int fused;                   // 1: the fused attention (key blocks, online softmax)
 } EngineCfg;
 extern const EngineCfg ue_engines[];   // the linear layers' configurations: OpenBLAS, then oneDNN's
 extern const int ue_n_engines;
-extern const EngineCfg ue_fused[];     // the fused attention's: OpenBLAS, oneDNN fp32 (their linear layers:
-extern const int ue_n_fused;           // ue_engines[0]'s, [1]'s)
+extern const EngineCfg ue_fused[];     // the fused attention's: OpenBLAS, oneDNN fp32 and bf16 (their linear
+extern const int ue_n_fused;           // layers: ue_engines[0]'s, [1]'s, [3]'s)
 // A new engine for cfg, or NULL when cfg is bf16 and this CPU has no bf16
 // products (oneDNN must then refuse it with a message, which is printed).
 Engine *ue_engine(const EngineCfg *cfg);
@@ -70,7 +70,8 @@ void ue_tally(UeTally *t, const float *x, const float *ref, const double *bound,
 // dS where they enter the products (the oneDNN bf16 engine's, on inputs
 // already rounded to bf16); 2: also the rounding of q, k, v (forward only).
 // fused = 1: of the fused attention's evaluation (online softmax over key
-// blocks, rowsum(dY * Y) in backward; OpenBLAS). Magnitudes come from the reference engine `ref`.
+// blocks, rowsum(dY * Y) in backward; OpenBLAS, oneDNN fp32 or, with bf16 = 1,
+// bf16). Magnitudes come from the reference engine `ref`.
 typedef struct { double *out, *lse, *dqkv, *dbias; } AttBounds;
 void ue_attention_bounds(AttBounds *bnd, Engine *ref, const float *qkv, const float *dout, const float *bias,
                          int B, int T, int C, int H, int bf16, int fused);

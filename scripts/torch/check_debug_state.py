@@ -110,14 +110,19 @@ def read_debug_state(path):
     precision = meta.get("precision", "fp32")   # files written before the key: fp32
     if precision not in ("fp32", "bf16"):
         raise BadFile(f"{path}: metadata precision '{precision}' is not fp32 or bf16")
-    return cfg, params, inputs.long(), targets.long(), float(loss[0]), grads, precision == "bf16"
+    attention = meta.get("attention", "blocked")   # written only for the fused attention
+    if attention not in ("blocked", "fused"):
+        raise BadFile(f"{path}: metadata attention '{attention}' is not blocked or fused")
+    return cfg, params, inputs.long(), targets.long(), float(loss[0]), grads, precision == "bf16", attention == "fused"
 
 
-def reference(cfg, params, inputs, targets, bf16=False):
+def reference(cfg, params, inputs, targets, bf16=False, fused=False):
     """float64 loss and gradients of the contract model at the given weights;
     with bf16, every product's inputs rounded to bf16 as the C program's
-    precision=bf16 rounds them (tm.Bf16Linear), the sums still float64."""
-    model = tm.GPT(cfg).double().set_bf16_products(bf16)
+    precision=bf16 rounds them (tm.Bf16Linear), the sums still float64; with
+    fused too, attention as the fused attention evaluates it (tm.Bf16FusedAttention).
+    (In fp32 the two attentions differ only in float rounding.)"""
+    model = tm.GPT(cfg).double().set_bf16_products(bf16, fused)
     model.load_state_dict(params, strict=True)
     _, loss = model(inputs, targets)
     loss.backward()
@@ -139,7 +144,7 @@ def check_file(path, loss_tol=LOSS_REL_TOL, grad_tol=None, out=sys.stdout):
     """Checks one file; returns (exit code, worst loss rel error, worst grad rel error).
     grad_tol None: GRAD_REL_TOL, or GRAD_REL_TOL_BF16 for a bf16 debug state."""
     try:
-        cfg, params, inputs, targets, loss, grads, bf16 = read_debug_state(path)
+        cfg, params, inputs, targets, loss, grads, bf16, fused = read_debug_state(path)
     except BadFile as e:
         print(e, file=sys.stderr)
         return 2, math.nan, math.nan
@@ -147,10 +152,10 @@ def check_file(path, loss_tol=LOSS_REL_TOL, grad_tol=None, out=sys.stdout):
         grad_tol = GRAD_REL_TOL_BF16 if bf16 else GRAD_REL_TOL
     B, T = inputs.shape
     print(f"{path}: pos={cfg.pos} L={cfg.n_layer} H={cfg.n_head} C={cfg.d_model} "
-          f"V={cfg.vocab_size} block_size={cfg.block_size} B={B} T={T}{' bf16 products' if bf16 else ''}", file=out)
+          f"V={cfg.vocab_size} block_size={cfg.block_size} B={B} T={T}{' bf16 products' if bf16 else ''}{', fused attention' if fused else ''}", file=out)
     if T > 1 and not torch.equal(inputs[:, 1:], targets[:, :-1]):
         print("note: targets[:, t] != inputs[:, t+1] somewhere (not a contract error)", file=out)
-    ref_loss, ref_grads = reference(cfg, params, inputs, targets, bf16)
+    ref_loss, ref_grads = reference(cfg, params, inputs, targets, bf16, fused)
     ok = True
     loss_rel = abs(loss - ref_loss) / abs(ref_loss)
     flag = "ok" if loss_rel <= loss_tol else "FAIL"

@@ -342,6 +342,71 @@ class Bf16Attention(torch.autograd.Function):
         return dq, dk, dv, dbias, None
 
 
+ATT_BLOCK = 64   # the C program's blocks of query rows and, fused, of keys (src/engine/kernels.h)
+
+
+class Bf16FusedAttention(torch.autograd.Function):
+    """Causal attention as the C program's fused attention computes it with
+    precision=bf16 (src/engine/onednn_attention.c): Bf16Attention's rounded
+    product inputs, but the keys in blocks of nb = min(T, ATT_BLOCK) with an
+    online softmax, so the forward rounds w = exp(s - m), m the running max
+    over the key blocks so far (not p = exp(s - lse)), and backward takes
+    rho = dy . y from the unrounded dy and the forward's own output:
+      forward, per query block I and key block J <= I in order:
+                m' = max(m, max_J s), y = y exp(m - m') + bf16(exp(s_J - m')) bf16(v_J),
+                l = l exp(m - m') + sum_J exp(s_J - m');  at the end y / l, lse = m + log l
+      backward  p = exp(s - lse);  dp = bf16(dy) bf16(v)^T;  ds = p (dp - rho),
+                rho = rowsum(dy * y);  dq, dk, dv, dbias as Bf16Attention's."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, bias, scale):
+        qr, kr, vr = bf16_round(q), bf16_round(k), bf16_round(v)
+        T = q.shape[-2]
+        nb = min(T, ATT_BLOCK)
+        s = (qr @ kr.transpose(-2, -1)) * scale
+        if bias is not None:
+            s = s + bias
+        causal = torch.ones(T, T, dtype=torch.bool, device=q.device).tril()
+        s = s.masked_fill(~causal, float("-inf"))
+        y = torch.zeros_like(q)
+        lse = torch.empty(q.shape[:-1], dtype=q.dtype, device=q.device)
+        for i0 in range(0, T, nb):
+            i1 = min(i0 + nb, T)
+            m = l = yi = None
+            for j0 in range(0, i0 + 1, nb):
+                j1 = min(j0 + nb, i1)
+                sb = s[..., i0:i1, j0:j1]
+                mb = sb.max(-1, keepdim=True).values
+                m_new = mb if m is None else torch.maximum(m, mb)
+                w = torch.exp(sb - m_new)
+                part = bf16_round(w) @ vr[..., j0:j1, :]
+                if m is None:
+                    yi, l = part, w.sum(-1, keepdim=True)
+                else:
+                    r = torch.exp(m - m_new)
+                    yi, l = yi * r + part, l * r + w.sum(-1, keepdim=True)
+                m = m_new
+            y[..., i0:i1, :] = yi / l
+            lse[..., i0:i1] = (m + torch.log(l)).squeeze(-1)
+        p = torch.exp(s - lse.unsqueeze(-1))
+        ctx.save_for_backward(qr, kr, vr, p, y)
+        ctx.scale, ctx.has_bias = scale, bias is not None
+        return y
+
+    @staticmethod
+    def backward(ctx, dy):
+        qr, kr, vr, p, y = ctx.saved_tensors
+        dyr = bf16_round(dy)
+        dp = dyr @ vr.transpose(-2, -1)
+        ds = p * (dp - (dy * y).sum(-1, keepdim=True))
+        dsr = bf16_round(ds)
+        dq = ctx.scale * (dsr @ kr)
+        dk = ctx.scale * (dsr.transpose(-2, -1) @ qr)
+        dv = bf16_round(p).transpose(-2, -1) @ dyr
+        dbias = ds.sum(0) if ctx.has_bias else None
+        return dq, dk, dv, dbias, None
+
+
 class CausalSelfAttention(nn.Module):
     def __init__(self, cfg):
         super().__init__()
@@ -351,6 +416,7 @@ class CausalSelfAttention(nn.Module):
         self.c_attn = nn.Linear(C, 3 * C, bias=bias)
         self.c_proj = nn.Linear(C, C, bias=bias)
         self.bf16 = False           # GPT.set_bf16_products
+        self.fused = False          # with bf16: the fused attention's evaluation
 
     def forward(self, x, rope, bias):
         """x (B,T,C) -> (B,T,C). rope: (cos, sin) or None; bias: (H,T,T) or None."""
@@ -364,7 +430,8 @@ class CausalSelfAttention(nn.Module):
             q = apply_rope(q, *rope)
             k = apply_rope(k, *rope)
         if self.bf16:
-            y = Bf16Attention.apply(q, k, v, bias, 1.0 / math.sqrt(D)).transpose(1, 2).reshape(B, T, C)
+            att = Bf16FusedAttention if self.fused else Bf16Attention
+            y = att.apply(q, k, v, bias, 1.0 / math.sqrt(D)).transpose(1, 2).reshape(B, T, C)
             return linear(self.c_proj, y, self.bf16)
         s = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D))   # (B,H,T,T)
         if bias is not None:
@@ -443,14 +510,16 @@ class GPT(nn.Module):
         self.bf16 = False
         self.init_weights()
 
-    def set_bf16_products(self, on=True):
+    def set_bf16_products(self, on=True, fused=False):
         """Every product in bf16 as the C program's precision=bf16 computes it:
         the linear layers' and the head's (Bf16Linear) and attention's
-        (Bf16Attention); everything else unchanged."""
+        (Bf16Attention, or with fused Bf16FusedAttention); everything else unchanged."""
         self.bf16 = on
         for m in self.modules():
             if isinstance(m, (CausalSelfAttention, MLP)):
                 m.bf16 = on
+            if isinstance(m, CausalSelfAttention):
+                m.fused = fused
         return self
 
     def init_weights(self, seed=None):

@@ -62,8 +62,7 @@ struct Engine {
                               int B, int T, int C, int H);
     // dout (B,T,C) -> dqkv (B,T,3C) (overwritten), dbias (B,H,T) += (NULL: skipped); qkv, bias
     // the forward's inputs, out and lse its outputs. Only the fused attention reads out
-    // (rowsum(dY * Y), FlashAttention-2's); an engine with keeps_inputs 1 (below) gets a buffer
-    // the layers share, which holds another layer's output, and has no fused attention.
+    // (rowsum(dY * Y), FlashAttention-2's: attention_reads_out, below).
     void (*attention_backward)(Engine *e, float *dqkv, float *dbias, const float *dout, const float *qkv,
                                const float *out, const float *lse, const float *bias, int B, int T, int C, int H);
     // The parameters were written: weight copies are re-made at their next use. NULL: no copies.
@@ -75,6 +74,10 @@ struct Engine {
     // linear inputs until backward: one layer's buffers serve every layer (gpt.c's
     // gpt_alloc_activations). 0: the model keeps them all.
     int keeps_inputs;
+    // 1: attention_backward reads the forward's out (the fused attention), so the model
+    // keeps every layer's attention output, even where keeps_inputs lets one layer's
+    // buffers serve the other linear inputs. 0: out is not read.
+    int attention_reads_out;
     char describe[320];   // one line: the engine, its precision, where its products run
     char err[256];        // the first failure since the model last looked; "" while fine
 };

@@ -718,7 +718,7 @@ int engine_onednn_create_with_layout(Engine **out, int bf16, int fused_attention
     e->base = (Engine){.linear_forward = linear_forward, .linear_backward = linear_backward,
                        .attention_forward = attention_forward, .attention_backward = attention_backward,
                        .weights_changed = weights_changed, .bytes = bytes, .free = engine_free,
-                       .keeps_inputs = bf16};
+                       .keeps_inputs = bf16, .attention_reads_out = fused_attention != 0};
     e->bf16 = bf16;
     e->dt = bf16 ? dnnl_bf16 : dnnl_f32;
     e->layout = layout != WEIGHTS_DEFAULT ? layout : bf16 ? WEIGHTS_PACKED : WEIGHTS_PLAIN;

@@ -256,7 +256,7 @@ int engine_openblas_create(Engine **out, int fused_attention, char *err, size_t 
     ob->fused = fused_attention != 0;
     ob->base = (Engine){.linear_forward = linear_forward, .linear_backward = linear_backward,
                         .attention_forward = attention_forward, .attention_backward = attention_backward,
-                        .bytes = bytes, .free = engine_free};
+                        .bytes = bytes, .free = engine_free, .attention_reads_out = ob->fused};
     if (ob->fused)
         snprintf(ob->base.describe, sizeof ob->base.describe,
                  "openblas fp32 (cblas_sgemm: linear layers in slices of %d rows, attention fused: blocks of %d "

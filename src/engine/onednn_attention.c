@@ -103,7 +103,7 @@ typedef struct {
 
 struct OnednnAttention {
     int bf16;
-    int fused;                      // 1: the fused attention (fp32 only), 0: the blocked one
+    int fused;                      // 1: the fused attention, 0: the blocked one
     dnnl_data_type_t dt;            // of the products' inputs
     size_t es;                      // its size in bytes
     dnnl_engine_t dnnl;
@@ -311,10 +311,6 @@ fail:
 
 int onednn_attention_create(OnednnAttention **out, int bf16, int fused, char *err, size_t errlen) {
     *out = NULL;
-    if (bf16 && fused) {
-        snprintf(err, errlen, "the fused attention runs in fp32 only on oneDNN (bf16 has the blocked one)");
-        return -1;
-    }
     OnednnAttention *ae = calloc(1, sizeof *ae);
     if (!ae) { snprintf(err, errlen, "out of memory"); return -1; }
     ae->bf16 = bf16;
@@ -545,68 +541,100 @@ static void head_backward(const OnednnAttention *ae, const Plan *pl, const HeadT
     }
 }
 
-/* ---- one head, fused (fp32) ----
+/* ---- one head, fused ----
  *
  * attention_fused.c's fused attention on these primitives: per query block I
  * and key block J <= I, the products of the table above with keys J alone
  * (cols = nb below the diagonal block, rows on it), Y_I and dQ_I summed over
  * the key blocks by a sum post-op into rows zeroed first, between them the
- * OpenBLAS engine's loops (the online softmax's step and end; the key block's
- * P and dS with rho_i = dY_i . Y_i). fp32 operands in place, as above. */
+ * loops of kernels.h (the online softmax's step and end; the key block's P
+ * and dS with rho_i = dY_i . Y_i). fp32: the operands in place, as above.
+ * bf16: q, k, v and dY in the head-major bf16 copies, each P and dS rounded
+ * after its fp32 loop; Y_I and dQ_I summed in the thread's dense fp32 rows
+ * (the online softmax rescales Y_I there, in fp32), dK and dV in its dense
+ * (T, D) sums, and each copied into out or dqkv when whole. The statistics
+ * (running max and sum, lse, rho) are fp32 throughout; rho reads the
+ * forward's fp32 output and dY, not their roundings. */
 
 // Its columns of out (T, D of C), its row of lse (T)
-static void fused_head_forward(const Plan *pl, const HeadTask *t, float *out, float *lse, Failure *fail) {
+static void fused_head_forward(const OnednnAttention *ae, const Plan *pl, const HeadTask *t, float *out, float *lse,
+                               Failure *fail) {
     const int T = pl->T, C = pl->C, D = pl->D, nb = pl->nb;
-    const size_t C3 = 3 * (size_t)C;
-    const float *q = (const float *)t->q, *k = (const float *)t->k, *v = (const float *)t->v;
-    float *s = t->sl->f32, *row_max = s + (size_t)nb * nb, *row_sum = row_max + nb;
+    const size_t es = ae->es;
+    Slot *sl = t->sl;
+    float *s = sl->f32, *row_max = s + (size_t)nb * nb, *row_sum = row_max + nb;
+    const void *p_op = ae->bf16 ? (const void *)sl->b16 : (const void *)s;
+    float *o = out + head_at(t->b, t->h, T, C, D);
+    const size_t ldy = ae->bf16 ? (size_t)D : (size_t)C;   // Y_I's row stride where the products sum it
     for (int blk = 0; blk < pl->n_blocks; blk++) {
         int i0, rows, keys;
         block_shape(pl, blk, &i0, &rows, &keys);
-        const float *q_i = q + (size_t)i0 * C3;
-        float *y = out + head_at(t->b, t->h, T, C, D) + (size_t)i0 * C;   // Y_I (rows, D), row stride C
-        zero_rows(y, C, rows, D);
+        const char *q_i = t->q + (size_t)i0 * pl->q_stride * es;
+        float *y = ae->bf16 ? sl->heads : o + (size_t)i0 * C;   // Y_I (rows, D)
+        zero_rows(y, ldy, rows, D);
         for (int j0 = 0; j0 <= i0; j0 += nb) {
             int kind = j0 < i0 ? KEYS_BELOW : KEYS_DIAGONAL, cols = kind_cols(pl, blk, kind);
-            if (run(pl, t->sl, blk, kind, PR_S, q_i, k + (size_t)j0 * C3, s, fail)) return;
-            attention_online_probs(s, i0, rows, j0, cols, t->bias_h, row_max, row_sum, y, C, D);
-            if (run(pl, t->sl, blk, kind, PR_Y, s, v + (size_t)j0 * C3, y, fail)) return;
+            const char *k_j = t->k + (size_t)j0 * pl->q_stride * es, *v_j = t->v + (size_t)j0 * pl->q_stride * es;
+            if (run(pl, sl, blk, kind, PR_S, q_i, k_j, s, fail)) return;
+            attention_online_probs(s, i0, rows, j0, cols, t->bias_h, row_max, row_sum, y, ldy, D);
+            if (ae->bf16) round_block(sl->b16, s, rows, cols);
+            if (run(pl, sl, blk, kind, PR_Y, p_op, v_j, y, fail)) return;
         }
-        attention_online_finish(y, C, D, rows, row_max, row_sum, lse + (size_t)t->bh * T + i0);
+        attention_online_finish(y, ldy, D, rows, row_max, row_sum, lse + (size_t)t->bh * T + i0);
+        if (ae->bf16) copy_rows(o + (size_t)i0 * C, C, y, rows, D);
     }
 }
 
-// Its backward: dout, out (B,T,C) the forward's -> its columns of dqkv (overwritten), its row of
-// dbias (T) += (if non-NULL)
-static void fused_head_backward(const Plan *pl, const HeadTask *t, float *dqkv, float *dbias, const float *dout,
-                                const float *out, const float *lse, Failure *fail) {
+// Its backward: dout, out (B,T,C) the forward's (fp32), dY's head in dy_op
+// (the products' view of dout) -> its columns of dqkv (overwritten), its row
+// of dbias (T) += (if non-NULL)
+static void fused_head_backward(const OnednnAttention *ae, const Plan *pl, const HeadTask *t, float *dqkv,
+                                float *dbias, const float *dout, const char *dy_op, const float *out,
+                                const float *lse, Failure *fail) {
     const int T = pl->T, C = pl->C, D = pl->D, nb = pl->nb;
-    const size_t C3 = 3 * (size_t)C;
-    const float *q = (const float *)t->q, *k = (const float *)t->k, *v = (const float *)t->v;
+    const size_t C3 = 3 * (size_t)C, es = ae->es;
+    Slot *sl = t->sl;
+    const char *dy = dy_op + head_op_at(ae, pl, t->b, t->h, 1) * es;
     const float *dy_h = dout + head_at(t->b, t->h, T, C, D), *y_h = out + head_at(t->b, t->h, T, C, D);
     float *dq = dqkv + head_at(t->b, t->h, T, C3, D), *dk = dq + C, *dv = dq + 2 * C;
     float *dbias_bh = dbias ? dbias + (size_t)t->bh * T : NULL;
-    float *p = t->sl->f32, *dp = p + (size_t)nb * nb, *rho = dp + (size_t)nb * nb;
-    zero_rows(dk, C3, T, D);   // sums over the query blocks
-    zero_rows(dv, C3, T, D);
+    float *p = sl->f32, *dp = p + (size_t)nb * nb, *rho = dp + (size_t)nb * nb;
+    uint16_t *p16 = sl->b16, *ds16 = ae->bf16 ? sl->b16 + (size_t)nb * nb : NULL;
+    const void *p_op = ae->bf16 ? (const void *)p16 : (const void *)p;
+    const void *ds_op = ae->bf16 ? (const void *)ds16 : (const void *)dp;
+    // where the products sum dQ_I, dK, dV: fp32 dqkv itself (row stride 3C); bf16 the
+    // thread's dense scratch (row stride D), copied into dqkv when whole
+    const size_t ld = ae->bf16 ? (size_t)D : C3;
+    float *dq_acc = ae->bf16 ? sl->heads : NULL;
+    float *dk_sum = ae->bf16 ? sl->heads + (size_t)nb * D : dk;
+    float *dv_sum = ae->bf16 ? sl->heads + ((size_t)nb + T) * D : dv;
+    zero_rows(dk_sum, ld, T, D);   // sums over the query blocks
+    zero_rows(dv_sum, ld, T, D);
     for (int blk = 0; blk < pl->n_blocks; blk++) {
         int i0, rows, keys;
         block_shape(pl, blk, &i0, &rows, &keys);
-        const float *q_i = q + (size_t)i0 * C3, *dy_i = dy_h + (size_t)i0 * C;
-        float *dq_i = dq + (size_t)i0 * C3;
-        attention_row_dots(rho, dy_i, y_h + (size_t)i0 * C, C, rows, D);
-        zero_rows(dq_i, C3, rows, D);   // a sum over the key blocks
+        const char *q_i = t->q + (size_t)i0 * pl->q_stride * es, *dy_i = dy + (size_t)i0 * pl->y_stride * es;
+        float *dq_i = ae->bf16 ? dq_acc : dq + (size_t)i0 * C3;
+        attention_row_dots(rho, dy_h + (size_t)i0 * C, y_h + (size_t)i0 * C, C, rows, D);
+        zero_rows(dq_i, ld, rows, D);   // a sum over the key blocks
         for (int j0 = 0; j0 <= i0; j0 += nb) {
             int kind = j0 < i0 ? KEYS_BELOW : KEYS_DIAGONAL, cols = kind_cols(pl, blk, kind);
-            const float *k_j = k + (size_t)j0 * C3, *v_j = v + (size_t)j0 * C3;
-            if (run(pl, t->sl, blk, kind, PR_S, q_i, k_j, p, fail)) return;
+            const char *k_j = t->k + (size_t)j0 * pl->q_stride * es, *v_j = t->v + (size_t)j0 * pl->q_stride * es;
+            if (run(pl, sl, blk, kind, PR_S, q_i, k_j, p, fail)) return;
             attention_key_block_probs(p, i0, rows, j0, cols, t->bias_h, lse + (size_t)t->bh * T);
-            if (run(pl, t->sl, blk, kind, PR_DP, dy_i, v_j, dp, fail)) return;
+            if (ae->bf16) round_block(p16, p, rows, cols);
+            if (run(pl, sl, blk, kind, PR_DP, dy_i, v_j, dp, fail)) return;
             attention_key_block_dscores(dp, p, i0, rows, j0, cols, rho, dbias_bh);
-            if (run(pl, t->sl, blk, kind, PR_DQ, dp, k_j, dq_i, fail)) return;
-            if (run(pl, t->sl, blk, kind, PR_DK, dp, q_i, dk + (size_t)j0 * C3, fail)) return;
-            if (run(pl, t->sl, blk, kind, PR_DV, p, dy_i, dv + (size_t)j0 * C3, fail)) return;
+            if (ae->bf16) round_block(ds16, dp, rows, cols);
+            if (run(pl, sl, blk, kind, PR_DQ, ds_op, k_j, dq_i, fail)) return;
+            if (run(pl, sl, blk, kind, PR_DK, ds_op, q_i, dk_sum + (size_t)j0 * ld, fail)) return;
+            if (run(pl, sl, blk, kind, PR_DV, p_op, dy_i, dv_sum + (size_t)j0 * ld, fail)) return;
         }
+        if (ae->bf16) copy_rows(dq + (size_t)i0 * C3, C3, dq_i, rows, D);
+    }
+    if (ae->bf16) {
+        copy_rows(dk, C3, dk_sum, T, D);
+        copy_rows(dv, C3, dv_sum, T, D);
     }
 }
 
@@ -636,7 +664,7 @@ int onednn_attention_forward(OnednnAttention *ae, float *out, float *lse, const 
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         const HeadTask t = head_task(ae, pl, qkv_op, bias, bh);
-        if (ae->fused) fused_head_forward(pl, &t, out, lse, &fail);
+        if (ae->fused) fused_head_forward(ae, pl, &t, out, lse, &fail);
         else head_forward(ae, pl, &t, out, lse, &fail);
     }
     return failed(ae, &fail, "forward");
@@ -654,7 +682,7 @@ int onednn_attention_backward(OnednnAttention *ae, float *dqkv, float *dbias, co
     #pragma omp parallel for num_threads(n_threads) schedule(dynamic, 1)
     for (int bh = 0; bh < B * H; bh++) {
         const HeadTask t = head_task(ae, pl, qkv_op, bias, bh);
-        if (ae->fused) fused_head_backward(pl, &t, dqkv, dbias, dout, out, lse, &fail);
+        if (ae->fused) fused_head_backward(ae, pl, &t, dqkv, dbias, dout, dy_op, out, lse, &fail);
         else head_backward(ae, pl, &t, dqkv, dbias, dy_op, lse, &fail);
     }
     return failed(ae, &fail, "backward");

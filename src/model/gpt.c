@@ -42,9 +42,9 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, GPTAttentio
         snprintf(err, errlen, "unknown attention %d", (int)attention);
         return -1;
     }
-    if (fused && (matmul == GPT_MATMUL_REFERENCE || bf16)) {
-        snprintf(err, errlen, "the fused attention runs in fp32 on openblas or onednn (%s has the blocked one)",
-                 matmul == GPT_MATMUL_REFERENCE ? "the reference engine" : "onednn bf16");
+    if (fused && matmul == GPT_MATMUL_REFERENCE) {
+        snprintf(err, errlen, "the fused attention runs on openblas (fp32) or onednn (fp32 or bf16); the reference "
+                 "engine has the plain one");
         return -1;
     }
     if (bf16 && matmul != GPT_MATMUL_ONEDNN) {
@@ -59,8 +59,10 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, GPTAttentio
     default: snprintf(err, errlen, "unknown matmul engine %d", (int)matmul); return -1;
     }
     if (rc != 0) return -1;
-    // the activations' layout follows the engine's keeps_inputs (gpt_alloc_activations): made again if it changes
-    int relayout = m->acts.encoded && m->engine->keeps_inputs != e->keeps_inputs;
+    // the activations' layout follows the engine's keeps_inputs and attention_reads_out
+    // (gpt_alloc_activations): made again if either changes
+    int relayout = m->acts.encoded && (m->engine->keeps_inputs != e->keeps_inputs ||
+                                       m->engine->attention_reads_out != e->attention_reads_out);
     if (m->engine) m->engine->free(m->engine);
     m->engine = e;
     return relayout ? gpt_alloc_activations(m, m->acts.B_max, m->acts.T_max, err, errlen) : 0;
@@ -88,7 +90,7 @@ int gpt_memory(const GPTConfig *cfg, const GPTWorkload *w, GPTMemory *mem, char 
     mem->n_params = shell->num_params;
     mem->params = mem->grads = params_buffer_bytes(shell->num_params);
     mem->pos_tables = pos_tables_bytes(shell->pos, c, n_pos);
-    mem->activations = B > 0 ? gpt_activations_bytes_for(c, B, T, keeps_inputs) : 0;
+    mem->activations = B > 0 ? gpt_activations_bytes_for(c, B, T, keeps_inputs, fused) : 0;
     EngineShapes s = {.B = B, .T = T, .C = c->d_model, .H = c->n_head, .L = c->n_layer, .V = c->vocab_size,
                       .F = gpt_mlp_hidden(c), .FC = gpt_mlp_fc_width(c), .backward = w->backward};
     mem->engine = w->matmul == GPT_MATMUL_ONEDNN      ? engine_onednn_bytes_for(&s, bf16, fused, n_threads)
@@ -217,15 +219,16 @@ int gpt_check_batch(const GPTConfig *c, int B, int T, char *err, size_t errlen) 
 enum { ACT_BUFFERS = 28 };
 typedef struct { float **ptr; size_t n; } ActSlice;
 
-static void activation_table(const GPTConfig *c, int B, int T, int keeps_inputs, Activations *a, LayerActs *l0,
-                             ActSlice table[ACT_BUFFERS]) {
+static void activation_table(const GPTConfig *c, int B, int T, int keeps_inputs, int reads_out, Activations *a,
+                             LayerActs *l0, ActSlice table[ACT_BUFFERS]) {
     size_t L = c->n_layer, C = c->d_model, H = c->n_head, V = c->vocab_size;
     size_t F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c), BT = (size_t)B * T;
-    size_t Li = keeps_inputs ? 1 : L;   // slices of the linear inputs
+    size_t Li = keeps_inputs ? 1 : L;                 // slices of the linear inputs
+    size_t La = keeps_inputs && !reads_out ? 1 : L;   // of attention's output (a linear input, read by a fused backward)
     const PosScheme *s = pos_scheme(c->pos);   // a distance bias or not
     const ActSlice t[ACT_BUFFERS] = {
         {&a->encoded, BT * C},       {&l0->ln1, Li * BT * C},    {&l0->ln1_mean, L * BT},
-        {&l0->ln1_rstd, L * BT},     {&l0->qkv, L * BT * 3 * C}, {&l0->atty, Li * BT * C},
+        {&l0->ln1_rstd, L * BT},     {&l0->qkv, L * BT * 3 * C}, {&l0->atty, La * BT * C},
         {&l0->att_lse, L * BT * H},  {&l0->res2, L * BT * C},    {&l0->ln2, Li * BT * C},
         {&l0->ln2_mean, L * BT},     {&l0->ln2_rstd, L * BT},    {&l0->fch, L * BT * FC},
         {&l0->fch_act, Li * BT * F}, {&l0->res3, L * BT * C},    {&a->lnf, BT * C},
@@ -239,13 +242,13 @@ static void activation_table(const GPTConfig *c, int B, int T, int keeps_inputs,
     memcpy(table, t, sizeof t);
 }
 
-// Layer l's slices, S rows each, from layer 0's; the linear inputs' slice is li (0 or l).
-// (Its input x is set by the caller.)
-static LayerActs layer_slices(const LayerActs *l0, int l, int li, size_t S, const GPTConfig *c) {
+// Layer l's slices, S rows each, from layer 0's; the linear inputs' slice is li (0 or l),
+// attention's output's la. (Its input x is set by the caller.)
+static LayerActs layer_slices(const LayerActs *l0, int l, int li, int la, size_t S, const GPTConfig *c) {
     size_t C = c->d_model, H = c->n_head, F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c);
     return (LayerActs){
         .ln1 = l0->ln1 + li * S * C,   .ln1_mean = l0->ln1_mean + l * S, .ln1_rstd = l0->ln1_rstd + l * S,
-        .qkv = l0->qkv + l * S * 3 * C, .atty = l0->atty + li * S * C,   .att_lse = l0->att_lse + l * S * H,
+        .qkv = l0->qkv + l * S * 3 * C, .atty = l0->atty + la * S * C,   .att_lse = l0->att_lse + l * S * H,
         .res2 = l0->res2 + l * S * C,  .ln2 = l0->ln2 + li * S * C,     .ln2_mean = l0->ln2_mean + l * S,
         .ln2_rstd = l0->ln2_rstd + l * S, .fch = l0->fch + l * S * FC,  .fch_act = l0->fch_act + li * S * F,
         .res3 = l0->res3 + l * S * C,
@@ -261,11 +264,11 @@ static size_t activation_floats(const ActSlice table[ACT_BUFFERS]) {
     return total;
 }
 
-size_t gpt_activations_bytes_for(const GPTConfig *c, int B, int T, int keeps_inputs) {
+size_t gpt_activations_bytes_for(const GPTConfig *c, int B, int T, int keeps_inputs, int reads_out) {
     Activations scratch;
     LayerActs l0;
     ActSlice table[ACT_BUFFERS];
-    activation_table(c, B, T, keeps_inputs, &scratch, &l0, table);
+    activation_table(c, B, T, keeps_inputs, reads_out, &scratch, &l0, table);
     return activation_floats(table) * sizeof(float) + 2 * (size_t)B * T * sizeof(int) +
            (size_t)c->n_layer * sizeof(LayerActs);
 }
@@ -282,12 +285,12 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     free(a->tokens);
     free(a->layer);
     memset(a, 0, sizeof *a);
-    int keeps_inputs = m->engine->keeps_inputs;
+    int keeps_inputs = m->engine->keeps_inputs, reads_out = m->engine->attention_reads_out;
     size_t BT = (size_t)B * T;
     LayerActs l0;
     ActSlice table[ACT_BUFFERS];
-    activation_table(c, B, T, keeps_inputs, a, &l0, table);
-    size_t total = activation_floats(table), bytes = gpt_activations_bytes_for(c, B, T, keeps_inputs);
+    activation_table(c, B, T, keeps_inputs, reads_out, a, &l0, table);
+    size_t total = activation_floats(table), bytes = gpt_activations_bytes_for(c, B, T, keeps_inputs, reads_out);
     char what[96];
     snprintf(what, sizeof what, "activations for batch %d x %d tokens", B, T);
     if (mem_check(bytes, what, err, errlen) != 0) return -1;
@@ -311,7 +314,7 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     }
     if (!a->dact_out) a->dact_out = a->dhidden;   // gpt2: GELU's backward runs in place
     for (int l = 0; l < c->n_layer; l++) {
-        layer[l] = layer_slices(&l0, l, keeps_inputs ? 0 : l, BT, c);
+        layer[l] = layer_slices(&l0, l, keeps_inputs ? 0 : l, keeps_inputs && !reads_out ? 0 : l, BT, c);
         layer[l].x = l == 0 ? a->encoded : layer[l - 1].res3;
     }
     a->layer = layer;

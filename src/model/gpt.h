@@ -51,9 +51,9 @@ int gpt_check_batch(const GPTConfig *cfg, int B, int T, char *err, size_t errlen
 // the new engine needs another layout (bf16 keeps fewer: gpt_alloc_activations).
 // attention: GPT_ATTENTION_BLOCKED (blocks of query rows against all their
 // keys: the softmax row whole, scratch ~ T) or GPT_ATTENTION_FUSED (blocks of
-// keys too, an online softmax: scratch independent of T; openblas only, for
-// now). The reference engine has only its own plain attention (the oracle)
-// and takes BLOCKED to mean it.
+// keys too, an online softmax: scratch independent of T; openblas in fp32,
+// onednn in fp32 or bf16). The reference engine has only its own plain
+// attention (the oracle) and takes BLOCKED to mean it.
 typedef enum { GPT_MATMUL_OPENBLAS, GPT_MATMUL_ONEDNN, GPT_MATMUL_REFERENCE } GPTMatmul;
 typedef enum { GPT_FP32, GPT_BF16 } GPTPrecision;
 typedef enum { GPT_ATTENTION_BLOCKED, GPT_ATTENTION_FUSED } GPTAttention;
@@ -134,9 +134,10 @@ typedef struct {
     int n_threads;               // the engine's scratch is per thread
 } GPTWorkload;
 int gpt_memory(const GPTConfig *cfg, const GPTWorkload *w, GPTMemory *mem, char *err, size_t errlen);
-// gpt_alloc_activations(B, T)'s allocation; keeps_inputs: laid out for an
-// engine that keeps its own copies of the linear inputs (bf16; engine.h).
-size_t gpt_activations_bytes_for(const GPTConfig *cfg, int B, int T, int keeps_inputs);
+// gpt_alloc_activations(B, T)'s allocation, laid out for an engine that
+// keeps its own copies of the linear inputs (keeps_inputs: bf16) and whose
+// attention backward reads the forward's output (reads_out: fused; engine.h).
+size_t gpt_activations_bytes_for(const GPTConfig *cfg, int B, int T, int keeps_inputs, int reads_out);
 // kv_cache_create(max_len)'s allocations, the scheme's tables included.
 size_t kv_cache_bytes(const GPTConfig *cfg, int max_len);
 

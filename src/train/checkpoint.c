@@ -198,7 +198,7 @@ done:
 }
 
 int debug_state_save(const char *path, GPT *model, const int *inputs, const int *targets,
-                     int B, int T, float loss, const char *precision, const char *matmul,
+                     int B, int T, float loss, const char *precision, const char *matmul, int fused,
                      AtomicMode mode, char *err, size_t errlen) {
     const ParamEntry *entries;
     int n = gpt_param_entries(model, &entries);
@@ -216,8 +216,8 @@ int debug_state_save(const char *path, GPT *model, const int *inputs, const int 
     t[n] = (StTensorOut){.name = "inputs", .dtype = ST_I32, .ndim = 2, .shape = {B, T}, .data = inputs};
     t[n + 1] = (StTensorOut){.name = "targets", .dtype = ST_I32, .ndim = 2, .shape = {B, T}, .data = targets};
     t[n + 2] = (StTensorOut){.name = "loss", .dtype = ST_F32, .ndim = 1, .shape = {1}, .data = &loss};
-    StMeta meta[] = {{"precision", precision}, {"matmul", matmul}};
-    int rc = gpt_save_with(model, path, t, n + 3, meta, 2, mode, err, errlen);
+    StMeta meta[] = {{"precision", precision}, {"matmul", matmul}, {"attention", "fused"}};
+    int rc = gpt_save_with(model, path, t, n + 3, meta, fused ? 3 : 2, mode, err, errlen);
     free(t);
     free(names);
     return rc;

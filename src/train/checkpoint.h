@@ -68,10 +68,12 @@ int checkpoint_read_record(const char *path, RunRecord *record, char *err, size_
 // The debug-state file of the contract: parameters, inputs and targets (I32 [B,T]),
 // loss (F32 [1]) and grad.NAME for every parameter, with the contract metadata.
 // Its metadata also says how the products were computed: precision (fp32 |
-// bf16) and matmul (openblas | onednn), so a checker can compute the same way.
-// mode: whether an existing PATH is replaced (./train --overwrite).
+// bf16), matmul (openblas | onednn | reference) and, for the fused attention
+// only, attention = fused (a file without the key is the blocked one's), so a
+// checker can compute the same way. mode: whether an existing PATH is
+// replaced (./train --overwrite).
 int debug_state_save(const char *path, GPT *model, const int *inputs, const int *targets,
-                     int B, int T, float loss, const char *precision, const char *matmul,
+                     int B, int T, float loss, const char *precision, const char *matmul, int fused,
                      AtomicMode mode, char *err, size_t errlen);
 
 #endif

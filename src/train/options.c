@@ -78,7 +78,7 @@ static const OptSpec OPTION_TABLE[] = {
     KEY("attention", "run", OPT_STR, "auto", attention, 1, 0, 0,
         "attention's kernels: blocked (blocks of 64 query rows against all their keys: each softmax row at once, "
         "scratch ~ T), fused (blocks of 64 query rows x 64 keys, an online softmax: scratch independent of T; "
-        "fp32 on openblas or onednn, not with reproducible = 1); auto = blocked; may change on --resume",
+        "openblas fp32, onednn fp32 or bf16; not with reproducible = 1); auto = blocked; may change on --resume",
         "auto|blocked|fused"),
     KEY("reproducible", "run", OPT_INT, "0", reproducible, 0, 1, 0,
         "1: the run's bits are the same on any x86-64 CPU with AVX2 and FMA, whatever the thread count and "
@@ -368,9 +368,9 @@ int options_engine_for(const char *matmul, const char *precision, int reproducib
 int options_attention(const char *attention, GPTMatmul matmul, GPTPrecision precision, int reproducible,
                       GPTAttention *a, char *err, size_t errlen) {
     *a = strcmp(attention, "fused") == 0 ? GPT_ATTENTION_FUSED : GPT_ATTENTION_BLOCKED;   // auto: blocked
-    if (*a == GPT_ATTENTION_FUSED && (matmul == GPT_MATMUL_REFERENCE || precision == GPT_BF16)) {
-        snprintf(err, errlen, "attention=fused runs in fp32 on openblas or onednn: %s has the blocked attention",
-                 matmul == GPT_MATMUL_REFERENCE ? "the reference engine" : "bf16");
+    if (*a == GPT_ATTENTION_FUSED && matmul == GPT_MATMUL_REFERENCE) {
+        snprintf(err, errlen, "attention=fused runs on openblas (fp32) or onednn (fp32 or bf16): the reference "
+                 "engine has the plain attention");
         return -1;
     }
     if (*a == GPT_ATTENTION_FUSED && reproducible) {

@@ -77,7 +77,8 @@ int run_debug_state(Trainer *t) {
                              matmul == GPT_MATMUL_ONEDNN      ? "onednn"
                              : matmul == GPT_MATMUL_REFERENCE ? "reference"
                                                               : "openblas",
-                             t->args->overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, err, sizeof err) != 0) {
+                             attention == GPT_ATTENTION_FUSED, t->args->overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, err,
+                             sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             rc = TRAIN_EIO;
         } else if (!t->args->quiet) {
