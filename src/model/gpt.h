@@ -115,7 +115,7 @@ int gpt_decode_step(GPT *model, KVCache *cache, int token, float *logits, char *
 // bytes each of the model's allocations will take, computed by the
 // functions those allocations size themselves with (so the figures cannot
 // drift from them; a program adds up its own need from these,
-// src/cli/footprint.h). For batches of (B, T) on the engine (matmul,
+// src/train/footprint.h). For batches of (B, T) on the engine (matmul,
 // precision, attention) with n_threads threads; B = 0: no activations (decoding only);
 // backward = 0: forward passes only. 0, or -1 with a message for a
 // configuration or batch the model refuses.
