@@ -19,7 +19,7 @@ CFLAGS  ?= $(OPT) -g
 # vectorise (AdamW's update). Not -ffast-math: float semantics stay IEEE.
 # -ffp-contract=off: a*b + c is never fused into one FMA behind the code's
 # back, so the same source rounds the same whatever -march enables (with the
-# fixed-order sums of src/model/lane_sum.h, a run's log is the same on every
+# fixed-order sums of src/engine/kernels.h, a run's log is the same on every
 # x86-64 CPU; docs/TRAINING.md, "Bit for bit on any CPU").
 # -fno-trapping-math: no code here traps on or reads the floating-point
 # exception flags, so the compiler may evaluate both sides of a float

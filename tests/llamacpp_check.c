@@ -37,7 +37,7 @@
 // effect is at most 2 (B - A). Then float32 rounding, ropelab's (|ours - A|,
 // measured per step) and llama.cpp's, taken as no larger: the same products
 // summed in other orders, with expf and tanhf where ropelab approximates them
-// to ~2e-7 (fastmath.h). Comparing logits up to a constant (each
+// to ~2e-7 (engine/kernels.h). Comparing logits up to a constant (each
 // log-probability minus that of our greedy token, which also cancels
 // llama.cpp's float softmax normaliser), per step, over the tokens above e^-20:
 //     |llama - ours| <= tol = 2 max |B - A| + 2 max |ours - A|

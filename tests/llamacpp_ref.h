@@ -3,7 +3,7 @@
 // float32: ggml's GELU, a table lookup in float16 (GGML_GELU_FP16:
 // y = f16(gelu(f16(x))) for |x| < 10). block=llama has no GELU: ggml's
 // SwiGLU computes silu in float32, so there the two are the same. tests/llamacpp_check.c uses the two to say how far llama.cpp's
-// log-probabilities may be from ropelab's (docs/FORMAT.md derives it).
+// log-probabilities may be from ropelab's (tests/README.md, "make test-llamacpp", derives it).
 // The maths is docs/FORMAT.md's "The model", written again from it; the
 // positional tables are ropelab's (pos.h), as the model defines them.
 // Include after <cmocka.h>.

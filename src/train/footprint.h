@@ -1,8 +1,12 @@
 // footprint.h: what each program needs in memory, worked out from its
 // configuration before its first large allocation, and checked there
 // against what this machine, the process's cgroup and ulimit -v leave
-// (common/memory.h): the one memory check of ./train, ./eval, ./sample and
-// ./export. Each figure is the sum of the bytes the program's allocations
+// (common/memory.h): the one check of a program's whole need (./train,
+// ./eval, ./sample, ./export), made before anything large exists. The
+// allocations themselves check again, each its own part alone (mem_check in
+// params.c: parameters and gradients; gpt.c: the activations; adamw.c: the
+// moments), re-reading the limits each time, so a caller that skipped this
+// check is still refused before the allocation. Each figure is the sum of the bytes the program's allocations
 // will take, from the functions those allocations size themselves with
 // (gpt_memory, kv_cache_bytes, gguf_model_bytes, hf_model_bytes, adamw_bytes), so the
 // estimate cannot drift from them. Weights files and checkpoints are read

@@ -327,7 +327,7 @@ int options_engine_for(const char *matmul, const char *precision, int reproducib
     *p = strcmp(precision, "bf16") == 0 ? GPT_BF16 : GPT_FP32;
     if (strcmp(matmul, "auto") == 0) {
         // The rule, from the whole training step timed on each CPU of
-        // docs/PERFORMANCE.md ("Measured, per CPU"): in fp32 oneDNN is the
+        // docs/results/bench/README.md (PERFORMANCE.md, "Design facts"): in fp32 oneDNN is the
         // faster engine wherever it runs its AVX-512 kernels, OpenBLAS below
         // them. A rule, not a timing at start: a machine always picks the
         // same engine, so its runs keep their bits. bf16 has only oneDNN; the

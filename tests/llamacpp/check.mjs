@@ -18,7 +18,7 @@
 // Settings that keep llama.cpp's arithmetic in float32 where it has a choice:
 // KV cache F32 (its default F16 rounds every cached key and value), flash
 // attention off; one thread, so sums run in one order. What stays: ggml's
-// GELU reads a float16 table (docs/FORMAT.md derives the tolerance from it).
+// GELU reads a float16 table (tests/README.md derives the tolerance from it).
 // node-llama-cpp exposes no logits, only probabilities: softmax(logits) in
 // float (greedy sampling leaves the logits as they are), so log-probabilities
 // are compared, which are logits up to a constant.
