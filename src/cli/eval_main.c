@@ -79,7 +79,7 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
                      "onednn with AVX-512, openblas without it and with --reproducible; for bf16 onednn), openblas, "
                      "onednn, or reference (plain loops, slow)"),
         options_flag("attention", F(attention_name), "A", "attention's kernels: auto (blocked), blocked, or fused "
-                     "(key blocks and an online softmax; fp32 on openblas or onednn)"),
+                     "(key blocks and an online softmax; openblas fp32, onednn fp32 or bf16)"),
         {.name = "per-position", .type = OPT_ARG, .offset = F(per_position), .arg = "F", .min = 1,
          .help = "also write F: position,loss (mean over the windows at each position)"},
         {.name = "overwrite", .type = OPT_FLAG, .offset = F(overwrite),

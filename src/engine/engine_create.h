@@ -15,7 +15,7 @@ int engine_reference_create(Engine **e, char *err, size_t errlen);
 int engine_openblas_create(Engine **e, int fused_attention, char *err, size_t errlen);
 // oneDNN, fp32 or bf16 (bf16 needs an AVX-512 core: native bf16 dot products with ISA
 // avx512_core_bf16 or amx, emulated on plain avx512_core; otherwise -1 with the reason);
-// fused_attention as OpenBLAS's, fp32 only (bf16 with it: -1).
+// fused_attention as OpenBLAS's, in fp32 or bf16.
 int engine_onednn_create(Engine **e, int bf16, int fused_attention, char *err, size_t errlen);
 // 1 if oneDNN runs its AVX-512 kernels on this CPU (its effective ISA, which DNNL_MAX_CPU_ISA
 // may lower, is avx512_core or above): where its fp32 products beat OpenBLAS's, so the one

@@ -50,7 +50,7 @@ static inline void to_bf16(uint16_t *y, const float *x, size_t n) {
 // onednn_attention.c: the Engine's attention_forward/backward (engine.h) on
 // oneDNN, with n_threads threads; 0 or -1 with the message in onednn_attention_error.
 typedef struct OnednnAttention OnednnAttention;
-// fused 1: the fused attention (key blocks, online softmax; fp32 only), 0: the blocked one.
+// fused 1: the fused attention (key blocks, online softmax; fp32 or bf16), 0: the blocked one.
 int onednn_attention_create(OnednnAttention **ae, int bf16, int fused, char *err, size_t errlen);
 void onednn_attention_free(OnednnAttention *ae);
 const char *onednn_attention_error(const OnednnAttention *ae);

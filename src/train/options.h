@@ -130,7 +130,7 @@ int options_engine_for(const char *matmul, const char *precision, int reproducib
 // The attention kernels named by the key attention (auto|blocked|fused, already
 // checked against the key's choices) on the engine (matmul, precision): auto is
 // blocked (the bits of every run before the fused attention existed); fused
-// needs fp32 on openblas or onednn and is refused in the reproducible mode
+// needs openblas (fp32) or onednn (fp32 or bf16) and is refused in the reproducible mode
 // (reproducible 1), which keeps the blocked attention's bits. The one home of
 // that rule: ./train (options_matmul), ./eval.
 int options_attention(const char *attention, GPTMatmul matmul, GPTPrecision precision, int reproducible,
