@@ -5,7 +5,7 @@
 // compares it with the peak RSS of real steps: `--seq-len T`).
 //
 //   build/bench_memory [--config S|M|L (default: M, then L)] [--mem-gib 16] [--threads N (default: all cores)]
-//                      [--pos rope]
+//                      [--pos rope] [--gpt2]
 //
 // Per config (bench/util_bench.h: M at B 8, L at B 4, block_size = T) and
 // setup (OpenBLAS fp32 blocked and fused, oneDNN fp32 blocked and fused,
@@ -47,6 +47,24 @@
 //
 //   memory_fused config=M engine=openblas precision=fp32 longest_t_blocked_today= longest_t_fused_today=
 //     ratio_today= longest_t_blocked_budget= longest_t_fused_budget= ratio_budget= budget_gib=
+//
+// With --gpt2, instead: GPT-2 124M's shape (12 layers, width 768, 12 heads,
+// 50,257 tokens, learned positions, block_size 1024) at T = 1024, per
+// program (./eval's forward passes, ./sample's KV cache of 1024 positions, a
+// fine-tune step of ./train --init-from with AdamW), batch (1, 8), engine
+// (OpenBLAS fp32, oneDNN fp32) and logits (whole: all B*T positions at once,
+// logits_rows = B*T; chunked: the default, logits_rows = 0; ./sample decodes
+// one row at a time), one record:
+//
+//   memory_gpt2 program=finetune engine=openblas B=8 T=1024 logits=chunked logits_rows=320
+//     total_mb= state_mb= act_mb= logits_mb= engine_mb= work_mb=
+//                                                the footprint, MiB (what ./train, ./eval or ./sample
+//                                                checks before allocating); state: parameters, their
+//                                                gradients and AdamW's moments (./train only: ./eval's and
+//                                                ./sample's model has no gradients) and the position
+//                                                table; act: activations (./eval's: one layer's, no
+//                                                backward buffers); logits: the head's buffer
+//                                                (logits_rows x V floats); work: the KV cache
 //
 // The longest T is a binary search over T with footprint_train (the
 // footprint grows with T; a T the model refuses, gpt_check_batch's or the
@@ -206,21 +224,74 @@ static int bench_config(const BenchConfig *bc, PosKind pos, int threads, double 
     return 0;
 }
 
+// GPT-2 124M's shape at T = 1024 (see the top): the records for one program.
+static int bench_gpt2(int threads) {
+    static const GPTMatmul engines[] = {GPT_MATMUL_OPENBLAS, GPT_MATMUL_ONEDNN};
+    static const char *const programs[] = {"eval", "sample", "finetune"};
+    const int T = 1024;
+    GPTConfig cfg = {.n_layer = 12, .n_head = 12, .d_model = 768, .vocab_size = 50257, .block_size = T,
+                     .pos = POS_LEARNED};
+    gc_config_defaults(&cfg);
+    cfg.pos = POS_LEARNED;
+    printf("# memory_gpt2: GPT-2 124M's shape (L 12, C 768, H 12, V 50257, learned, block_size %d), threads=%d\n",
+           T, threads);
+    for (int p = 0; p < 3; p++)
+        for (int e = 0; e < 2; e++)
+            for (int B = 1; B <= 8; B += 7)
+                for (int chunked = 1; chunked >= 0; chunked--) {
+                    if (p == 1 && (B > 1 || !chunked)) continue;   // ./sample: one row at a time, no batch
+                    GPTWorkload w = {.matmul = engines[e], .precision = GPT_FP32, .attention = GPT_ATTENTION_BLOCKED,
+                                     .B = p == 1 ? 0 : B, .T = T, .n_threads = threads,
+                                     .logits_rows = chunked ? 0 : B * T};
+                    Footprint f;
+                    char err[256];
+                    int rc = p == 0 ? footprint_eval(&f, &cfg, &w, err, sizeof err)
+                           : p == 1 ? footprint_sample(&f, &cfg, &w, T, err, sizeof err)
+                                    : footprint_train(&f, &cfg, &w, 1, err, sizeof err);
+                    if (rc != 0) {
+                        fprintf(stderr, "bench_memory: GPT-2 %s: %s\n", programs[p], err);
+                        return 1;
+                    }
+                    // the logits' rows: what the accounting chose (the activations with V - 16 entries less
+                    // tell the logits' share: rows x 16 floats)
+                    GPTConfig less = cfg;
+                    less.vocab_size -= 16;
+                    Footprint g;
+                    int rows = 1;
+                    if (p != 1) {
+                        rc = p == 0 ? footprint_eval(&g, &less, &w, err, sizeof err)
+                                    : footprint_train(&g, &less, &w, 1, err, sizeof err);
+                        if (rc != 0) { fprintf(stderr, "bench_memory: GPT-2 %s: %s\n", programs[p], err); return 1; }
+                        rows = (int)((f.model.activations - g.model.activations) / (16 * sizeof(float)));
+                    }
+                    double state = (double)f.model.params + f.model.grads + f.model.pos_tables + f.adamw;
+                    printf("memory_gpt2 program=%s engine=%s B=%d T=%d logits=%s logits_rows=%d total_mb=%.1f "
+                           "state_mb=%.1f act_mb=%.1f logits_mb=%.1f engine_mb=%.1f work_mb=%.1f\n",
+                           programs[p], matmul_name(engines[e]), p == 1 ? 1 : B, T,
+                           p == 1 ? "one-row" : chunked ? "chunked" : "whole",
+                           rows, mib(f.bytes), mib(state), mib(f.model.activations),
+                           mib((double)rows * cfg.vocab_size * sizeof(float)), mib(f.model.engine), mib(f.work));
+                }
+    fflush(stdout);
+    return 0;
+}
+
 static void usage(void) {
     fprintf(stderr, "usage: bench_memory [--config S|M|L (default: M, then L)] [--mem-gib 16] "
-                    "[--threads N (default: all cores)] [--pos rope]\n");
+                    "[--threads N (default: all cores)] [--pos rope] [--gpt2]\n");
 }
 
 int main(int argc, char **argv) {
     const char *config = NULL, *pos_name = "rope";
     double mem_gib = 16.0;
-    int threads = 0;
+    int threads = 0, gpt2 = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (v && !strcmp(a, "--config")) { config = v; i++; }
         else if (v && !strcmp(a, "--mem-gib")) { mem_gib = atof(v); i++; }
         else if (v && !strcmp(a, "--threads")) { threads = atoi(v); i++; }
         else if (v && !strcmp(a, "--pos")) { pos_name = v; i++; }
+        else if (!strcmp(a, "--gpt2")) gpt2 = 1;
         else { usage(); return 2; }
     }
     const BenchConfig *one = config ? bench_config_named(config) : NULL;
@@ -230,6 +301,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     if (threads == 0) threads = omp_get_num_procs();   // the engines' scratch is per thread
+    if (gpt2) return bench_gpt2(threads);
     printf("# memory: footprint_train (src/train/footprint.h) of a training run, threads=%d, budget %g GiB\n",
            threads, mem_gib);
     if (one) return bench_config(one, pos, threads, mem_gib);

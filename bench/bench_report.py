@@ -457,7 +457,7 @@ def main_table(res, out):
     out("Model FLOPs per step = 3 x forward; forward = 2*B*T*(12*L*C^2 + V*C) (matmuls) "
         "+ 2*B*L*C*T*(T+1) (causal q.k and p.v); the same count for every precision.")
     out("Accounted = state (params, grads, AdamW m and v: 4 x 4 bytes per parameter) + activations "
-        "(gpt_activations_bytes_for()) + the matmul engine's own memory (Engine.bytes: weight copies "
+        "(gpt_memory's activations) + the matmul engine's own memory (Engine.bytes: weight copies "
         "and scratch).")
     return rows
 

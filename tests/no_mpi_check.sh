@@ -19,7 +19,7 @@ fail() { echo "no_mpi_check: $*" >&2; exit 1; }
 
 tree=build/no-mpi
 mkdir -p "$tree"
-for f in Makefile src tests; do ln -sfn "../../$f" "$tree/$f"; done
+for f in Makefile src tests scripts; do ln -sfn "../../$f" "$tree/$f"; done
 echo "=== make MPI=0 train in $tree"
 # The outer make's flags (jobserver, variables) are not the inner build's.
 env -u MAKEFLAGS -u MFLAGS -u MAKELEVEL make -s -C "$tree" MPI=0 train || fail "make MPI=0 train failed"

@@ -58,6 +58,7 @@
 #include "engine/engine_shared.h"
 #include "engine/kernels.h"
 #include "model/gpt_internal.h"
+#include "model/params.h"
 #include "util_engine.h"
 #include "util_gradcheck.h"
 
@@ -401,6 +402,121 @@ static void test_shared_inputs(void **s) {
     }
 }
 
+// The head and the loss in chunks of positions (gpt_set_logits_rows): the
+// logits buffer holds one chunk. On the reference engine, whose weight
+// gradient adds the rows in order whatever the calls (engine_reference.c),
+// every gradient is the same bits as in one chunk and the loss the same float
+// (its double sum is only associated otherwise), for chunks of any size (7).
+// On OpenBLAS, chunks of 64 positions cut where its slices of 64 rows do, so
+// the logits and the head's input gradient are the same bits; only wte's
+// gradient sums its rows in one more sgemm per chunk: within fp32 rounding,
+// |d| <= 2 g(BT) sum_n |dlogits[n,v]| |lnf[n,c]| per element (the two
+// evaluations of one sum of BT products, Higham 3.1), the sum computed here
+// in double from the forward's logits.
+static void chunked_case(GPTMatmul matmul, int batch_size, int seq_len, int rows) {
+    char err[256];
+    GPT *m = make_block_model_for(POS_ROPE, BLOCK_GPT2, batch_size, seq_len);
+    assert_int_equal(gpt_set_matmul(m, matmul, GPT_FP32, GPT_ATTENTION_BLOCKED, err, sizeof err), 0);
+    const GPTConfig *c = gpt_config(m);
+    const int BT = batch_size * seq_len;
+    size_t n = gpt_num_params(m), whole = m->acts.bytes;
+    assert_int_equal(m->acts.logits_rows, BT);   // the small vocabulary: one chunk
+    int *inp = malloc(BT * sizeof(int)), *tgt = malloc(BT * sizeof(int));
+    for (int i = 0; i < BT; i++) inp[i] = (i * 7 + 3) % c->vocab_size, tgt[i] = (i * 13 + 1) % c->vocab_size;
+    float *g = malloc(n * sizeof(float));
+    gpt_zero_grad(m);
+    float loss_whole = gc_forward(m, inp, tgt, batch_size, seq_len);
+    // S[v,c] = sum_n |dlogits[n,v]| |lnf[n,c]|, dlogits = (softmax - onehot) / BT from the forward's logits
+    const int V = c->vocab_size, C = c->d_model;
+    double *S = calloc((size_t)V * C, sizeof(double));
+    for (int r = 0; r < BT; r++) {
+        const float *z = m->acts.logits + (size_t)r * V, *x = m->acts.lnf + (size_t)r * C;
+        double mx = -INFINITY, sum = 0;
+        for (int v = 0; v < V; v++) mx = fmax(mx, z[v]);
+        for (int v = 0; v < V; v++) sum += exp(z[v] - mx);
+        for (int v = 0; v < V; v++) {
+            double dl = fabs(exp(z[v] - mx) / sum - (v == tgt[r])) / BT;
+            for (int k = 0; k < C; k++) S[(size_t)v * C + k] += dl * fabs(x[k]);
+        }
+    }
+    gc_backward(m, 1.0f);
+    memcpy(g, gpt_grads(m), n * sizeof(float));
+    gpt_set_logits_rows(m, rows);
+    assert_int_equal(gpt_alloc_activations(m, batch_size, seq_len, err, sizeof err), 0);
+    assert_int_equal(m->acts.logits_rows, rows);
+    size_t fewer = whole - m->acts.bytes;
+    size_t want = (((size_t)BT * c->vocab_size + 15) / 16 - ((size_t)rows * c->vocab_size + 15) / 16) * 16 *
+                  sizeof(float);
+    printf("  %s, B*T = %d: logits of %d positions at a time: activations %zu bytes fewer (%zu)\n",
+           matmul == GPT_MATMUL_REFERENCE ? "reference" : "openblas", BT, rows, fewer, want);
+    assert_int_equal(fewer, want);
+    gpt_zero_grad(m);
+    float loss_chunked = gc_forward(m, inp, tgt, batch_size, seq_len);
+    gc_backward(m, 1.0f);
+    assert_true(loss_chunked == loss_whole);
+    const ParamEntry *wte = gpt_find_param(m, "wte");
+    double worst = 0, gamma = ue_gamma(BT);
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)gpt_grads(m)[i] - g[i]);
+        if (matmul == GPT_MATMUL_REFERENCE || i < wte->offset || i >= wte->offset + wte->numel) {
+            if (d != 0) fail_msg("gradient %zu: %.9g chunked, %.9g whole", i, gpt_grads(m)[i], g[i]);
+        } else {
+            worst = fmax(worst, d / (2 * gamma * S[i - wte->offset] + 1e-30));
+        }
+    }
+    if (matmul != GPT_MATMUL_REFERENCE) printf("    wte's gradient: worst |chunked - whole| / bound %.3g\n", worst);
+    assert_true(worst <= 1);
+    free(g); free(inp); free(tgt); free(S);
+    gpt_free(m);
+}
+
+static void test_chunked_head(void **s) {
+    (void)s;
+    chunked_case(GPT_MATMUL_REFERENCE, B, T, 7);
+    chunked_case(GPT_MATMUL_OPENBLAS, B_LONG, T_LONG, 64);
+}
+
+// A model without gradients (gpt_load's, to evaluate) keeps one layer's
+// activations and no backward buffers (gpt_alloc_activations): each layer
+// writes over the last. Its forward reads the same values in the same order,
+// so its losses are the same bits as the training layout's, every scheme,
+// both blocks, every engine this CPU runs; its backward is refused.
+static void test_forward_only(void **s) {
+    (void)s;
+    char err[256];
+    for (int block = 0; block < 2; block++)
+        for (int pos = 0; pos < POS_COUNT; pos++)
+            for (size_t ei = 0; ei < sizeof engines / sizeof engines[0]; ei++) {
+                const EngineChoice *ec = &engines[ei];
+                GPT *m = make_block_model((PosKind)pos, block ? BLOCK_LLAMA : BLOCK_GPT2), *run;
+                assert_int_equal(gpt_create_uninit(&run, gpt_config(m), 0, err, sizeof err), 0);
+                assert_null(gpt_grads(run));
+                memcpy(gpt_params(run), gpt_params(m), gpt_num_params(m) * sizeof(float));
+                if (gpt_set_matmul(m, ec->matmul, ec->precision, ec->attention, err, sizeof err) != 0) {
+                    printf("  %s: skipped (%s)\n", ec->name, err);
+                    gpt_free(m);
+                    gpt_free(run);
+                    continue;
+                }
+                assert_int_equal(gpt_set_matmul(run, ec->matmul, ec->precision, ec->attention, err, sizeof err), 0);
+                assert_int_equal(gpt_alloc_activations(m, B, T, err, sizeof err), 0);
+                assert_int_equal(gpt_alloc_activations(run, B, T, err, sizeof err), 0);
+                assert_true(run->acts.bytes < m->acts.bytes);
+                assert_null(run->acts.dres);
+                float trained = loss_of(m), alone = loss_of(run);
+                if (trained != alone || memcmp(gpt_losses(m), gpt_losses(run), B * T * sizeof(float)) != 0)
+                    fail_msg("pos=%s %s %s: loss %.9g forward-only, %.9g with the training layout",
+                             pos_kind_name((PosKind)pos), block ? "llama" : "gpt2", ec->name, alone, trained);
+                assert_int_equal(gpt_backward(run, 1.0f, err, sizeof err), -1);
+                assert_non_null(strstr(err, "without gradients"));
+                if (pos == 0 && block == 0)
+                    printf("  %s: activations %zu bytes forward-only, %zu for training\n", ec->name,
+                           run->acts.bytes, m->acts.bytes);
+                gpt_free(m);
+                gpt_free(run);
+            }
+}
+
 // An engine's failure is the pass's error, named once, and the next pass runs.
 static void fail_linear(Engine *e, float *out, const float *inp, const float *W, const float *b, int N, int C, int OC) {
     engine_fail(e, "the probe fails (%d x %d)", N, OC);
@@ -435,6 +551,8 @@ int main(void) {
         cmocka_unit_test(test_written_weights_reach_the_engine),
         cmocka_unit_test(test_engine_failure_is_the_pass_error),
         cmocka_unit_test(test_shared_inputs),
+        cmocka_unit_test(test_chunked_head),
+        cmocka_unit_test(test_forward_only),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -34,6 +34,7 @@
 #include "format/gguf_model.h"
 #include "model/gpt.h"
 #include "model/gpt_internal.h"   // white-box: the buffers the estimate describes
+#include "model/params.h"        // gpt_create_uninit: a model without gradients
 #include "train/footprint.h"
 #include "util_gradcheck.h"
 #include "util_run.h"
@@ -337,7 +338,8 @@ static void expect_block(const void *p, size_t want, const char *what) {
 
 // Every scheme on both blocks, every engine this CPU runs: gpt_memory's
 // figures against the model's real buffers after a forward and a backward
-// (the engines size their scratch at the first pass): the parameters, the
+// (the engines size their scratch at the first pass), with the logits of all
+// positions at once and of 7 at a time (gpt_set_logits_rows): the parameters, the
 // gradients and the scheme's tables block by block, the activations and
 // the engine's bytes (Engine.bytes) exactly (oneDNN: all but its own
 // scratchpads, which it reports on top). T = 40 > block_size = 32 (the
@@ -353,7 +355,9 @@ static void test_estimate_matches_allocations(void **s) {
         {GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, "onednn bf16"},
         {GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_FUSED, "onednn bf16 fused"}};
     char err[512], what[128];
-    for (int threads = 1; threads <= 2; threads++)
+    for (int train = 1; train >= 0; train--)   // a model to train, or one read to run (no gradients)
+    for (int logits_rows = 0; logits_rows <= 7; logits_rows += 7)   // all B*T positions' logits, or 7 at a time
+    for (int threads = 1; threads <= 2 - !train; threads++)
         for (int block = 0; block < 2; block++)
             for (int pos = 0; pos < POS_COUNT; pos++)
                 for (size_t e = 0; e < sizeof ENGINES / sizeof ENGINES[0]; e++) {
@@ -364,28 +368,32 @@ static void test_estimate_matches_allocations(void **s) {
                     cfg.block = block ? BLOCK_LLAMA : BLOCK_GPT2;
                     const int B = 3, T = cfg.pos == POS_LEARNED ? 32 : 40;
                     GPT *m;
-                    assert_int_equal(gpt_create(&m, &cfg, 1, err, sizeof err), 0);
+                    if (train) assert_int_equal(gpt_create(&m, &cfg, 1, err, sizeof err), 0);
+                    else assert_int_equal(gpt_create_uninit(&m, &cfg, 0, err, sizeof err), 0);
                     if (gpt_set_matmul(m, ENGINES[e].matmul, ENGINES[e].precision, ENGINES[e].attention, err,
                                        sizeof err) != 0) {
                         gpt_free(m);   // bf16 below AVX-512
                         continue;
                     }
-                    snprintf(what, sizeof what, "%s %s %s, %d threads", pos_kind_name(cfg.pos),
-                             block ? "llama" : "gpt2", ENGINES[e].name, threads);
+                    snprintf(what, sizeof what, "%s %s %s, %d threads, logits_rows %d%s", pos_kind_name(cfg.pos),
+                             block ? "llama" : "gpt2", ENGINES[e].name, threads, logits_rows,
+                             train ? "" : ", forward only");
                     GPTMemory mem;
                     GPTWorkload w = {.matmul = ENGINES[e].matmul, .precision = ENGINES[e].precision,
-                                     .attention = ENGINES[e].attention, .B = B, .T = T, .backward = 1,
-                                     .n_threads = threads};
+                                     .attention = ENGINES[e].attention, .B = B, .T = T, .backward = train,
+                                     .n_threads = threads, .logits_rows = logits_rows};
                     assert_int_equal(gpt_memory(&cfg, &w, &mem, err, sizeof err), 0);
+                    gpt_set_logits_rows(m, logits_rows);
                     assert_int_equal(gpt_alloc_activations(m, B, T, err, sizeof err), 0);
                     int tokens[3 * 40];
                     for (int i = 0; i < B * T; i++) tokens[i] = (i * 7) % cfg.vocab_size;
                     float loss;
                     assert_int_equal(gpt_forward(m, tokens, tokens, B, T, &loss, err, sizeof err), 0);
-                    assert_int_equal(gpt_backward(m, 1.0f, err, sizeof err), 0);
+                    if (train) assert_int_equal(gpt_backward(m, 1.0f, err, sizeof err), 0);
                     assert_int_equal(mem.n_params, gpt_num_params(m));
                     expect_block(m->params, mem.params, what);
-                    expect_block(m->grads, mem.grads, what);
+                    if (train) expect_block(m->grads, mem.grads, what);
+                    else assert_true(m->grads == NULL && mem.grads == 0);
                     if (mem.pos_tables) expect_block(m->pos_ctx.tables, mem.pos_tables, what);
                     else assert_null(m->pos_ctx.tables);
                     if (mem.activations != m->acts.bytes)
@@ -443,6 +451,36 @@ static void test_kv_cache_and_export_sizes(void **s) {
         assert_int_equal(f.work, kv_cache_bytes(&cfg, len));
         assert_int_equal(f.bytes, f.model.params + f.model.grads + f.model.pos_tables + f.work);
         gpt_free(m);
+    }
+}
+
+// GPT-2 124M's shape (V 50,257) at B 8, T 1,024: the logits of all 8,192
+// positions would be 1.6 GB; the head holds 320 at a time (64-row slices
+// within 2^24 floats), the accounting with them, and logits_rows = B*T asks
+// for all of them. The logits' rows are read from the accounting as bench_memory
+// does: the activations with 16 vocabulary entries fewer hold rows x 16 floats fewer.
+static void test_gpt2_logits_chunks(void **s) {
+    (void)s;
+    char err[256];
+    GPTConfig cfg = {.n_layer = 12, .n_head = 12, .d_model = 768, .vocab_size = 50257, .block_size = 1024,
+                     .pos = POS_LEARNED};
+    gc_config_defaults(&cfg);
+    cfg.pos = POS_LEARNED;
+    GPTConfig less = cfg;
+    less.vocab_size -= 16;
+    for (int backward = 0; backward <= 1; backward++) {
+        GPTWorkload w = {.matmul = GPT_MATMUL_OPENBLAS, .precision = GPT_FP32, .B = 8, .T = 1024,
+                         .backward = backward, .n_threads = 2};
+        for (int whole = 0; whole <= 1; whole++) {
+            w.logits_rows = whole ? 8 * 1024 : 0;
+            GPTMemory a, b;
+            assert_int_equal(gpt_memory(&cfg, &w, &a, err, sizeof err), 0);
+            assert_int_equal(gpt_memory(&less, &w, &b, err, sizeof err), 0);
+            size_t rows = (a.activations - b.activations) / (16 * sizeof(float));
+            printf("  %s, logits_rows %d: %zu positions' logits at once, activations %.1f MB\n",
+                   backward ? "training" : "forward only", w.logits_rows, rows, a.activations / 1e6);
+            assert_int_equal(rows, whole ? 8 * 1024 : 320);
+        }
     }
 }
 
@@ -619,7 +657,7 @@ static void test_eval_sample_export(void **s) {
                          data_args, sin), 0);
     fake_cgroup_leaving(root, sizeof root, "cg-small", 20000000);   // 20 MB
     fake_cgroup_leaving(big, sizeof big, "cg-big", 4000000000LL);
-    // eval: 8 windows of 4096 tokens, 7 KB of activations a token: 230 MB
+    // eval: activations for 8 windows of 4096 tokens, far more than the 20 MB left
     assert_int_equal(run("ROPELAB_CGROUP_ROOT=%s ./eval --weights %s/model.safetensors --data %s --seq-len 4096 "
                          "--threads 1", root, rope, val), 1);
     expect_one_line("eval: the model's ");
@@ -637,7 +675,7 @@ static void test_eval_sample_export(void **s) {
     assert_int_equal(run("ROPELAB_CGROUP_ROOT=%s ./export --weights %s/model.safetensors --tokenizer %s --out %s "
                          "--context-length 1048576", root, sin, tok, gguf), 1);
     expect_one_line("export: the model's ");
-    expect_one_line("parameters and a position table of 1048576 rows need 134.5 MB; the cgroup's memory limit");
+    expect_one_line("parameters and a position table of 1048576 rows need 134.4 MB; the cgroup's memory limit");
     assert_int_equal(access(gguf, F_OK), -1);
     assert_int_equal(run("ROPELAB_CGROUP_ROOT=%s ./export --weights %s/model.safetensors --tokenizer %s --out %s "
                          "--context-length 4096", big, sin, tok, gguf), 0);
@@ -669,6 +707,7 @@ int main(void) {
         cmocka_unit_test(test_estimate_matches_allocations),
         cmocka_unit_test(test_kv_cache_and_export_sizes),
         cmocka_unit_test(test_train_footprint_phases),
+        cmocka_unit_test(test_gpt2_logits_chunks),
         cmocka_unit_test(test_train_wide_model_refused_at_once),
         cmocka_unit_test(test_train_cgroup_limit),
         cmocka_unit_test(test_train_address_space_limit),

@@ -339,7 +339,8 @@ static void test_kill9_of_one_rank_ends_the_job(void **state) {
                          "configs/tiny.ini %s --threads=1 --steps=3000 --save_every=1 --eval_every=100 "
                          "--out_dir=%s --quiet", data_args, run_dir);
     double t0 = now_s();
-    while (last_logged_step(run_dir) < 5 && now_s() - t0 < 120) usleep(50000);
+    // step 6 logged: step 5's checkpoint is written (the kill may land between a step's row and its checkpoint)
+    while (last_logged_step(run_dir) < 6 && now_s() - t0 < 120) usleep(50000);
     pid_t rank1 = find_rank(mpirun, 1), rank0 = find_rank(mpirun, 0);
     if (rank1 < 0 || rank0 < 0) {
         kill(mpirun, SIGKILL);

@@ -47,6 +47,7 @@
 typedef struct {
     const char *weights, *data;
     int seq_len, batch_size, batches, threads, overwrite, reproducible;
+    int logits_rows;            // ./train's key logits_rows
     char matmul_name[OPT_STR_MAX], precision_name[OPT_STR_MAX];   // ./train's keys matmul, precision
     char attention_name[OPT_STR_MAX];                             // and attention
     GPTMatmul matmul;           // the engine they name (options_engine, options_attention)
@@ -80,6 +81,8 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
                      "onednn, or reference (plain loops, slow)"),
         options_flag("attention", F(attention_name), "A", "attention's kernels: auto (blocked), blocked, or fused "
                      "(key blocks and an online softmax; openblas fp32, onednn fp32 or bf16)"),
+        options_flag("logits_rows", F(logits_rows), "N", "positions whose logits the head and the loss hold at "
+                     "once; 0 = all where their B*T*V floats fit 64 MB, else slices of 64 positions that do"),
         {.name = "per-position", .type = OPT_ARG, .offset = F(per_position), .arg = "F", .min = 1,
          .help = "also write F: position,loss (mean over the windows at each position)"},
         {.name = "overwrite", .type = OPT_FLAG, .offset = F(overwrite),
@@ -166,7 +169,8 @@ int main(int argc, char **argv) {
         goto done;
     }
     GPTWorkload work = {.matmul = a.matmul, .precision = a.precision, .attention = a.attention,
-                        .B = a.batch_size, .T = T, .n_threads = omp_get_max_threads()};
+                        .B = a.batch_size, .T = T, .n_threads = omp_get_max_threads(),
+                        .logits_rows = a.logits_rows};
     if (footprint_eval(&need, &file_cfg, &work, err, sizeof err) ||
         footprint_check(&need, 1, err, sizeof err)) {
         fprintf(stderr, "eval: %s\n", err);
@@ -196,6 +200,7 @@ int main(int argc, char **argv) {
                 a.data, windows, T, a.batch_size);
         goto done;
     }
+    gpt_set_logits_rows(model, a.logits_rows);
     if (gpt_alloc_activations(model, a.batch_size, T, err, sizeof err)) { fprintf(stderr, "eval: %s\n", err); goto done; }
     double sum = 0.0;
     pos_sum = a.per_position ? calloc((size_t)T, sizeof *pos_sum) : NULL;

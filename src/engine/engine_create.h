@@ -32,6 +32,7 @@ typedef struct {
     int B, T;           // the batch
     int C, H, L, V;     // width, heads, layers, vocabulary
     int F, FC;          // the MLP's hidden width and c_fc's outputs
+    int head_rows;      // the rows of each product of the tied head (B*T, or a chunk of them)
     int backward;
 } EngineShapes;
 size_t engine_reference_bytes_for(const EngineShapes *s, int n_threads);

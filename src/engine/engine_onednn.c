@@ -631,19 +631,21 @@ size_t engine_onednn_bytes_for(const EngineShapes *s, int bf16, int fused_attent
     size_t C = s->C, F = s->F, FC = s->FC, V = s->V, L = s->L, N = s->B > 0 ? (size_t)s->B * s->T : 1;
     size_t bytes = 0;
     if (bf16) {
-        // the weight copies (WEIGHTS_PACKED, bf16's default): two of every linear weight
-        // of each layer (c_attn 3C x C, attn c_proj C x C, c_fc FC x C, mlp c_proj C x F) and
-        // of the head's wte (V x C), before the padding of oneDNN's blocked layout
+        // the weight copies (WEIGHTS_PACKED, bf16's default): of every linear weight of
+        // each layer (c_attn 3C x C, attn c_proj C x C, c_fc FC x C, mlp c_proj C x F) and
+        // of the head's wte (V x C), before the padding of oneDNN's blocked layout: forward's,
+        // and backward's (made at its first use)
         size_t weights = V * C + L * (3 * C * C + C * C + FC * C + C * F);
-        bytes += 2 * weights * sizeof(uint16_t);
+        bytes += (s->backward ? 2 : 1) * weights * sizeof(uint16_t);
         // the rounded inputs (input_copy), one per weight: N rows of C (c_attn, attn
-        // c_proj, c_fc, the head) or F (mlp c_proj)
+        // c_proj, c_fc), F (mlp c_proj), and the head's rows of C
         size_t in_c = grow_buffer_bytes(N * C * sizeof(uint16_t)), in_f = grow_buffer_bytes(N * F * sizeof(uint16_t));
-        bytes += L * (3 * in_c + in_f) + in_c;
-        if (s->backward) {   // dout_bf16: N rows of the widest output, V, 3C or FC
-            size_t widest = V > 3 * C ? V : 3 * C;
-            if (FC > widest) widest = FC;
-            bytes += grow_buffer_bytes(N * widest * sizeof(uint16_t));
+        size_t head_rows = s->B > 0 ? (size_t)s->head_rows : 1;
+        bytes += L * (3 * in_c + in_f) + grow_buffer_bytes(head_rows * C * sizeof(uint16_t));
+        if (s->backward) {   // dout_bf16: the widest output gradient, the head's rows of V or N rows of 3C or FC
+            size_t widest = N * (3 * C > FC ? 3 * C : FC);
+            if (head_rows * V > widest) widest = head_rows * V;
+            bytes += grow_buffer_bytes(widest * sizeof(uint16_t));
         }
     }
     if (s->B > 0)

@@ -238,7 +238,7 @@ int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t e
         goto fail;
     }
     if (gpt_check_file(shell, f, 0, allow_extra, err, errlen) != 0) goto fail;
-    if (gpt_create_uninit(&m, &cfg, msg, sizeof msg) != 0) {
+    if (gpt_create_uninit(&m, &cfg, 0, msg, sizeof msg) != 0) {
         snprintf(err, errlen, "%s: %s", path, msg);
         goto fail;
     }

@@ -30,7 +30,9 @@ enum { GPT_EXTRA_NONE = 0, GPT_EXTRA_ANY = 1, GPT_EXTRA_MOMENTS = 2 };
 // the metadata and every name, dtype and shape are checked against the
 // model the metadata describes before the model is allocated or any tensor
 // read (a bad file of any size costs its header); every value must be
-// finite; extra tensors as allow_extra says (above).
+// finite; extra tensors as allow_extra says (above). The model is one to
+// run (evaluate, sample, export): it has no gradient buffer (gpt_grads is
+// NULL, gpt_backward refuses), which would be as large as its parameters.
 int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen);
 // What gpt_load(path, allow_extra) would build, from the file's header alone
 // and with gpt_load's checks up to its first allocation (the same messages):

@@ -70,6 +70,12 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, GPTAttentio
 
 const char *gpt_matmul_describe(const GPT *m) { return m->engine->describe; }
 
+void gpt_set_logits_rows(GPT *m, int n) { m->logits_rows_asked = n > 0 ? n : 0; }
+
+static size_t activations_bytes_for(const GPTConfig *c, int B, int T, int forward_only, int keeps_inputs,
+                                    int reads_out, int logits_rows);
+static int logits_rows_for(const GPTConfig *c, int B, int T, int asked);
+
 // Each figure from the function its allocation is sized with. The engine is
 // the one gpt_set_matmul(matmul, precision, attention) makes: oneDNN in bf16
 // keeps its own copies of the linear inputs (its Engine.keeps_inputs), so the
@@ -88,11 +94,14 @@ int gpt_memory(const GPTConfig *cfg, const GPTWorkload *w, GPTMemory *mem, char 
     int fused = w->attention == GPT_ATTENTION_FUSED;
     int n_pos = B > 0 && T > c->block_size ? T : c->block_size;
     mem->n_params = shell->num_params;
-    mem->params = mem->grads = params_buffer_bytes(shell->num_params);
+    mem->params = params_buffer_bytes(shell->num_params);
+    mem->grads = w->backward ? mem->params : 0;   // a model read to run has none (gpt_load)
     mem->pos_tables = pos_tables_bytes(shell->pos, c, n_pos);
-    mem->activations = B > 0 ? gpt_activations_bytes_for(c, B, T, keeps_inputs, fused) : 0;
+    int logits_rows = B > 0 ? logits_rows_for(c, B, T, w->logits_rows) : 1;
+    mem->activations = B > 0 ? activations_bytes_for(c, B, T, !w->backward, keeps_inputs, fused, logits_rows) : 0;
     EngineShapes s = {.B = B, .T = T, .C = c->d_model, .H = c->n_head, .L = c->n_layer, .V = c->vocab_size,
-                      .F = gpt_mlp_hidden(c), .FC = gpt_mlp_fc_width(c), .backward = w->backward};
+                      .F = gpt_mlp_hidden(c), .FC = gpt_mlp_fc_width(c), .head_rows = logits_rows,
+                      .backward = w->backward};
     mem->engine = w->matmul == GPT_MATMUL_ONEDNN      ? engine_onednn_bytes_for(&s, bf16, fused, n_threads)
                 : w->matmul == GPT_MATMUL_REFERENCE ? engine_reference_bytes_for(&s, n_threads)
                                                     : engine_openblas_bytes_for(&s, fused, n_threads);
@@ -126,11 +135,11 @@ int gpt_reconfigure(GPT *m, const GPTConfig *cfg, char *err, size_t errlen) {
     return 0;
 }
 
-int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
+int gpt_create_uninit(GPT **model, const GPTConfig *cfg, int with_grads, char *err, size_t errlen) {
     if (gpt_describe(model, cfg, err, errlen) != 0) return -1;
     GPT *m = *model;
     *model = NULL;
-    if (params_alloc(m, err, errlen) != 0 ||
+    if (params_alloc(m, with_grads, err, errlen) != 0 ||
         pos_ctx_init(&m->pos_ctx, m->pos, &m->cfg, m->cfg.block_size, err, errlen) != 0 ||
         gpt_set_matmul(m, GPT_MATMUL_OPENBLAS, GPT_FP32, GPT_ATTENTION_BLOCKED, err, errlen) != 0) {
         gpt_free(m);
@@ -145,7 +154,7 @@ int gpt_create_uninit(GPT **model, const GPTConfig *cfg, char *err, size_t errle
 }
 
 int gpt_create(GPT **model, const GPTConfig *cfg, uint64_t seed, char *err, size_t errlen) {
-    if (gpt_create_uninit(model, cfg, err, errlen) != 0) return -1;
+    if (gpt_create_uninit(model, cfg, 1, err, errlen) != 0) return -1;
     params_init(*model, seed);
     return 0;
 }
@@ -185,7 +194,7 @@ int gpt_config_max_positions(const GPTConfig *c) {
 }
 // On the pool, in 64K-float chunks: one thread alone does not reach the memory's bandwidth.
 void gpt_zero_grad(GPT *m) {
-    const size_t n = m->num_params, chunk = (size_t)1 << 16;
+    const size_t n = m->grads ? m->num_params : 0, chunk = (size_t)1 << 16;
     #pragma omp parallel for schedule(static)
     for (size_t i = 0; i < n; i += chunk) memset(m->grads + i, 0, (n - i < chunk ? n - i : chunk) * sizeof(float));
 }
@@ -215,16 +224,34 @@ int gpt_check_batch(const GPTConfig *c, int B, int T, char *err, size_t errlen) 
 // pointer goes (into a and layer 0's l0, which may be scratch when only the
 // size is wanted) and its floats. The per-layer buffers hold L slices, the
 // four linear inputs 1 when the engine keeps its own copy of them
-// (keeps_inputs: Activations in gpt_internal.h).
+// (keeps_inputs: Activations in gpt_internal.h). A model without gradients
+// (forward_only: gpt_load's, to evaluate) keeps one slice of each, every
+// layer writing over the last (layer l reads only its input x, layer l-1's
+// res3, and that only until its own res2 is made), and no backward buffers.
 enum { ACT_BUFFERS = 28 };
 typedef struct { float **ptr; size_t n; } ActSlice;
 
-static void activation_table(const GPTConfig *c, int B, int T, int keeps_inputs, int reads_out, Activations *a,
-                             LayerActs *l0, ActSlice table[ACT_BUFFERS]) {
-    size_t L = c->n_layer, C = c->d_model, H = c->n_head, V = c->vocab_size;
+// The positions whose logits the head holds at once (model_forward's chunks): all
+// B*T of them where their B*T*V floats fit LOGITS_MAX_FLOATS (the studies' vocabulary
+// and batches), else whole slices of 64 rows (the OpenBLAS engine's) that do:
+// GPT-2's 50,257 tokens, 320 positions at a time, 64 MB of logits rather than 1.6 GB
+// at B 8, T 1,024. asked > 0: that many instead (gpt_set_logits_rows).
+#define LOGITS_MAX_FLOATS ((size_t)1 << 24)
+static int logits_rows_for(const GPTConfig *c, int B, int T, int asked) {
+    size_t BT = (size_t)B * T, V = c->vocab_size;
+    if (asked > 0) return (size_t)asked < BT ? asked : (int)BT;
+    if (BT * V <= LOGITS_MAX_FLOATS) return (int)BT;
+    size_t rows = LOGITS_MAX_FLOATS / V / 64 * 64;
+    return rows < 64 ? 64 : rows < BT ? (int)rows : (int)BT;
+}
+
+static void activation_table(const GPTConfig *c, int B, int T, int forward_only, int keeps_inputs, int reads_out,
+                             int logits_rows, Activations *a, LayerActs *l0, ActSlice table[ACT_BUFFERS]) {
+    size_t L = forward_only ? 1 : c->n_layer, C = c->d_model, H = c->n_head, V = c->vocab_size;
     size_t F = gpt_mlp_hidden(c), FC = gpt_mlp_fc_width(c), BT = (size_t)B * T;
     size_t Li = keeps_inputs ? 1 : L;                 // slices of the linear inputs
     size_t La = keeps_inputs && !reads_out ? 1 : L;   // of attention's output (a linear input, read by a fused backward)
+    size_t BTb = forward_only ? 0 : BT;               // rows of the backward's buffers
     const PosScheme *s = pos_scheme(c->pos);   // a distance bias or not
     const ActSlice t[ACT_BUFFERS] = {
         {&a->encoded, BT * C},       {&l0->ln1, Li * BT * C},    {&l0->ln1_mean, L * BT},
@@ -232,12 +259,12 @@ static void activation_table(const GPTConfig *c, int B, int T, int keeps_inputs,
         {&l0->att_lse, L * BT * H},  {&l0->res2, L * BT * C},    {&l0->ln2, Li * BT * C},
         {&l0->ln2_mean, L * BT},     {&l0->ln2_rstd, L * BT},    {&l0->fch, L * BT * FC},
         {&l0->fch_act, Li * BT * F}, {&l0->res3, L * BT * C},    {&a->lnf, BT * C},
-        {&a->lnf_mean, BT},          {&a->lnf_rstd, BT},         {&a->logits, BT * V},
+        {&a->lnf_mean, BT},          {&a->lnf_rstd, BT},         {&a->logits, (size_t)logits_rows * V},
         {&a->ce_lse, BT},            {&a->losses, BT},           {&a->pos_bias, s->bias_fill ? H * T : 0},
-        {&a->dres, BT * C},          {&a->dact, BT * C},         {&a->dqkv, BT * 3 * C},
-        {&a->dhidden, BT * FC},      {&a->proj_out, BT * C},
-        {&a->dpos_bias, s->bias_backward ? BT * H : 0},
-        {&a->dact_out, c->block == BLOCK_LLAMA ? BT * F : 0},
+        {&a->dres, BTb * C},         {&a->dact, BTb * C},        {&a->dqkv, BTb * 3 * C},
+        {&a->dhidden, BTb * FC},     {&a->proj_out, BT * C},
+        {&a->dpos_bias, s->bias_backward ? BTb * H : 0},
+        {&a->dact_out, c->block == BLOCK_LLAMA ? BTb * F : 0},
     };
     memcpy(table, t, sizeof t);
 }
@@ -264,11 +291,17 @@ static size_t activation_floats(const ActSlice table[ACT_BUFFERS]) {
     return total;
 }
 
-size_t gpt_activations_bytes_for(const GPTConfig *c, int B, int T, int keeps_inputs, int reads_out) {
+// gpt_alloc_activations(B, T)'s allocation, for forward passes only
+// (forward_only) or a backward too, laid out for an engine that keeps its own
+// copies of the linear inputs (keeps_inputs: bf16) and whose attention
+// backward reads the forward's output (reads_out: fused; engine.h), the head
+// holding logits_rows positions' logits.
+static size_t activations_bytes_for(const GPTConfig *c, int B, int T, int forward_only, int keeps_inputs,
+                                    int reads_out, int logits_rows) {
     Activations scratch;
     LayerActs l0;
     ActSlice table[ACT_BUFFERS];
-    activation_table(c, B, T, keeps_inputs, reads_out, &scratch, &l0, table);
+    activation_table(c, B, T, forward_only, keeps_inputs, reads_out, logits_rows, &scratch, &l0, table);
     return activation_floats(table) * sizeof(float) + 2 * (size_t)B * T * sizeof(int) +
            (size_t)c->n_layer * sizeof(LayerActs);
 }
@@ -286,11 +319,14 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     free(a->layer);
     memset(a, 0, sizeof *a);
     int keeps_inputs = m->engine->keeps_inputs, reads_out = m->engine->attention_reads_out;
+    int forward_only = m->grads == NULL;
     size_t BT = (size_t)B * T;
     LayerActs l0;
     ActSlice table[ACT_BUFFERS];
-    activation_table(c, B, T, keeps_inputs, reads_out, a, &l0, table);
-    size_t total = activation_floats(table), bytes = gpt_activations_bytes_for(c, B, T, keeps_inputs, reads_out);
+    int logits_rows = logits_rows_for(c, B, T, m->logits_rows_asked);
+    activation_table(c, B, T, forward_only, keeps_inputs, reads_out, logits_rows, a, &l0, table);
+    size_t total = activation_floats(table);
+    size_t bytes = activations_bytes_for(c, B, T, forward_only, keeps_inputs, reads_out, logits_rows);
     char what[96];
     snprintf(what, sizeof what, "activations for batch %d x %d tokens", B, T);
     if (mem_check(bytes, what, err, errlen) != 0) return -1;
@@ -314,7 +350,8 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     }
     if (!a->dact_out) a->dact_out = a->dhidden;   // gpt2: GELU's backward runs in place
     for (int l = 0; l < c->n_layer; l++) {
-        layer[l] = layer_slices(&l0, l, keeps_inputs ? 0 : l, keeps_inputs && !reads_out ? 0 : l, BT, c);
+        int ls = forward_only ? 0 : l;   // the layer's slice of the per-layer buffers
+        layer[l] = layer_slices(&l0, ls, keeps_inputs ? 0 : ls, keeps_inputs && !reads_out ? 0 : ls, BT, c);
         layer[l].x = l == 0 ? a->encoded : layer[l - 1].res3;
     }
     a->layer = layer;
@@ -322,6 +359,7 @@ int gpt_alloc_activations(GPT *m, int B, int T, char *err, size_t errlen) {
     a->targets = tokens + BT;
     a->B_max = B;
     a->T_max = T;
+    a->logits_rows = logits_rows;
     a->bytes = bytes;
     return 0;
 }
@@ -365,6 +403,10 @@ int gpt_forward(GPT *m, const int *inputs, const int *targets, int B, int T, flo
 }
 
 int gpt_backward(GPT *m, float loss_scale, char *err, size_t errlen) {
+    if (!m->grads) {
+        snprintf(err, errlen, "backward: the model was read from a file to run, without gradients (gpt_load)");
+        return -1;
+    }
     if (!m->have_targets) {
         snprintf(err, errlen, "backward: the last forward had no targets (or was already backpropagated)");
         return -1;

@@ -33,7 +33,7 @@ size_t gpt_num_params(const GPT *model);
 // they may change, and an engine that keeps copies (bf16) re-makes them at
 // its next use. Take the pointer again after a forward before writing.
 float *gpt_params(GPT *model);
-float *gpt_grads(GPT *model);        // same layout
+float *gpt_grads(GPT *model);        // same layout; NULL for a model read by gpt_load
 int gpt_param_entries(const GPT *model, const ParamEntry **entries); // returns count
 const ParamEntry *gpt_find_param(const GPT *model, const char *name); // NULL if absent
 
@@ -67,8 +67,18 @@ const char *gpt_matmul_describe(const GPT *model);
 // (length extrapolation) for every scheme except learned, which fails.
 // Called once before training; no allocation happens inside forward/backward.
 // Their size depends on the engine: one that keeps its own copy of the linear
-// layers' inputs (bf16) lets the model keep those for one layer, not L.
+// layers' inputs (bf16) lets the model keep those for one layer, not L. A
+// model without gradients (gpt_load's) keeps one layer's buffers in all and
+// none of the backward's: forward passes only.
 int gpt_alloc_activations(GPT *model, int B, int T, char *err, size_t errlen);
+// The positions whose logits the tied head and the loss hold at once, for the
+// next gpt_alloc_activations: 0 (the default) all B*T of them where their
+// B*T*V floats fit 64 MB, else slices of 64 positions that do (a vocabulary
+// of 50,257 tokens at B*T = 8,192: 320 positions, not 1.6 GB of logits); n > 0:
+// n positions (at most B*T). More than one chunk costs one more product of
+// the head per backward (each chunk's logits are made again); a forward
+// without targets then leaves only the last chunk's logits.
+void gpt_set_logits_rows(GPT *model, int n);
 // The longest sequence (positions 0..n-1) the model can run: block_size for a
 // scheme with one learned row per position (learned), else INT_MAX.
 int gpt_max_positions(const GPT *model);
@@ -83,13 +93,14 @@ int gpt_forward(GPT *model, const int *inputs, const int *targets, int B, int T,
                 char *err, size_t errlen);
 const float *gpt_losses(const GPT *model);   // (B,T) per-position losses of the last forward with targets
 
-// Sets every gradient to zero.
+// Sets every gradient to zero (none: nothing).
 void gpt_zero_grad(GPT *model);
 // Backward pass of the last forward (which had targets); ADDS into the
 // gradients (so gradient accumulation is zero_grad, then k x forward+backward).
 // The loss being differentiated is the mean over the B*T positions of that
 // forward, scaled by loss_scale (1/grad_accum for accumulation). -1 when the
-// last forward had no targets or was already backpropagated.
+// last forward had no targets or was already backpropagated, or the model
+// has no gradients (gpt_load's).
 int gpt_backward(GPT *model, float loss_scale, char *err, size_t errlen);
 
 // Changes a model's length keys (block_size, rope scaling) to cfg's; every
@@ -130,14 +141,13 @@ typedef struct {
     GPTPrecision precision;
     GPTAttention attention;
     int B, T;                    // activations for batches of (B, T); B = 0: none (decoding only)
-    int backward;                // 1: training (backward's buffers too); 0: forward passes only
+    int backward;                // 1: training (gradients and the backward's buffers); 0: a model read
+                                 // to run (gpt_load: no gradients, one layer's activations)
     int n_threads;               // the engine's scratch is per thread
+    int logits_rows;             // gpt_set_logits_rows's (0: as many as fit)
 } GPTWorkload;
 int gpt_memory(const GPTConfig *cfg, const GPTWorkload *w, GPTMemory *mem, char *err, size_t errlen);
-// gpt_alloc_activations(B, T)'s allocation, laid out for an engine that
-// keeps its own copies of the linear inputs (keeps_inputs: bf16) and whose
-// attention backward reads the forward's output (reads_out: fused; engine.h).
-size_t gpt_activations_bytes_for(const GPTConfig *cfg, int B, int T, int keeps_inputs, int reads_out);
+
 // kv_cache_create(max_len)'s allocations, the scheme's tables included.
 size_t kv_cache_bytes(const GPTConfig *cfg, int max_len);
 

@@ -57,7 +57,8 @@ typedef struct {
     float *encoded;    // (B,T,C)      token (+ position) embedding
     float *lnf;        // (B,T,C)
     float *lnf_mean, *lnf_rstd;      // (B,T)
-    float *logits;     // (B,T,V)      dlogits after backward
+    float *logits;     // (R,V)        R = logits_rows positions' logits (the last chunk's), dlogits after backward
+    int logits_rows;   //              the positions whose logits are held at once (gpt_alloc_activations)
     float *ce_lse;     // (B,T)
     float *losses;     // (B,T)
     float *pos_bias;   // (H,T)        distance-bias table of this forward (decoding: (H, pos0+T));
@@ -79,6 +80,7 @@ typedef struct {
 struct GPT {
     GPTConfig cfg;                   // rope_dims resolved (never 0)
     int mlp_hidden, mlp_fc_width;    // F = gpt_mlp_hidden(&cfg), FC = gpt_mlp_fc_width(&cfg): fixed at creation
+    int logits_rows_asked;           // gpt_set_logits_rows's (0: as many as fit, gpt.c)
     const PosScheme *pos;
     PosCtx pos_ctx;                  // the scheme's tables for max(T, block_size) positions
     PosParam pos_params[POS_MAX_PARAMS];  // the scheme's tensors, as it describes them
@@ -112,7 +114,8 @@ struct KVCache {
 // (gpt.c's gpt_forward, gpt_backward and kvcache.c's gpt_decode_step check
 // the inputs and run them). Engine failures are left in the engine
 // (engine_failed).
-// model_forward: tokens (B,T) -> logits (B,T,V) in a->logits, a the
+// model_forward: tokens (B,T) -> logits (B,T,V) in a->logits (the last
+// a->logits_rows positions' where they are not held whole), a the
 // activations of kv if set, else the model's; with targets (B,T) also the
 // losses (B,T) in a->losses, and the mean loss returned (0 without). kv NULL:
 // positions 0..T-1, each attending to itself and the positions before it

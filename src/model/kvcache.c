@@ -61,7 +61,7 @@ int kv_cache_create(KVCache **out, const GPT *m, int max_len, char *err, size_t 
     float *fch = proj + C, *fch_act = fch + FC, *mean = fch_act + F, *rstd = mean + 1, *lse = rstd + 1;
     kv->scores = lse + H;
     Activations *a = &kv->acts;
-    a->B_max = a->T_max = 1;
+    a->B_max = a->T_max = a->logits_rows = 1;
     a->layer = kv->layer;
     a->lnf = ln;
     a->lnf_mean = mean;

@@ -64,7 +64,7 @@ void block_act_forward(const GPTConfig *c, float *out, const float *fch, int N, 
 void block_act_backward(const GPTConfig *c, float *dfch, const float *fch, const float *dout, int N, int F);
 
 // Softmax cross-entropy, fused. logits (N,V), targets (N) -> losses (N),
-// lse (N); returns the mean loss (summed in double).
+// lse (N); returns the losses' sum (in double, in order; / N for the mean).
 double crossentropy_forward(float *losses, float *lse, const float *logits,
                             const int *targets, int N, int V);
 // Overwrites logits with dlogits = scale * (softmax(logits) - onehot(target)),

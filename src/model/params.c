@@ -133,24 +133,25 @@ int params_build_table(GPT *m, char *err, size_t errlen) {
     return 0;
 }
 
-// The parameters and the gradients: 2 x 4 bytes per parameter, checked
-// against the memory available before either is allocated (the buffers are
-// zeroed, so every page would be touched at once).
-int params_alloc(GPT *m, char *err, size_t errlen) {
+// The parameters and (with_grads) the gradients: 4 bytes per parameter
+// each, checked against the memory available before either is allocated
+// (the buffers are zeroed, so every page would be touched at once). Without
+// gradients, m->grads and every pointer of m->g stay NULL.
+int params_alloc(GPT *m, int with_grads, char *err, size_t errlen) {
     int L = m->cfg.n_layer;
     char what[96];
-    snprintf(what, sizeof what, "the model's %zu parameters and their gradients", m->num_params);
-    if (mem_check(2 * params_buffer_bytes(m->num_params), what, err, errlen) != 0) return -1;
+    snprintf(what, sizeof what, "the model's %zu parameters%s", m->num_params, with_grads ? " and their gradients" : "");
+    if (mem_check((with_grads ? 2 : 1) * params_buffer_bytes(m->num_params), what, err, errlen) != 0) return -1;
     m->p.h = calloc((size_t)L, sizeof(LayerTensors));
     m->g.h = calloc((size_t)L, sizeof(LayerTensors));
     m->params = alloc_floats(m->num_params);
-    m->grads = alloc_floats(m->num_params);
-    if (!m->p.h || !m->g.h || !m->params || !m->grads) {
+    m->grads = with_grads ? alloc_floats(m->num_params) : NULL;
+    if (!m->p.h || !m->g.h || !m->params || (with_grads && !m->grads)) {
         snprintf(err, errlen, "out of memory for %zu parameters", m->num_params);
         return -1;
     }
     point_tensors(m, &m->p, m->params);
-    point_tensors(m, &m->g, m->grads);
+    if (with_grads) point_tensors(m, &m->g, m->grads);
     return 0;
 }
 

@@ -196,7 +196,7 @@ void gelu_backward(float *dinp, const float *inp, const float *dout, size_t n) {
  * positive terms per lane, then the lanes): its rounding error is far below
  * the float rounding of lse itself. */
 
-// logits (N,V), targets (N) -> losses (N), lse (N); returns the mean loss (summed in double)
+// logits (N,V), targets (N) -> losses (N), lse (N); returns the losses' sum (in double)
 double crossentropy_forward(float *losses, float *lse, const float *logits,
                             const int *targets, int N, int V) {
     #pragma omp parallel for schedule(static)
@@ -212,7 +212,7 @@ double crossentropy_forward(float *losses, float *lse, const float *logits,
     }
     double total = 0.0;   // in a fixed order, in double
     for (int n = 0; n < N; n++) total += losses[n];
-    return total / N;
+    return total;
 }
 
 // logits (N,V) := dlogits = scale * (softmax(logits) - onehot(target)), in place;
@@ -320,8 +320,16 @@ double model_forward(GPT *m, const int *tokens, const int *targets, int B, int T
     }
     block_norm_forward(c, a->lnf, a->lnf_mean, a->lnf_rstd, a->layer[c->n_layer - 1].res3, m->p.ln_f_w,
                        m->p.ln_f_b, BT);
-    e->linear_forward(e, a->logits, a->lnf, m->p.wte, NULL, BT, C, V);                  // (B,T,V)
-    return targets ? crossentropy_forward(a->losses, a->ce_lse, a->logits, targets, BT, V) : 0.0;
+    // the tied head and the loss, a->logits_rows positions at a time: (rows,V) logits held at
+    // once (all B*T of them where they fit, gpt_alloc_activations; not GPT-2's 50,257 x 8,192)
+    double loss_sum = 0.0;
+    for (int n0 = 0; n0 < BT; n0 += a->logits_rows) {
+        int rows = BT - n0 < a->logits_rows ? BT - n0 : a->logits_rows;
+        e->linear_forward(e, a->logits, a->lnf + (size_t)n0 * C, m->p.wte, NULL, rows, C, V);   // (rows,V)
+        if (targets)
+            loss_sum += crossentropy_forward(a->losses + n0, a->ce_lse + n0, a->logits, targets + n0, rows, V);
+    }
+    return loss_sum / BT;
 }
 
 // Adds the gradient of loss_scale * (the mean loss of the last model_forward, of (B,T)
@@ -335,9 +343,15 @@ void model_backward(GPT *m, int B, int T, float loss_scale) {
     int F = m->mlp_hidden, FC = m->mlp_fc_width;
     if (a->dpos_bias) memset(a->dpos_bias, 0, (size_t)BT * H * sizeof(float));
 
-    // loss = loss_scale * mean_n loss_n -> dlogits (in place), then the tied head
-    crossentropy_backward(a->logits, a->ce_lse, a->targets, BT, V, loss_scale / BT);
-    e->linear_backward(e, a->dact, m->g.wte, NULL, a->logits, a->lnf, m->p.wte, BT, C, V);
+    // loss = loss_scale * mean_n loss_n -> dlogits (in place), then the tied head, a->logits_rows
+    // positions at a time: a chunk's logits made again, unless one chunk holds them all
+    for (int n0 = 0; n0 < BT; n0 += a->logits_rows) {
+        int rows = BT - n0 < a->logits_rows ? BT - n0 : a->logits_rows;
+        if (rows < BT) e->linear_forward(e, a->logits, a->lnf + (size_t)n0 * C, m->p.wte, NULL, rows, C, V);
+        crossentropy_backward(a->logits, a->ce_lse + n0, a->targets + n0, rows, V, loss_scale / BT);
+        e->linear_backward(e, a->dact + (size_t)n0 * C, m->g.wte, NULL, a->logits, a->lnf + (size_t)n0 * C,
+                           m->p.wte, rows, C, V);
+    }
     memset(a->dres, 0, (size_t)BT * C * sizeof(float));
     block_norm_backward(c, a->dres, m->g.ln_f_w, m->g.ln_f_b, a->dact, a->layer[c->n_layer - 1].res3, m->p.ln_f_w,
                         a->lnf_mean, a->lnf_rstd, BT);

@@ -80,6 +80,10 @@ static const OptSpec OPTION_TABLE[] = {
         "scratch ~ T), fused (blocks of 64 query rows x 64 keys, an online softmax: scratch independent of T; "
         "openblas fp32, onednn fp32 or bf16; not with reproducible = 1); auto = blocked; may change on --resume",
         "auto|blocked|fused"),
+    KEY("logits_rows", "run", OPT_INT, "0", logits_rows, 0, 1 << 30, 0,
+        "positions whose logits the tied head and the loss hold at once; 0 = all of them where their B*T*V floats "
+        "fit 64 MB, else slices of 64 positions that do (a 50,257-token vocabulary); more than one chunk makes "
+        "each chunk's logits again in backward; may change on --resume", NULL),
     KEY("reproducible", "run", OPT_INT, "0", reproducible, 0, 1, 0,
         "1: the run's bits are the same on any x86-64 CPU with AVX2 and FMA, whatever the thread count and "
         "OPENBLAS_CORETYPE: OpenBLAS fp32 on its Haswell kernels (./train sets OPENBLAS_CORETYPE=Haswell and "

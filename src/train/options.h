@@ -45,6 +45,7 @@ typedef struct {
     char precision[8];          // fp32 | bf16
     char matmul[16];            // auto | openblas | onednn | reference
     char attention[16];         // auto | blocked | fused
+    int logits_rows;            // positions whose logits are held at once (0: as many as fit; gpt_set_logits_rows)
     int reproducible;           // 1: bits independent of the CPU (OpenBLAS fp32, Haswell kernels)
     char out_dir[OPT_STR_MAX];  // "" = runs/<pos>-<config name>-s<seed>, resolved by options_check
 

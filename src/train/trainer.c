@@ -150,7 +150,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     // tensor into buffers already counted (weights_file.h): nothing more.
     Footprint need;
     GPTWorkload work = {.matmul = matmul, .precision = precision, .attention = attention, .B = B, .T = T,
-                        .n_threads = omp_get_max_threads()};
+                        .n_threads = omp_get_max_threads(), .logits_rows = opt->logits_rows};
     if (footprint_train(&need, &cfg, &work, need_val, err, sizeof err) != 0 ||
         footprint_check(&need, dist_processes_on_this_machine(), err, sizeof err) != 0)
         return fail(err, TRAIN_EIO);
@@ -161,6 +161,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     // The engine before the activations, which are laid out for it (bf16 keeps fewer).
     if (gpt_set_matmul(t->model, matmul, precision, attention, err, sizeof err) != 0)
         return fail(err, TRAIN_ECONFIG);   // e.g. bf16 on a CPU without bf16 dot products
+    gpt_set_logits_rows(t->model, opt->logits_rows);
     if (gpt_alloc_activations(t->model, B, T, err, sizeof err) != 0)
         return fail(err, TRAIN_EIO);
     return TRAIN_OK;
