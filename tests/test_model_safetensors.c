@@ -122,6 +122,53 @@ static void test_generic_round_trip(void **s) {
     assert_int_not_equal(run_shell("ls %s.tmp.* >/dev/null 2>&1", path), 0);
 }
 
+// st_read_floats: F16 and BF16 widened to the float of the same value (every
+// kind of F16: zeros, subnormals, the smallest and largest normals,
+// infinities, NaN; BF16 is a float's top half), any range of elements, from
+// a file read whole or only its header; F32 as it is; another dtype or a
+// range past the tensor refused.
+static void test_read_floats(void **s) {
+    (void)s;
+    const uint16_t f16[] = {0x0000, 0x8000, 0x0001, 0x03FF, 0x0400, 0x3C00, 0xC000, 0x7BFF, 0x3555, 0x7C00, 0xFC00,
+                            0x7E00};
+    const float f16_want[] = {0.0f, -0.0f, 0x1p-24f, 1023 * 0x1p-24f, 0x1p-14f, 1.0f, -2.0f, 65504.0f,
+                              0x1.554p-2f, INFINITY, -INFINITY, NAN};
+    const uint16_t bf16[] = {0x3F80, 0xC049, 0x0001, 0x8080, 0x7F7F, 0x7F80, 0x7FC0};
+    const float bf16_want[] = {1.0f, -3.140625f, 0x1p-133f, -0x1p-126f, 0x1.FEp127f, INFINITY, NAN};
+    const float f32[] = {1.5f, -0.25f, 3e38f};
+    const int32_t ints[] = {7};
+    StTensorOut t[] = {{"h", ST_F16, 1, {12}, f16}, {"b", ST_BF16, 2, {7, 1}, bf16}, {"f", ST_F32, 1, {3}, f32},
+                       {"i", ST_I32, 1, {1}, ints}};
+    char err[512];
+    const char *path = tmp_path("half.safetensors");
+    assert_int_equal(st_write(path, t, 4, NULL, 0, ATOMIC_REPLACE, err, sizeof err), 0);
+    for (int whole = 0; whole < 2; whole++) {
+        StFile *f;
+        assert_int_equal((whole ? st_open : st_open_header)(&f, path, err, sizeof err), 0);
+        assert_int_equal(st_find(f, "h")->dtype, ST_F16);
+        assert_int_equal(st_find(f, "b")->nbytes, 14);
+        const struct { const char *name; const float *want; size_t n; } CASES[] = {
+            {"h", f16_want, 12}, {"b", bf16_want, 7}, {"f", f32, 3}};
+        for (int c = 0; c < 3; c++)
+            for (size_t first = 0; first < CASES[c].n; first++)   // every range that starts at first
+                for (size_t n = 0; first + n <= CASES[c].n; n++) {
+                    float got[16];
+                    assert_int_equal(st_read_floats(f, st_find(f, CASES[c].name), first, n, got, err, sizeof err), 0);
+                    for (size_t i = 0; i < n; i++) {
+                        float want = CASES[c].want[first + i];
+                        if (isnan(want) ? !isnan(got[i]) : memcmp(&got[i], &want, sizeof want) != 0)
+                            fail_msg("%s[%zu] read as %a, want %a", CASES[c].name, first + i, got[i], want);
+                    }
+                }
+        float x[16];
+        assert_int_equal(st_read_floats(f, st_find(f, "h"), 10, 3, x, err, sizeof err), -1);
+        assert_non_null(strstr(err, "elements 10.. of tensor h are outside its 12"));
+        assert_int_equal(st_read_floats(f, st_find(f, "i"), 0, 1, x, err, sizeof err), -1);
+        assert_non_null(strstr(err, "tensor i has dtype I32; F32, F16 and BF16 are read as floats"));
+        st_close(f);
+    }
+}
+
 // Writes a file with a hand-made header and data_len bytes of data.
 static const char *write_raw(const char *name, const char *header, uint64_t hlen_field, size_t data_len) {
     const char *path = tmp_path(name);
@@ -162,9 +209,9 @@ static void test_corrupt_headers(void **s) {
     fclose(f);
     expect_open_error(p, "file too short for a safetensors header (3 bytes)");
     // unknown dtype
-    const char *bf = "{\"a\":{\"dtype\":\"BF16\",\"shape\":[2],\"data_offsets\":[0,4]}}";
-    snprintf(p, sizeof p, "%s", write_raw("dtype.safetensors", bf, strlen(bf), 4));
-    expect_open_error(p, "tensor a has unsupported dtype BF16");
+    const char *f64 = "{\"a\":{\"dtype\":\"F64\",\"shape\":[2],\"data_offsets\":[0,16]}}";
+    snprintf(p, sizeof p, "%s", write_raw("dtype.safetensors", f64, strlen(f64), 16));
+    expect_open_error(p, "tensor a has unsupported dtype F64");
     // shape and byte range disagree
     const char *sz = "{\"a\":{\"dtype\":\"F32\",\"shape\":[3],\"data_offsets\":[0,8]}}";
     snprintf(p, sizeof p, "%s", write_raw("size.safetensors", sz, strlen(sz), 8));
@@ -643,6 +690,7 @@ int main(void) {
     omp_set_num_threads(1);
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),      cmocka_unit_test(test_generic_round_trip),
+        cmocka_unit_test(test_read_floats),
         cmocka_unit_test(test_corrupt_headers), cmocka_unit_test(test_model_file_errors),
         cmocka_unit_test(test_read_params_extras),
         cmocka_unit_test(test_huge_file_bad_header), cmocka_unit_test(test_header_bound),

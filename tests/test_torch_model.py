@@ -443,6 +443,25 @@ class TestSafetensors(unittest.TestCase):
                     tm.load_safetensors(path)
                 self.assertTrue(str(cm.exception).startswith(path + ": "))
 
+    def test_half_dtypes_read_as_float32(self):
+        """F16 and BF16 (Hugging Face's weights) come back as float32 of the same values: torch's own
+        conversion of every 16-bit pattern but the NaNs."""
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "half.safetensors")
+            bits = np.arange(65536, dtype="<u2")
+            h = __import__("json").dumps({"h": {"dtype": "F16", "shape": [65536], "data_offsets": [0, 131072]},
+                                          "b": {"dtype": "BF16", "shape": [256, 256],
+                                                "data_offsets": [131072, 262144]}}).encode()
+            with open(path, "wb") as f:
+                f.write(struct.pack("<Q", len(h)) + h + bits.tobytes() + bits.tobytes())
+            got, _ = tm.load_safetensors(path)
+            for name, dtype, shape in (("h", torch.float16, (65536,)), ("b", torch.bfloat16, (256, 256))):
+                want = torch.from_numpy(bits.view(np.int16).copy()).view(dtype).float().reshape(shape)
+                self.assertEqual(got[name].dtype, torch.float32)
+                finite = ~torch.isnan(want)
+                self.assertTrue(torch.equal(got[name][finite], want[finite]))
+                self.assertTrue(torch.isnan(got[name][~finite]).all())
+
     def test_dtype_names(self):
         for name, np_type in tm.ST_DTYPES.items():
             self.assertEqual(tm.st_dtype_name(np_type), name)

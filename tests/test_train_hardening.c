@@ -562,11 +562,12 @@ static void test_bad_weights_and_tokenizer_files(void **state) {
     snprintf(w, sizeof w, "%s/model.safetensors", ref);
     snprintf(tok, sizeof tok, "%s/data/tokenizer.bin", dir);
     snprintf(val, sizeof val, "%s/data/val.bin", dir);
-    // Directories as files.
+    // Directories as files; as weights, a directory is read as a Hugging Face
+    // model directory (format/hf_read.h), which this one is not.
     assert_int_equal(run("./eval --weights %s --data %s --threads 1", dir, val), 1);
-    expect_one_line("not a regular file");
+    expect_one_line("a directory without config.json: not a Hugging Face model directory");
     assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1", dir, tok), 1);
-    expect_one_line("not a regular file");
+    expect_one_line("a directory without config.json: not a Hugging Face model directory");
     assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1", w, dir), 1);
     expect_one_line("not a regular file");
     assert_int_equal(run("./eval --weights %s --data %s --threads 1", w, dir), 1);

@@ -5,7 +5,8 @@ An independent, plain re-implementation used to cross-check the C program
 (scripts/torch/check_debug_state.py) and to benchmark against it
 (scripts/torch/torch_baseline.py). It is also the one home, for every script, of:
   - the safetensors reader/writer (struct + json + numpy, no third-party
-    package) and its dtype map (ST_DTYPES, st_dtype_name);
+    package) and its dtype map (ST_DTYPES, st_dtype_name; F16 and BF16 are
+    read as float32, HALF_DTYPES);
   - the llm.c token-file reader (read_tokens);
   - which parameters AdamW decays (decay_param_names, adamw_param_groups).
 
@@ -660,6 +661,10 @@ def read_tokens(path):
 ST_DTYPES = {"F32": np.float32, "F64": np.float64, "I32": np.int32, "I64": np.int64,
              "U8": np.uint8, "U16": np.uint16}
 _NP_TO_ST = {np.dtype(v): k for k, v in ST_DTYPES.items()}
+# Read, not written: Hugging Face's half-precision weights, widened to float32
+# exactly (every F16 and BF16 value is a float32; BF16 is a float32's top 16 bits).
+HALF_DTYPES = {"F16": lambda raw: np.frombuffer(raw, "<f2").astype(np.float32),
+               "BF16": lambda raw: (np.frombuffer(raw, "<u2").astype(np.uint32) << 16).view(np.float32)}
 
 
 def st_dtype_name(dtype):
@@ -712,19 +717,22 @@ def load_safetensors(path):
             dtype, shape, (begin, end) = info["dtype"], list(info["shape"]), info["data_offsets"]
         except (KeyError, TypeError, ValueError):
             fail(f"tensor '{name}': malformed header entry")
-        if dtype not in ST_DTYPES:
+        if dtype not in ST_DTYPES and dtype not in HALF_DTYPES:
             fail(f"tensor '{name}': unsupported dtype '{dtype}'")
         if not all(isinstance(s, int) and s >= 0 for s in shape) or \
            not isinstance(begin, int) or not isinstance(end, int):
             fail(f"tensor '{name}': bad shape or offsets")
-        npdt = np.dtype(ST_DTYPES[dtype]).newbyteorder("<")
-        nbytes = int(np.prod(shape, dtype=np.int64)) * npdt.itemsize
+        itemsize = 2 if dtype in HALF_DTYPES else np.dtype(ST_DTYPES[dtype]).itemsize
+        nbytes = int(np.prod(shape, dtype=np.int64)) * itemsize
         if not 0 <= begin <= end <= len(data):
             fail(f"tensor '{name}': data range [{begin}, {end}) outside the data ({len(data)} bytes)")
         if end - begin != nbytes:
             fail(f"tensor '{name}': shape {shape} needs {nbytes} bytes, range has {end - begin}")
-        arr = np.frombuffer(data[begin:end], dtype=npdt).reshape(shape)
-        tensors[name] = torch.from_numpy(arr.astype(arr.dtype.newbyteorder("="), copy=True))
+        if dtype in HALF_DTYPES:
+            tensors[name] = torch.from_numpy(HALF_DTYPES[dtype](data[begin:end]).reshape(shape).copy())
+        else:
+            arr = np.frombuffer(data[begin:end], dtype=np.dtype(ST_DTYPES[dtype]).newbyteorder("<")).reshape(shape)
+            tensors[name] = torch.from_numpy(arr.astype(arr.dtype.newbyteorder("="), copy=True))
         ranges.append((begin, end, name))
     pos = 0
     for begin, end, name in sorted(ranges):

@@ -65,7 +65,8 @@ static void parse_args(int argc, char **argv, EvalArgs *a) {
     // copies of its table's (options_flag), made here.
     const OptSpec flags[] = {
         {.name = "weights", .type = OPT_ARG, .offset = F(weights), .arg = "FILE", .min = 1, .required = 1,
-         .help = "safetensors weights (RUN_DIR/model.safetensors)"},
+         .help = "safetensors weights (RUN_DIR/model.safetensors), or a Hugging Face model directory (GPT-2, "
+                 "Llama; docs/FORMAT.md)"},
         {.name = "data", .type = OPT_ARG, .offset = F(data), .arg = "FILE", .min = 1, .required = 1,
          .help = "token file (llm.c format), e.g. data/kjv/val.bin"},
         {.name = "seq-len", .type = OPT_INT, .offset = F(seq_len), .arg = "N", .min = 1, .max = EVAL_MAX,

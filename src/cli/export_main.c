@@ -51,7 +51,8 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
 #define F(field) offsetof(ExportArgs, field)
     static const OptSpec flags[] = {
         {.name = "weights", .type = OPT_ARG, .offset = F(weights), .arg = "FILE", .min = 1, .required = 1,
-         .help = "safetensors weights (RUN_DIR/model.safetensors)"},
+         .help = "safetensors weights (RUN_DIR/model.safetensors), or a Hugging Face model directory (GPT-2, "
+                 "Llama; docs/FORMAT.md)"},
         {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "FILE", .min = 1, .required = 1,
          .help = "the model's tokenizer, written by ./prepare"},
         {.name = "out", .type = OPT_ARG, .offset = F(out), .arg = "FILE", .min = 1, .required = 1,

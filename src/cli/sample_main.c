@@ -62,7 +62,8 @@ static void parse_args(int argc, char **argv, SampleArgs *a) {
     // copies of its table's (options_flag), made here.
     const OptSpec flags[] = {
         {.name = "weights", .type = OPT_ARG, .offset = F(weights), .arg = "FILE", .min = 1, .required = 1,
-         .help = "safetensors weights (RUN_DIR/model.safetensors)"},
+         .help = "safetensors weights (RUN_DIR/model.safetensors), or a Hugging Face model directory (GPT-2, "
+                 "Llama; docs/FORMAT.md)"},
         {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "FILE", .min = 1, .required = 1,
          .help = "tokenizer file written by ./prepare"},
         {.name = "prompt", .type = OPT_ARG, .def = "", .offset = F(prompt), .arg = "TEXT",

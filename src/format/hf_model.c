@@ -3,7 +3,8 @@
 //
 // The weights: each of Hugging Face's tensors is one of ours (or a block of
 // its rows), as it is, transposed, or with its rows permuted, by the tables
-// below. The configuration and the tokenizer are JSON (cJSON), in the forms
+// below, which format/hf_read.c reads by too (hf_parts, hf_our_index). The
+// configuration and the tokenizer are JSON (cJSON), in the forms
 // transformers' GPT2Config / LlamaConfig and the tokenizers library read.
 #include "format/hf_model.h"
 
@@ -23,49 +24,92 @@
 const char *const HF_FILES[HF_N_FILES] = {"config.json", "model.safetensors", "tokenizer.json",
                                           "tokenizer_config.json"};
 
-// How a tensor of Hugging Face's is made from ours (a [rows, cols] row-major matrix, or a vector):
-//   AS_IS       the same bytes
-//   TRANSPOSED  [cols, rows]: GPT-2's Conv1D keeps a weight as [in, out]
-//   ROWS        rows part*rows/parts .. (part+1)*rows/parts - 1: one of a fused matrix's blocks
-//   ROTATE_HALF those rows, then within each head row i < D/2 is our row 2i and row D/2 + i our
-//               row 2i + 1: Llama's rotate-half pairs (i, i + D/2) are our adjacent pairs (2i, 2i+1)
-typedef enum { AS_IS, TRANSPOSED, ROWS, ROTATE_HALF } Layout;
-typedef struct { const char *ours, *theirs; Layout layout; int part, parts; } HfName;
+// Each of Hugging Face's tensors is one of ours or a block of its rows (part of parts;
+// HfLayout in hf_model.h), named without the base model's prefix (hf_base_prefix) and, in
+// a layer, without the layer's ("h.{l}." or "layers.{l}.").
+typedef struct { const char *ours, *theirs; HfLayout layout; int part, parts; } HfName;
 
 // block=gpt2, pos=learned: GPT2LMHeadModel (transformer.h.{l}.* for a layer's h.{l}.*).
 static const HfName GPT2_TOP[] = {
-    {"wte", "transformer.wte.weight", AS_IS, 0, 1},           {"wpe", "transformer.wpe.weight", AS_IS, 0, 1},
-    {"ln_f.weight", "transformer.ln_f.weight", AS_IS, 0, 1},  {"ln_f.bias", "transformer.ln_f.bias", AS_IS, 0, 1},
+    {"wte", "wte.weight", HF_ROWS, 0, 1},                  {"wpe", "wpe.weight", HF_ROWS, 0, 1},
+    {"ln_f.weight", "ln_f.weight", HF_ROWS, 0, 1},         {"ln_f.bias", "ln_f.bias", HF_ROWS, 0, 1},
 };
 static const HfName GPT2_LAYER[] = {
-    {"ln_1.weight", "ln_1.weight", AS_IS, 0, 1},               {"ln_1.bias", "ln_1.bias", AS_IS, 0, 1},
-    {"attn.c_attn.weight", "attn.c_attn.weight", TRANSPOSED, 0, 1},
-    {"attn.c_attn.bias", "attn.c_attn.bias", AS_IS, 0, 1},
-    {"attn.c_proj.weight", "attn.c_proj.weight", TRANSPOSED, 0, 1},
-    {"attn.c_proj.bias", "attn.c_proj.bias", AS_IS, 0, 1},
-    {"ln_2.weight", "ln_2.weight", AS_IS, 0, 1},               {"ln_2.bias", "ln_2.bias", AS_IS, 0, 1},
-    {"mlp.c_fc.weight", "mlp.c_fc.weight", TRANSPOSED, 0, 1},  {"mlp.c_fc.bias", "mlp.c_fc.bias", AS_IS, 0, 1},
-    {"mlp.c_proj.weight", "mlp.c_proj.weight", TRANSPOSED, 0, 1},
-    {"mlp.c_proj.bias", "mlp.c_proj.bias", AS_IS, 0, 1},
+    {"ln_1.weight", "ln_1.weight", HF_ROWS, 0, 1},         {"ln_1.bias", "ln_1.bias", HF_ROWS, 0, 1},
+    {"attn.c_attn.weight", "attn.c_attn.weight", HF_TRANSPOSED, 0, 1},
+    {"attn.c_attn.bias", "attn.c_attn.bias", HF_ROWS, 0, 1},
+    {"attn.c_proj.weight", "attn.c_proj.weight", HF_TRANSPOSED, 0, 1},
+    {"attn.c_proj.bias", "attn.c_proj.bias", HF_ROWS, 0, 1},
+    {"ln_2.weight", "ln_2.weight", HF_ROWS, 0, 1},         {"ln_2.bias", "ln_2.bias", HF_ROWS, 0, 1},
+    {"mlp.c_fc.weight", "mlp.c_fc.weight", HF_TRANSPOSED, 0, 1},
+    {"mlp.c_fc.bias", "mlp.c_fc.bias", HF_ROWS, 0, 1},
+    {"mlp.c_proj.weight", "mlp.c_proj.weight", HF_TRANSPOSED, 0, 1},
+    {"mlp.c_proj.bias", "mlp.c_proj.bias", HF_ROWS, 0, 1},
 };
 // block=llama, pos=rope: LlamaForCausalLM (model.layers.{l}.*); c_attn's rows are q, k, v,
 // c_fc's gate (silu's input), then up.
 static const HfName LLAMA_TOP[] = {
-    {"wte", "model.embed_tokens.weight", AS_IS, 0, 1}, {"ln_f.weight", "model.norm.weight", AS_IS, 0, 1},
+    {"wte", "embed_tokens.weight", HF_ROWS, 0, 1}, {"ln_f.weight", "norm.weight", HF_ROWS, 0, 1},
 };
 static const HfName LLAMA_LAYER[] = {
-    {"ln_1.weight", "input_layernorm.weight", AS_IS, 0, 1},
-    {"attn.c_attn.weight", "self_attn.q_proj.weight", ROTATE_HALF, 0, 3},
-    {"attn.c_attn.weight", "self_attn.k_proj.weight", ROTATE_HALF, 1, 3},
-    {"attn.c_attn.weight", "self_attn.v_proj.weight", ROWS, 2, 3},
-    {"attn.c_proj.weight", "self_attn.o_proj.weight", AS_IS, 0, 1},
-    {"ln_2.weight", "post_attention_layernorm.weight", AS_IS, 0, 1},
-    {"mlp.c_fc.weight", "mlp.gate_proj.weight", ROWS, 0, 2},
-    {"mlp.c_fc.weight", "mlp.up_proj.weight", ROWS, 1, 2},
-    {"mlp.c_proj.weight", "mlp.down_proj.weight", AS_IS, 0, 1},
+    {"ln_1.weight", "input_layernorm.weight", HF_ROWS, 0, 1},
+    {"attn.c_attn.weight", "self_attn.q_proj.weight", HF_ROTATE_HALF, 0, 3},
+    {"attn.c_attn.weight", "self_attn.k_proj.weight", HF_ROTATE_HALF, 1, 3},
+    {"attn.c_attn.weight", "self_attn.v_proj.weight", HF_ROWS, 2, 3},
+    {"attn.c_proj.weight", "self_attn.o_proj.weight", HF_ROWS, 0, 1},
+    {"ln_2.weight", "post_attention_layernorm.weight", HF_ROWS, 0, 1},
+    {"mlp.c_fc.weight", "mlp.gate_proj.weight", HF_ROWS, 0, 2},
+    {"mlp.c_fc.weight", "mlp.up_proj.weight", HF_ROWS, 1, 2},
+    {"mlp.c_proj.weight", "mlp.down_proj.weight", HF_ROWS, 0, 1},
 };
-#define MAX_PARTS 3   // the most tensors of theirs one of ours becomes (c_attn: q, k, v)
 #define N_OF(a) (sizeof(a) / sizeof((a)[0]))
+
+const char *hf_base_prefix(const GPTConfig *cfg) { return cfg->block == BLOCK_LLAMA ? "model." : "transformer."; }
+
+int hf_parts(const GPTConfig *cfg, const ParamEntry *e, HfPart parts[HF_MAX_PARTS]) {
+    int llama = cfg->block == BLOCK_LLAMA, layer, at = 0, n = 0;
+    const HfName *table = llama ? LLAMA_TOP : GPT2_TOP;
+    size_t n_table = llama ? N_OF(LLAMA_TOP) : N_OF(GPT2_TOP);
+    const char *ours = e->name;
+    char layer_prefix[32] = "";
+    if (sscanf(e->name, "h.%d.%n", &layer, &at) == 1 && at > 0) {
+        table = llama ? LLAMA_LAYER : GPT2_LAYER;
+        n_table = llama ? N_OF(LLAMA_LAYER) : N_OF(GPT2_LAYER);
+        ours = e->name + at;
+        snprintf(layer_prefix, sizeof layer_prefix, llama ? "layers.%d." : "h.%d.", layer);
+    }
+    for (size_t i = 0; i < n_table && n < HF_MAX_PARTS; i++) {
+        const HfName *m = &table[i];
+        if (strcmp(ours, m->ours) != 0) continue;
+        HfPart *p = &parts[n++];
+        snprintf(p->name, sizeof p->name, "%s%s%s", hf_base_prefix(cfg), layer_prefix, m->theirs);
+        p->layout = m->layout;
+        p->part = m->part;
+        p->parts = m->parts;
+        int64_t rows = e->shape[0] / m->parts, cols = e->ndim == 2 ? e->shape[1] : 1;
+        p->ndim = e->ndim;
+        p->shape[0] = m->layout == HF_TRANSPOSED ? cols : rows;
+        p->shape[1] = m->layout == HF_TRANSPOSED ? rows : cols;
+        p->numel = (size_t)rows * (size_t)cols;
+    }
+    return n;
+}
+
+size_t hf_our_index(const GPTConfig *cfg, const ParamEntry *e, const HfPart *p, size_t k) {
+    size_t rows = (size_t)e->shape[0] / (size_t)p->parts, cols = e->ndim == 2 ? (size_t)e->shape[1] : 1, r, c;
+    if (p->layout == HF_TRANSPOSED) {   // theirs is [cols, rows]: element k is (k / rows, k % rows)
+        r = k % rows;
+        c = k / rows;
+    } else {
+        r = k / cols;
+        c = k % cols;
+    }
+    if (p->layout == HF_ROTATE_HALF) {   // q (part 0) or k (part 1): rows part*C .. part*C + C - 1 of c_attn
+        int C = cfg->d_model, D = C / cfg->n_head;
+        r = (size_t)(gguf_neox_source_row(p->part * C + (int)r, C, D, D) - p->part * C);
+    }
+    return ((size_t)p->part * rows + r) * cols + c;
+}
 
 int hf_model_refusal(const GPTConfig *cfg, char *why, size_t n) {
     const PosExports *x = pos_exports(cfg->pos);
@@ -80,7 +124,7 @@ int hf_model_refusal(const GPTConfig *cfg, char *why, size_t n) {
         char scaling[32];   // the choice's name, from the model's key table
         gpt_config_get(cfg, gpt_model_key_find("rope_scaling"), scaling, sizeof scaling);
         snprintf(why, n, "--format hf writes the unscaled model: rope_scaling=%s is not written (Hugging Face's "
-                 "rope_scaling is not mapped yet)", scaling);
+                 "rope_scaling is not written yet)", scaling);
     } else
         return 0;
     return 1;
@@ -94,54 +138,20 @@ static size_t made_floats(const GPTConfig *cfg) {
 
 size_t hf_model_bytes(const GPTConfig *cfg) { return made_floats(cfg) * sizeof(float); }
 
-// The tensors of our entry e under Hugging Face's names (into names[], up to
-// MAX_PARTS), made into *next where the layout asks; their count, 0 for a name
-// not in the tables.
+// The tensors of our entry e (data) under Hugging Face's names (parts[], up to HF_MAX_PARTS),
+// those whose layout moves elements made into *next; their count, 0 for a name not in the tables.
 static int map_tensor(const GPTConfig *cfg, const ParamEntry *e, const float *data, StTensorOut *t,
-                      char (*names)[96], float **next) {
-    int llama = cfg->block == BLOCK_LLAMA, layer, at = 0, n = 0;
-    const HfName *table = llama ? LLAMA_TOP : GPT2_TOP;
-    size_t n_table = llama ? N_OF(LLAMA_TOP) : N_OF(GPT2_TOP);
-    const char *ours = e->name;
-    char prefix[48] = "";
-    if (sscanf(e->name, "h.%d.%n", &layer, &at) == 1 && at > 0) {
-        table = llama ? LLAMA_LAYER : GPT2_LAYER;
-        n_table = llama ? N_OF(LLAMA_LAYER) : N_OF(GPT2_LAYER);
-        ours = e->name + at;
-        snprintf(prefix, sizeof prefix, llama ? "model.layers.%d." : "transformer.h.%d.", layer);
-    }
-    int C = cfg->d_model, D = C / cfg->n_head;
-    for (size_t i = 0; i < n_table && n < MAX_PARTS; i++) {
-        const HfName *m = &table[i];
-        if (strcmp(ours, m->ours) != 0) continue;
-        StTensorOut *o = &t[n];
-        snprintf(names[n], sizeof names[n], "%s%s", prefix, m->theirs);
-        n++;
-        size_t rows = (size_t)e->shape[0] / m->parts, cols = e->ndim == 2 ? (size_t)e->shape[1] : 1;
-        const float *src = data + (size_t)m->part * rows * cols;
-        o->name = names[n - 1];
-        o->dtype = ST_F32;
-        o->ndim = e->ndim;
-        o->shape[0] = (int64_t)rows;
-        o->shape[1] = (int64_t)cols;
-        o->data = src;
-        if (m->layout == TRANSPOSED) {   // [rows, cols] -> [cols, rows]
-            float *dst = *next;
-            for (size_t r = 0; r < rows; r++)
-                for (size_t c = 0; c < cols; c++) dst[c * rows + r] = src[r * cols + c];
-            o->shape[0] = (int64_t)cols;
-            o->shape[1] = (int64_t)rows;
-            o->data = dst;
-            *next += rows * cols;
-        } else if (m->layout == ROTATE_HALF) {   // q (part 0) or k (part 1): rows part*C .. part*C + C - 1
-            float *dst = *next;
-            for (size_t r = 0; r < rows; r++) {
-                int from = gguf_neox_source_row(m->part * C + (int)r, C, D, D) - m->part * C;
-                memcpy(dst + r * cols, src + (size_t)from * cols, cols * sizeof(float));
-            }
-            o->data = dst;
-            *next += rows * cols;
-        }
+                      HfPart *parts, float **next) {
+    int n = hf_parts(cfg, e, parts);
+    for (int i = 0; i < n; i++) {
+        const HfPart *p = &parts[i];
+        t[i] = (StTensorOut){.name = p->name, .dtype = ST_F32, .ndim = p->ndim, .shape = {p->shape[0], p->shape[1]},
+                             .data = data + (size_t)p->part * p->numel};
+        if (p->layout == HF_ROWS) continue;   // the rows as they are
+        float *dst = *next;
+        for (size_t k = 0; k < p->numel; k++) dst[k] = data[hf_our_index(cfg, e, p, k)];
+        t[i].data = dst;
+        *next += p->numel;
     }
     return n;
 }
@@ -375,17 +385,17 @@ int hf_model_write(GPT *model, const Tokenizer *tok, const char *dir, int replac
     const ParamEntry *entries;
     int n_entries = gpt_param_entries(model, &entries);
     const float *params = gpt_params(model);
-    StTensorOut *t = calloc((size_t)n_entries * MAX_PARTS, sizeof *t);
-    char (*names)[96] = calloc((size_t)n_entries * MAX_PARTS, sizeof *names);
+    StTensorOut *t = calloc((size_t)n_entries * HF_MAX_PARTS, sizeof *t);
+    HfPart *parts = calloc((size_t)n_entries * HF_MAX_PARTS, sizeof *parts);
     float *made = malloc(hf_model_bytes(cfg) ? hf_model_bytes(cfg) : 1), *next = made;
     int n = 0;
-    if (!t || !names || !made) {
+    if (!t || !parts || !made) {
         snprintf(err, errlen, "out of memory for the exported tensors");
         rc = -2;
         goto done;
     }
     for (int i = 0; i < n_entries; i++) {
-        int k = map_tensor(cfg, &entries[i], params + entries[i].offset, t + n, names + n, &next);
+        int k = map_tensor(cfg, &entries[i], params + entries[i].offset, t + n, parts + n, &next);
         if (k == 0) {
             snprintf(err, errlen, "tensor %s has no Hugging Face name", entries[i].name);
             rc = -1;
@@ -404,7 +414,7 @@ int hf_model_write(GPT *model, const Tokenizer *tok, const char *dir, int replac
 done:
     cJSON_Delete(tok_json);
     free(t);
-    free(names);
+    free(parts);
     free(made);
     bpe_gguf_free(&vocab);
     return rc;

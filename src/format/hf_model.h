@@ -20,9 +20,40 @@
 #define ROPELAB_HF_MODEL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "data/bpe.h"
 #include "model/gpt.h"
+
+// Hugging Face's tensors of a model, by which ./export writes and
+// format/hf_read.c reads: each is one of ours or a block of its rows,
+// placed by one of
+//   HF_ROWS         rows part*rows/parts .. (part+1)*rows/parts - 1 of ours as they are
+//                   (parts = 1: the whole tensor; c_attn's v, c_fc's gate and up)
+//   HF_TRANSPOSED   ours transposed: GPT-2's Conv1D keeps a weight as [in, out]
+//   HF_ROTATE_HALF  q's or k's rows (part 0 or 1 of c_attn's 3), permuted within each head:
+//                   Llama's row i < D/2 is our row 2i, its row D/2 + i our row 2i + 1
+//                   (rotate-half pairs (i, i + D/2) are our adjacent pairs; gguf_neox_source_row)
+#define HF_MAX_PARTS 3   // the most tensors of theirs one of ours is (c_attn: q, k, v)
+typedef enum { HF_ROWS, HF_TRANSPOSED, HF_ROTATE_HALF } HfLayout;
+typedef struct {
+    char name[96];       // with the base model's prefix (hf_base_prefix): transformer.h.0.ln_1.weight
+    HfLayout layout;
+    int part, parts;
+    int ndim;
+    int64_t shape[2];    // Hugging Face's shape (transposed: ours reversed)
+    size_t numel;
+} HfPart;
+// Our parameter e of a cfg model (block=gpt2 or llama) as Hugging Face's tensors; their
+// count (at most HF_MAX_PARTS), 0 for a parameter with no name there (wpe of llama, ...).
+int hf_parts(const GPTConfig *cfg, const ParamEntry *e, HfPart parts[HF_MAX_PARTS]);
+// Where element k (in storage order) of Hugging Face's tensor p is in e's data: the one
+// map of the layouts, by which the writer gathers and the reader scatters.
+size_t hf_our_index(const GPTConfig *cfg, const ParamEntry *e, const HfPart *p, size_t k);
+// The prefix of every name but lm_head.weight: the base model's attribute in the class,
+// "transformer." (GPT2LMHeadModel) or "model." (LlamaForCausalLM). A file saved from the
+// base model alone (GPT-2's released model.safetensors) has names without it.
+const char *hf_base_prefix(const GPTConfig *cfg);
 
 // The files written into the directory, in the order they are written.
 #define HF_N_FILES 4

@@ -16,14 +16,15 @@
 
 #include "common/atomic_file.h"
 
-static const char *const DTYPE_NAMES[] = {"F32", "I32", "I64", "U8"};
-static const size_t DTYPE_SIZES[] = {4, 4, 8, 1};
+static const char *const DTYPE_NAMES[] = {"F32", "I32", "I64", "U8", "F16", "BF16"};
+static const size_t DTYPE_SIZES[] = {4, 4, 8, 1, 2, 2};
+enum { N_DTYPES = (int)(sizeof DTYPE_SIZES / sizeof DTYPE_SIZES[0]) };
 
 const char *st_dtype_name(StDtype d) { return DTYPE_NAMES[d]; }
 size_t st_dtype_size(StDtype d) { return DTYPE_SIZES[d]; }
 
 static int dtype_from_name(const char *s, StDtype *d) {
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < N_DTYPES; i++)
         if (strcmp(s, DTYPE_NAMES[i]) == 0) { *d = (StDtype)i; return 0; }
     return -1;
 }
@@ -420,15 +421,17 @@ int st_open(StFile **out, const char *path, char *err, size_t errlen) {
     return 0;
 }
 
-int st_read_tensor(const StFile *f, const StTensor *t, void *dst, char *err, size_t errlen) {
+// nbytes bytes of tensor t, from byte `at` of its data, into dst.
+static int read_bytes(const StFile *f, const StTensor *t, size_t at, size_t nbytes, void *dst, char *err,
+                      size_t errlen) {
     if (t->data) {   // st_open read the data section already
-        memcpy(dst, t->data, t->nbytes);
+        memcpy(dst, (const char *)t->data + at, nbytes);
         return 0;
     }
     int fd = fileno(f->fp);
-    off_t at = (off_t)(f->data_start + f->begin[t - f->tensors]);
-    for (size_t done = 0; done < t->nbytes;) {
-        ssize_t got = pread(fd, (char *)dst + done, t->nbytes - done, at + (off_t)done);
+    off_t start = (off_t)(f->data_start + f->begin[t - f->tensors] + at);
+    for (size_t done = 0; done < nbytes;) {
+        ssize_t got = pread(fd, (char *)dst + done, nbytes - done, start + (off_t)done);
         if (got < 0 && errno == EINTR) continue;
         if (got <= 0) {
             snprintf(err, errlen, "%s: read error in tensor %s (%s)", f->path, t->name,
@@ -436,6 +439,58 @@ int st_read_tensor(const StFile *f, const StTensor *t, void *dst, char *err, siz
             return -1;
         }
         done += (size_t)got;
+    }
+    return 0;
+}
+
+int st_read_tensor(const StFile *f, const StTensor *t, void *dst, char *err, size_t errlen) {
+    return read_bytes(f, t, 0, t->nbytes, dst, err, errlen);
+}
+
+// IEEE binary16 -> float, exactly: the exponent rebiased (15 -> 127), the
+// 10 fraction bits moved up; a subnormal (fraction x 2^-24) is a normal float.
+static float f16_to_float(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16, exponent = (h >> 10) & 0x1Fu, fraction = h & 0x3FFu, u;
+    if (exponent == 0x1F) u = sign | 0x7F800000u | fraction << 13;   // infinity, NaN
+    else if (exponent > 0) u = sign | (exponent + 112) << 23 | fraction << 13;
+    else {
+        float v = (float)fraction * 0x1p-24f;   // zero or a subnormal: exact
+        memcpy(&u, &v, sizeof u);
+        u |= sign;
+    }
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+// bfloat16 -> float: the top 16 bits of a float.
+static float bf16_to_float(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+int st_read_floats(const StFile *f, const StTensor *t, size_t first, size_t n, float *dst, char *err,
+                   size_t errlen) {
+    size_t size = st_dtype_size(t->dtype), numel = t->nbytes / size;
+    if (t->dtype != ST_F32 && t->dtype != ST_F16 && t->dtype != ST_BF16) {
+        snprintf(err, errlen, "%s: tensor %s has dtype %s; F32, F16 and BF16 are read as floats", f->path, t->name,
+                 st_dtype_name(t->dtype));
+        return -1;
+    }
+    if (first > numel || n > numel - first) {
+        snprintf(err, errlen, "%s: elements %zu.. of tensor %s are outside its %zu", f->path, first, t->name, numel);
+        return -1;
+    }
+    // The 16-bit values land in dst's first half, then are widened from the
+    // last down: value i is read (bytes 2i, 2i+1) before float i (bytes 4i..4i+3)
+    // overwrites anything not yet read.
+    if (read_bytes(f, t, first * size, n * size, dst, err, errlen) != 0) return -1;
+    const unsigned char *raw = (const unsigned char *)dst;
+    for (size_t i = n; t->dtype != ST_F32 && i-- > 0;) {
+        uint16_t h = (uint16_t)(raw[2 * i] | raw[2 * i + 1] << 8);   // little-endian
+        dst[i] = t->dtype == ST_F16 ? f16_to_float(h) : bf16_to_float(h);
     }
     return 0;
 }

@@ -13,7 +13,8 @@
 
 #include "common/atomic_file.h"
 
-typedef enum { ST_F32, ST_I32, ST_I64, ST_U8 } StDtype;
+// F16 and BF16 are read (st_read_floats: Hugging Face's half-precision weights), not written by ropelab.
+typedef enum { ST_F32, ST_I32, ST_I64, ST_U8, ST_F16, ST_BF16 } StDtype;
 const char *st_dtype_name(StDtype d);  // "F32", ...
 size_t st_dtype_size(StDtype d);
 
@@ -81,6 +82,13 @@ int st_open(StFile **file, const char *path, char *err, size_t errlen);
 // Tensor t of file (t from st_find or st_tensor_at): its nbytes bytes into dst.
 // A read that comes short (the file shrank since it was opened) is an error.
 int st_read_tensor(const StFile *file, const StTensor *t, void *dst, char *err, size_t errlen);
+// Elements first .. first + n - 1 (in storage order) of an F32, F16 or BF16
+// tensor t, as floats into dst: a 16-bit value is widened exactly (every F16
+// and BF16 value is a float). -1 for another dtype, a range outside the
+// tensor, or a short read. Needs no buffer but dst: a part of a large tensor
+// is read through a small one (format/hf_read.c).
+int st_read_floats(const StFile *file, const StTensor *t, size_t first, size_t n, float *dst, char *err,
+                   size_t errlen);
 void st_close(StFile *file);
 int st_num_tensors(const StFile *file);
 const StTensor *st_tensor_at(const StFile *file, int i);

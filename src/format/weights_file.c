@@ -9,8 +9,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "format/hf_read.h"
 #include "model/params.h"
+
+// The one place a weights path's kind is decided: a directory is a Hugging
+// Face model directory (format/hf_read.h), anything else a weights file.
+static int is_hf_dir(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 void gpt_metadata(const GPT *m, GPTMetadata *md) {
     const ModelKey *keys;
@@ -118,27 +127,34 @@ int gpt_read_tensor(const StFile *f, const char *name, const ParamEntry *e, floa
     return 0;
 }
 
+// A file's configuration (resolved) against the model's: equal, but for the
+// length keys where they may differ; else the file is another model's.
+static int check_config(const GPT *m, const GPTConfig *file_cfg, const char *path, int length_keys_may_differ,
+                        char *err, size_t errlen) {
+    const char *key;
+    if (m->pos->max_pos_is_block && file_cfg->block_size != m->cfg.block_size) {
+        snprintf(err, errlen, "%s: pos=%s has one learned row per position: block_size %d in the file, %d in "
+                 "this run", path, pos_kind_name(m->cfg.pos), file_cfg->block_size, m->cfg.block_size);
+        return GPT_FILE_OTHER_MODEL;
+    }
+    if (gpt_config_diff(file_cfg, &m->cfg, length_keys_may_differ, &key) != 0) {
+        char in_file[64], in_model[64];
+        int k = gpt_model_key_find(key);
+        gpt_config_get(file_cfg, k, in_file, sizeof in_file);
+        gpt_config_get(&m->cfg, k, in_model, sizeof in_model);
+        snprintf(err, errlen, "%s: %s is %s in the file but %s in this run", path, key, in_file, in_model);
+        return GPT_FILE_OTHER_MODEL;
+    }
+    return 0;
+}
+
 // The metadata: a valid configuration (else the file is bad), then this
 // model's (else the file is another model's).
 static int check_file_config(const GPT *m, const StFile *f, int length_keys_may_differ, char *err, size_t errlen) {
     GPTConfig file_cfg;
-    const char *key;
     if (gpt_config_from_file(f, &file_cfg, err, errlen) != 0) return GPT_FILE_BAD;
     gpt_config_resolve(&file_cfg);
-    if (m->pos->max_pos_is_block && file_cfg.block_size != m->cfg.block_size) {
-        snprintf(err, errlen, "%s: pos=%s has one learned row per position: block_size %d in the file, %d in "
-                 "this run", st_path(f), pos_kind_name(m->cfg.pos), file_cfg.block_size, m->cfg.block_size);
-        return GPT_FILE_OTHER_MODEL;
-    }
-    if (gpt_config_diff(&file_cfg, &m->cfg, length_keys_may_differ, &key) != 0) {
-        char in_file[64], in_model[64];
-        int k = gpt_model_key_find(key);
-        gpt_config_get(&file_cfg, k, in_file, sizeof in_file);
-        gpt_config_get(&m->cfg, k, in_model, sizeof in_model);
-        snprintf(err, errlen, "%s: %s is %s in the file but %s in this run", st_path(f), key, in_file, in_model);
-        return GPT_FILE_OTHER_MODEL;
-    }
-    return 0;
+    return check_config(m, &file_cfg, st_path(f), length_keys_may_differ, err, errlen);
 }
 
 // Whether name is a checkpoint's AdamW moment (GPT_MOMENT_M or GPT_MOMENT_V
@@ -187,6 +203,42 @@ int gpt_read_params(GPT *m, const StFile *f, int length_keys_may_differ, char *e
     return rc != 0 ? rc : read_params(m, f, err, errlen);
 }
 
+int gpt_read_params_at(GPT *m, const char *path, int length_keys_may_differ, char *err, size_t errlen) {
+    int rc;
+    if (is_hf_dir(path)) {
+        HfDir *d;
+        if (hf_open(&d, path, err, errlen) != 0) return GPT_FILE_BAD;
+        rc = check_config(m, hf_config(d), path, length_keys_may_differ, err, errlen);
+        if (rc == 0 && hf_read_params(d, m, err, errlen) != 0) rc = GPT_FILE_BAD;
+        hf_close(d);
+        return rc;
+    }
+    StFile *f;
+    if (st_open_header(&f, path, err, errlen) != 0) return GPT_FILE_BAD;
+    rc = gpt_read_params(m, f, length_keys_may_differ, err, errlen);
+    st_close(f);
+    return rc;
+}
+
+int gpt_config_at(const char *path, GPTConfig *cfg, char *err, size_t errlen) {
+    int rc = -1;
+    if (is_hf_dir(path)) {
+        HfDir *d;
+        if (hf_open(&d, path, err, errlen) != 0) return -1;
+        *cfg = *hf_config(d);
+        hf_close(d);
+        return 0;
+    }
+    StFile *f;
+    if (st_open_header(&f, path, err, errlen) != 0) return -1;
+    if (gpt_config_from_file(f, cfg, err, errlen) == 0) {
+        gpt_config_resolve(cfg);
+        rc = 0;
+    }
+    st_close(f);
+    return rc;
+}
+
 int gpt_check_tokenizer(const GPT *m, const char *weights, int vocab_size, uint64_t checksum, const char *source,
                         char *err, size_t errlen) {
     if (vocab_size > 0 && vocab_size != m->cfg.vocab_size) {
@@ -202,6 +254,7 @@ int gpt_check_tokenizer(const GPT *m, const char *weights, int vocab_size, uint6
 }
 
 int gpt_load_probe(const char *path, int allow_extra, GPTConfig *cfg, char *err, size_t errlen) {
+    if (is_hf_dir(path)) return gpt_config_at(path, cfg, err, errlen);   // hf_open's checks are all before reading
     StFile *f;
     if (st_open_header(&f, path, err, errlen) != 0) return -1;
     GPT *shell = NULL;
@@ -221,12 +274,28 @@ done:
     return rc;
 }
 
+// A Hugging Face directory: its checks (hf_open), then the model allocated and read.
+static int load_hf_dir(GPT **model, const char *path, char *err, size_t errlen) {
+    HfDir *d;
+    GPT *m = NULL;
+    char msg[256];
+    if (hf_open(&d, path, err, errlen) != 0) return -1;
+    int rc = gpt_create_uninit(&m, hf_config(d), msg, sizeof msg);
+    if (rc != 0) snprintf(err, errlen, "%s: %s", path, msg);
+    else rc = hf_read_params(d, m, err, errlen);
+    hf_close(d);
+    if (rc != 0) gpt_free(m);
+    else *model = m;
+    return rc;
+}
+
 // The header first: metadata, then the tensor table against the model those
 // keys describe (gpt_describe sizes no buffer). Only a file that passes is
 // allocated for and read, tensor by tensor into the model: a bad file costs
 // its header, whatever its size, and a good one is never held twice.
 int gpt_load(GPT **model, const char *path, int allow_extra, char *err, size_t errlen) {
     *model = NULL;
+    if (is_hf_dir(path)) return load_hf_dir(model, path, err, errlen);
     StFile *f;
     if (st_open_header(&f, path, err, errlen) != 0) return -1;
     GPTConfig cfg;

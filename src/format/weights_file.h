@@ -26,6 +26,11 @@ int gpt_save(const GPT *model, const char *path, char *err, size_t errlen);
 enum { GPT_EXTRA_NONE = 0, GPT_EXTRA_ANY = 1, GPT_EXTRA_MOMENTS = 2 };
 #define GPT_MOMENT_M "adamw.m."
 #define GPT_MOMENT_V "adamw.v."
+// A path that is a directory is read as a Hugging Face model directory
+// (format/hf_read.h: config.json, model.safetensors or its shards) by
+// gpt_load, gpt_load_probe, gpt_read_params_at and gpt_config_at, with its
+// own checks and the same conventions; every other path is a weights file.
+//
 // Loads a weights file, creating the model from its metadata. The header,
 // the metadata and every name, dtype and shape are checked against the
 // model the metadata describes before the model is allocated or any tensor
@@ -70,6 +75,13 @@ int gpt_check_file(const GPT *model, const StFile *file, int length_keys_may_dif
 // then every parameter read (gpt_read_tensor). 0, GPT_FILE_BAD or
 // GPT_FILE_OTHER_MODEL. The reader of --init-from and of checkpoint_load.
 int gpt_read_params(GPT *model, const StFile *file, int length_keys_may_differ, char *err, size_t errlen);
+// gpt_read_params on the file at path, or a Hugging Face directory's
+// parameters once its configuration passes the same comparison with the
+// model's (every key equal, the length keys as length_keys_may_differ
+// says). 0, GPT_FILE_BAD or GPT_FILE_OTHER_MODEL: --init-from's reader.
+int gpt_read_params_at(GPT *model, const char *path, int length_keys_may_differ, char *err, size_t errlen);
+// The model configuration (resolved) of the weights file or directory at path.
+int gpt_config_at(const char *path, GPTConfig *cfg, char *err, size_t errlen);
 // Whether the tokenizer in (or behind) the file `source` is the one the
 // model of `weights` was trained with: its vocabulary size (vocab_size > 0;
 // 0: not checked here) and, when both are recorded (non-zero), its checksum

@@ -10,8 +10,9 @@
 // will take, from the functions those allocations size themselves with
 // (gpt_memory, kv_cache_bytes, gguf_model_bytes, hf_model_bytes, adamw_bytes), so the
 // estimate cannot drift from them. Weights files and checkpoints are read
-// tensor by tensor into buffers counted here (weights_file.h), so reading
-// one adds nothing. A buffer freed
+// tensor by tensor into buffers counted here (weights_file.h), and a Hugging
+// Face directory through one buffer of 256 KiB (format/hf_read.h), so
+// reading one adds nothing. A buffer freed
 // before another is allocated counts as the larger of the two (the peak),
 // not as their sum. Not counted: the program itself and its libraries
 // (already in use when the check is made, so already out of what is left),

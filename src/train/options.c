@@ -444,7 +444,8 @@ static const OptSpec TRAIN_FLAGS[] = {
      .help = "one forward/backward on the first batch; write parameters, inputs, targets, loss and grad.NAME to "
              "FILE and exit"},
     {.name = "init-from", .type = OPT_ARG, .offset = A(init_from), .arg = "FILE", .min = 1,
-     .help = "start a new run from the weights of FILE (a model.safetensors or checkpoint); the model keys must be "
+     .help = "start a new run from the weights of FILE (a model.safetensors, a checkpoint or a Hugging Face model "
+             "directory); the model keys must be "
              "FILE's but for block_size and the rope scaling keys (fine-tuning at a longer context); not RUN_DIR's "
              "own model or checkpoint, which the run replaces"},
     {.name = "overwrite", .type = OPT_FLAG, .offset = A(overwrite),

@@ -167,7 +167,7 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     return TRAIN_OK;
 }
 
-// --init-from FILE: the trained weights replace the seed's (the model keys
+// --init-from FILE (or a Hugging Face directory): the trained weights replace the seed's (the model keys
 // must be FILE's but for the length keys), read by the main process and
 // given to every process (share_init_weights); AdamW starts from zero. Before
 // anything is written: a bad FILE leaves the run directory as it was. Returns
@@ -175,16 +175,11 @@ static int setup_model_and_data(Trainer *t, int need_val) {
 static int read_init_weights(Trainer *t) {
     if (!t->args->init_from || !dist_is_main_process()) return TRAIN_OK;
     char err[1024];
-    StFile *f;
-    if (st_open_header(&f, t->args->init_from, err, sizeof err) != 0) {
-        fprintf(stderr, "--init-from: %s\n", err);
-        return TRAIN_EIO;
-    }
     // A valid file of another model is a configuration error (exit 2); a file
-    // that is bad in itself (metadata missing or invalid, a tensor missing, of
-    // the wrong shape, not finite) is 1, as for ./eval, ./sample and ./export.
-    int rc = gpt_read_params(t->model, f, 1, err, sizeof err);
-    st_close(f);
+    // that is bad in itself (unreadable, metadata missing or invalid, a tensor
+    // missing, of the wrong shape, not finite) is 1, as for ./eval, ./sample and
+    // ./export. FILE may be a Hugging Face model directory (weights_file.h).
+    int rc = gpt_read_params_at(t->model, t->args->init_from, 1, err, sizeof err);
     if (rc == 0) return TRAIN_OK;
     fprintf(stderr, "--init-from: %s\n", err);
     return rc == GPT_FILE_OTHER_MODEL ? TRAIN_ECONFIG : TRAIN_EIO;
@@ -201,13 +196,9 @@ static void init_from_original_length(TrainOptions *opt, const TrainArgs *args) 
     if (!args->init_from || opt->model.pos != POS_ROPE || opt->src_line[k] != 0) return;
     int length = 0;
     char err[1024];
-    StFile *f;
     GPTConfig src;
-    if (dist_is_main_process() && st_open_header(&f, args->init_from, err, sizeof err) == 0) {
-        if (gpt_config_from_file(f, &src, err, sizeof err) == 0 && src.pos == POS_ROPE)
-            length = src.rope_original_length > 0 ? src.rope_original_length : src.block_size;
-        st_close(f);
-    }
+    if (dist_is_main_process() && gpt_config_at(args->init_from, &src, err, sizeof err) == 0 && src.pos == POS_ROPE)
+        length = src.rope_original_length > 0 ? src.rope_original_length : src.block_size;
     dist_bcast(&length, sizeof length);
     if (length > 0) opt->model.rope_original_length = length;
 }
