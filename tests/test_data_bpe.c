@@ -1,8 +1,9 @@
 // test_data_bpe.c: the BPE tokenizer: hand-worked merges, the fast trainer
 // against a naive full-recount reference, encode against a naive
 // merge-by-merge reference (long pieces too), round trips, determinism, the
-// file of each pre-tokenizer and bad tokenizer files; with both pre-split
-// rules (their pieces: test_data_pretokenize.c).
+// file of each pre-tokenizer and of another byte order (version 3), and bad
+// tokenizer files; with both pre-split rules (their pieces:
+// test_data_pretokenize.c).
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -454,8 +455,8 @@ static void test_deterministic_files(void **state) {
     // The same merges under the other rule are another tokenizer: the rule is in the file.
     Tokenizer e, f;
     const uint32_t merges[2][2] = {{'a', 'b'}, {256, 'c'}};
-    assert_int_equal(bpe_from_merges(&e, BPE_PRETOK_BYTE_CLASSES, merges, 2, err, sizeof err), 0);
-    assert_int_equal(bpe_from_merges(&f, BPE_PRETOK_GPT2, merges, 2, err, sizeof err), 0);
+    assert_int_equal(bpe_from_merges(&e, BPE_PRETOK_BYTE_CLASSES, NULL, merges, 2, err, sizeof err), 0);
+    assert_int_equal(bpe_from_merges(&f, BPE_PRETOK_GPT2, NULL, merges, 2, err, sizeof err), 0);
     assert_true(bpe_checksum(&e) != bpe_checksum(&f));
     bpe_free(&e); bpe_free(&f);
     free(text);
@@ -508,8 +509,8 @@ static void test_bad_tokenizer_files(void **state) {
     uint8_t g[sizeof f];
     memcpy(g, f, sizeof f); g[0] = 'X';
     expect_bad_file(path, g, sizeof g, "bad magic");
-    memcpy(g, f, sizeof f); g[8] = 3;
-    expect_bad_file(path, g, sizeof g, "version 3 is not supported (expected 1 or 2)");
+    memcpy(g, f, sizeof f); g[8] = 4;
+    expect_bad_file(path, g, sizeof g, "version 4 is not supported (expected 1, 2 or 3)");
     expect_bad_file(path, f, 20, "too short");
     expect_bad_file(path, f, sizeof f - 4, "file is 36 bytes, expected 40 for 2 merges");
     memcpy(g, f, sizeof f); g[13] = 0;   // vocab 259 = 0x103 -> 3: out of range
@@ -530,6 +531,89 @@ static void test_bad_tokenizer_files(void **state) {
     memcpy(g, f, sizeof f); g[8] = 2;   // a version 1 file that says 2: its first merge read as the rule
     expect_bad_file(path, g, sizeof g, "pre-tokenizer 97 is not one of version 2");
     expect_bad_file(path, f2, sizeof f2 - 8, "file is 36 bytes, expected 44 for 2 merges");
+}
+
+// Version 3: ids 0..255 holding the bytes in another order (a tokenizer read
+// from GPT-2's files, format/hf_tokenizer.h): encoding starts from each
+// byte's id, decoding gives each id's bytes; the file is version 2's header,
+// then the byte of each of ids 0..255, then the merges, and only such a
+// tokenizer is written so (the same order given explicitly is version 1's or
+// 2's file, byte for byte); each bad version 3 file refused.
+static void test_version3_byte_order(void **state) {
+    const char *path = "build/test_bpe_v3.bin";
+    uint8_t order[256];
+    for (int id = 0; id < 256; id++) order[id] = (uint8_t)(255 - id);   // id 0 is byte 0xFF
+    const uint32_t merges[2][2] = {{255 - 'a', 255 - 'b'}, {256, 255 - 'c'}};
+    Tokenizer t, u;
+    assert_int_equal(bpe_from_merges(&t, BPE_PRETOK_GPT2, order, merges, 2, err, sizeof err), 0);
+    assert_false(bpe_bytes_in_order(&t));
+    assert_int_equal(t.byte_id['x'], 255 - 'x');
+    uint32_t ids[8];
+    assert_int_equal(bpe_encode(&t, (const uint8_t *)"abcx", 4, ids), 2);
+    assert_int_equal(ids[0], 257);
+    assert_int_equal(ids[1], 255 - 'x');
+    uint8_t back[8];
+    assert_int_equal(bpe_decode(&t, ids, 2, back, sizeof back), 4);
+    assert_memory_equal(back, "abcx", 4);
+    assert_int_equal(bpe_save(&t, path, ATOMIC_REPLACE, err, sizeof err), 0);
+    size_t n;
+    uint8_t *f = read_all(path, &n);
+    assert_int_equal(n, 28 + 256 + 16);
+    uint32_t head[5];
+    memcpy(head, f + 8, sizeof head);
+    assert_int_equal(head[0], 3);
+    assert_int_equal(head[4], BPE_PRETOK_GPT2);
+    assert_memory_equal(f + 28, order, 256);
+    uint32_t m[4];
+    memcpy(m, f + 28 + 256, 16);
+    assert_memory_equal(m, merges, 16);
+    assert_true(bpe_checksum(&t) == fnv1a64(f, n));
+    assert_int_equal(bpe_load(&u, path, err, sizeof err), 0);
+    assert_true(bpe_checksum(&u) == bpe_checksum(&t));
+    assert_int_equal(bpe_encode(&u, (const uint8_t *)"abcx", 4, ids), 2);
+    assert_int_equal(ids[0], 257);
+    bpe_free(&u);
+    // the byte classes in that order: version 3 too, rule 0
+    assert_int_equal(bpe_from_merges(&u, BPE_PRETOK_BYTE_CLASSES, order, merges, 2, err, sizeof err), 0);
+    assert_int_equal(bpe_save(&u, path, ATOMIC_REPLACE, err, sizeof err), 0);
+    bpe_free(&u);
+    assert_int_equal(bpe_load(&u, path, err, sizeof err), 0);
+    assert_int_equal(u.pretok, BPE_PRETOK_BYTE_CLASSES);
+    assert_false(bpe_bytes_in_order(&u));
+    bpe_free(&u);
+    // the identity order given explicitly: the file of NULL's, version 1 or 2
+    uint8_t identity[256];
+    for (int id = 0; id < 256; id++) identity[id] = (uint8_t)id;
+    const uint32_t plain[2][2] = {{'a', 'b'}, {256, 'c'}};
+    for (int k = 0; k < 2; k++) {
+        Tokenizer a, b;
+        assert_int_equal(bpe_from_merges(&a, RULES[k], identity, plain, 2, err, sizeof err), 0);
+        assert_int_equal(bpe_from_merges(&b, RULES[k], NULL, plain, 2, err, sizeof err), 0);
+        assert_true(bpe_bytes_in_order(&a));
+        assert_true(bpe_checksum(&a) == bpe_checksum(&b));
+        bpe_free(&a); bpe_free(&b);
+    }
+    // an order that holds a byte twice
+    uint8_t twice[256];
+    memcpy(twice, order, 256);
+    twice[7] = twice[3];
+    assert_int_equal(bpe_from_merges(&u, BPE_PRETOK_GPT2, twice, merges, 2, err, sizeof err), -1);
+    assert_non_null(strstr(err, "ids 3 and 7 are both the byte 0xfc"));
+    // bad files
+    uint8_t g[28 + 256 + 16];
+    memcpy(g, f, n);
+    g[28 + 7] = g[28 + 3];
+    expect_bad_file(path, g, n, "ids 3 and 7 are both the byte 0xfc");
+    memcpy(g, f, n);
+    memcpy(g + 28, identity, 256);
+    expect_bad_file(path, g, n, "version 3 with ids 0..255 in byte order (such a tokenizer is written as version 1 or 2)");
+    memcpy(g, f, n);
+    g[24] = 7;
+    expect_bad_file(path, g, n, "pre-tokenizer 7 is not one ropelab knows");
+    expect_bad_file(path, f, 200, "file is 200 bytes, shorter than the 284 of a version 3 header");
+    expect_bad_file(path, f, n - 8, "file is 292 bytes, expected 300 for 2 merges");
+    free(f);
+    bpe_free(&t);
 }
 
 // A chain of self-doubling merges: (a,a) -> 2 bytes, (256,256) -> 4, ...
@@ -603,6 +687,7 @@ int main(void) {
         cmocka_unit_test(test_chunked_encoding_matches_whole),
         cmocka_unit_test(test_deterministic_files),
         cmocka_unit_test(test_bad_tokenizer_files),
+        cmocka_unit_test(test_version3_byte_order),
         cmocka_unit_test(test_token_length_is_bounded),
         cmocka_unit_test(test_bad_training_arguments),
     };

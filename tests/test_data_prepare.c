@@ -444,7 +444,7 @@ static void test_prepare_strict_numbers(void **state) {
     free(e);
     char *help = read_file(DIR "/stdout.txt", NULL);
     static const char *flags[] = {"--vocab-size N", "--val-fraction F", "--split", "--doc-sep STR", "--out-dir DIR",
-                                  "--tokenizer FILE", "--block-size T", "--overwrite", "--help"};
+                                  "--tokenizer PATH", "--block-size T", "--overwrite", "--help"};
     for (size_t i = 0; i < sizeof flags / sizeof flags[0]; i++)
         if (!strstr(help, flags[i])) fail_msg("./prepare --help does not list %s:\n%s", flags[i], help);
     assert_non_null(strstr(help, "(default 4096) [257..65536]"));

@@ -150,6 +150,13 @@ static void test_round_trip_programs(void **state) {
             memcpy(text[k], out, sizeof out);
         }
         assert_string_equal(text[1], text[0]);
+        // Without --tokenizer: the directory's tokenizer.json, the same text;
+        // a weights file has no tokenizer beside it to default to.
+        assert_int_equal(run("./sample --weights %s --prompt 'the king' --tokens 40 --seed 5 --threads 1 2>/dev/null",
+                             b), 0);
+        assert_string_equal(out, text[0]);
+        assert_int_equal(run("./sample --weights %s --prompt 'the king' --threads 1", a), 2);
+        assert_non_null(strstr(out, "--tokenizer is required with a weights file"));
         assert_int_equal(run("./export --weights %s --tokenizer %s/data/tokenizer.bin --format hf --out %s-again",
                              b, dir, b), 0);
         assert_int_equal(run("cmp %s/model.safetensors %s-again/model.safetensors && cmp %s/config.json "

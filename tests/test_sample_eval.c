@@ -383,7 +383,7 @@ static void test_strict_numbers(void **state) {
     static const char *eval_flags[] = {"--weights FILE", "--data FILE", "--seq-len N", "--batch-size B", "--batches K",
         "--threads N", "--precision P", "--matmul M", "--per-position F", "--overwrite", "--reproducible", "--help",
         "--rope_scaling=VALUE"};
-    static const char *sample_flags[] = {"--weights FILE", "--tokenizer FILE", "--prompt TEXT", "--tokens N",
+    static const char *sample_flags[] = {"--weights FILE", "--tokenizer PATH", "--prompt TEXT", "--tokens N",
         "--temperature X", "--top-k K", "--seed N", "--threads N", "--matmul M", "--precision P", "--help",
         "--rope_scaling=VALUE"};
     assert_int_equal(run("./eval --help", out, sizeof out), 0);

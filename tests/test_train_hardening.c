@@ -569,7 +569,7 @@ static void test_bad_weights_and_tokenizer_files(void **state) {
     assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1", dir, tok), 1);
     expect_one_line("a directory without config.json: not a Hugging Face model directory");
     assert_int_equal(run("./sample --weights %s --tokenizer %s --threads 1", w, dir), 1);
-    expect_one_line("not a regular file");
+    expect_one_line("holds no tokenizer.json, nor GPT-2's encoder.json (or vocab.json) with vocab.bpe");
     assert_int_equal(run("./eval --weights %s --data %s --threads 1", w, dir), 1);
     expect_one_line("not a regular file");
 

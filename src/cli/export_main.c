@@ -28,6 +28,7 @@
 #include "format/gguf.h"
 #include "format/gguf_model.h"
 #include "format/hf_model.h"
+#include "format/hf_tokenizer.h"
 #include "format/weights_file.h"
 #include "train/footprint.h"
 #include "train/model_overrides.h"
@@ -41,6 +42,9 @@
 typedef struct {
     ModelOverrides overrides;
     const char *weights, *tokenizer, *out;
+    const char *inputs[1 + TOKENIZER_MAX_FILES];   // the weights and the tokenizer's files (tokenizer_files)
+    int n_inputs;
+    char tokenizer_files[TOKENIZER_MAX_FILES][4096];
     char format[8];                      // --format: gguf or hf
     int context_length, overwrite, hf;   // hf: --format hf
 } ExportArgs;
@@ -53,8 +57,9 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
         {.name = "weights", .type = OPT_ARG, .offset = F(weights), .arg = "FILE", .min = 1, .required = 1,
          .help = "safetensors weights (RUN_DIR/model.safetensors), or a Hugging Face model directory (GPT-2, "
                  "Llama; docs/FORMAT.md)"},
-        {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "FILE", .min = 1, .required = 1,
-         .help = "the model's tokenizer, written by ./prepare"},
+        {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "PATH", .min = 1, .required = 1,
+         .help = "the model's tokenizer: tokenizer.bin written by ./prepare, or the same read from a tokenizer.json "
+                 "or a directory (./sample --help)"},
         {.name = "out", .type = OPT_ARG, .offset = F(out), .arg = "FILE", .min = 1, .required = 1,
          .help = "the GGUF file to write (llama.cpp's format); --format hf: the directory"},
         {.name = "format", .type = OPT_STR, .offset = F(format), .arg = "F", .def = "gguf", .choices = "gguf|hf",
@@ -76,7 +81,7 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
 #undef F
     static const CliSpec spec = {
         .prog = "export",
-        .usage = "usage: ./export --weights FILE --tokenizer FILE --out FILE.gguf [options]\n",
+        .usage = "usage: ./export --weights FILE --tokenizer PATH --out FILE.gguf [options]\n",
         CLI_FLAGS(flags),
         .about = "block=gpt2: pos=learned, sinusoidal, none run as llama.cpp's gpt2, rope as gptneox, alibi as\n"
                  "mpt. block=llama: rope as llama (rope_dims < head_dim: chatglm), alibi as refact; its other\n"
@@ -86,8 +91,12 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
     cli_parse_or_exit(&spec, argc, argv, a, NULL, NULL);
     a->hf = !strcmp(a->format, "hf");
     char err[ERR_MAX];
-    const char *inputs[] = {a->weights, a->tokenizer};
-    if (!a->hf && cli_check_output(a->out, a->overwrite, inputs, 2, err, sizeof err) != 0) {
+    int n_files = tokenizer_files(a->tokenizer, a->tokenizer_files, err, sizeof err);   // (refused when read)
+    a->inputs[0] = a->weights;
+    a->inputs[1] = a->tokenizer;
+    for (int i = 0; i < n_files; i++) a->inputs[1 + i] = a->tokenizer_files[i];
+    a->n_inputs = 1 + (n_files > 0 ? n_files : 1);
+    if (!a->hf && cli_check_output(a->out, a->overwrite, a->inputs, a->n_inputs, err, sizeof err) != 0) {
         fprintf(stderr, "export: %s\n", err);
         exit(2);
     }
@@ -99,7 +108,6 @@ static void parse_args(int argc, char **argv, ExportArgs *a) {
 // an input; no --context-length.
 static void check_hf_args(const ExportArgs *a) {
     char err[ERR_MAX], path[4096];
-    const char *inputs[] = {a->weights, a->tokenizer};
     if (a->context_length) {
         fprintf(stderr, "export: --context-length is for GGUF files: --format hf writes block_size\n");
         exit(2);
@@ -116,7 +124,7 @@ static void check_hf_args(const ExportArgs *a) {
     }
     for (int i = 0; i < HF_N_FILES; i++) {   // an export's file is replaced, an input never
         snprintf(path, sizeof path, "%s/%s", a->out, HF_FILES[i]);
-        if (cli_check_output(path, 1, inputs, 2, err, sizeof err) != 0) {
+        if (cli_check_output(path, 1, a->inputs, a->n_inputs, err, sizeof err) != 0) {
             fprintf(stderr, "export: %s\n", err);
             exit(2);
         }
@@ -165,7 +173,7 @@ int main(int argc, char **argv) {
     GgufModel gm = {0};
     BpeGguf vocab = {0};
     int tok_loaded = 0, rc = 1;
-    if (bpe_load(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "export: %s\n", err); goto done; }
+    if (tokenizer_read(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "export: %s\n", err); goto done; }
     tok_loaded = 1;
     // The file's model, then the whole need (the model, the file read whole, the
     // tensors the export makes), checked before anything large is allocated.

@@ -9,7 +9,9 @@
 //    with --overwrite a regular file, and never one of the inputs (common/cli.h).
 // 1. Read every file (UTF-8 text, checked) and cut it into documents: each file
 //    is one document, or, with --doc-sep STR, every STR starts a new one.
-// 2. Train the BPE tokenizer on the documents (or load one, --tokenizer).
+// 2. Train the BPE tokenizer on the documents (or read one, --tokenizer: a
+//    tokenizer.bin, a tokenizer.json, or GPT-2's encoder.json and vocab.bpe,
+//    format/hf_tokenizer.h).
 // 3. Encode: every document is preceded by the end-of-text token (as llm.c's
 //    data scripts do), so documents are separated by it and a sampler can
 //    start from it.
@@ -43,6 +45,7 @@
 #include "data/bpe.h"
 #include "data/data_record.h"
 #include "data/tokens.h"
+#include "format/hf_tokenizer.h"
 
 typedef struct {
     int vocab_size;
@@ -53,7 +56,9 @@ typedef struct {
     char *doc_sep;             // the separator itself; NULL: one document per file
     const char *out_dir;       // --out-dir, or out_dir_default
     char out_dir_default[DATA_PATH_MAX];
-    const char *tokenizer;     // existing tokenizer to use instead of training one
+    const char *tokenizer;     // existing tokenizer to use instead of training one (tokenizer_read's PATH)
+    char tokenizer_files[TOKENIZER_MAX_FILES][4096];   // the files read for it (tokenizer_files)
+    int n_tokenizer_files;
     const char *pretok_arg;    // --pretokenizer as given, or NULL
     BpePretok pretok;          // the pre-split rule of a tokenizer trained here
     int block_size;            // > 0: both splits must hold one window of block_size + 1
@@ -147,8 +152,10 @@ static int parse_options(int argc, char **argv, Options *o) {
         // Room for "/tokenizer.bin" and the writer's ".tmp.XXXXXX" within PATH_MAX.
         {.name = "out-dir", .type = OPT_ARG, .offset = F(out_dir), .arg = "DIR", .min = 1, .max = PATH_MAX - 33,
          .help = "output directory (default data/NAME, NAME = first file without its extension)"},
-        {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "FILE", .min = 1,
-         .help = "use this tokenizer (and its pre-tokenizer) instead of training one"},
+        {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "PATH", .min = 1,
+         .help = "use this tokenizer (and its pre-tokenizer) instead of training one: a tokenizer.bin, a Hugging "
+                 "Face tokenizer.json of a byte-level BPE, or a directory holding tokenizer.json or GPT-2's "
+                 "encoder.json and vocab.bpe (docs/DATA.md)"},
         {.name = "pretokenizer", .type = OPT_ARG, .offset = F(pretok_arg), .arg = "RULE",
          .choices = "gpt2|byte-classes",
          .help = "the pre-split rule of the tokenizer trained: gpt2 (GPT-2's regex, as llama.cpp; the default) "
@@ -202,6 +209,14 @@ static int parse_options(int argc, char **argv, Options *o) {
         o->out_dir = o->out_dir_default;
     }
     return 0;
+}
+
+// The tokenizer given, as a data record names an input: its path, and the
+// size and checksum of the files read for it (one, or GPT-2's two).
+static int record_tokenizer(const Options *o, DataFile *f, char *err, size_t errlen) {
+    const char *files[TOKENIZER_MAX_FILES];
+    for (int i = 0; i < o->n_tokenizer_files; i++) files[i] = o->tokenizer_files[i];
+    return data_files_record(f, o->tokenizer, files, o->n_tokenizer_files, err, errlen);
 }
 
 // ------------------------------------------------------------ input
@@ -289,13 +304,13 @@ static void on_merge(int done, int total, void *meter) {
 static int check_outputs(const Options *o, char *const paths[4]) {
     char err[ERR_MAX];
     if (fs_check_writable_dir(o->out_dir, err, sizeof err) != 0) { fprintf(stderr, "prepare: %s\n", err); return 1; }
-    const char **inputs = malloc(((size_t)o->n_inputs + 1) * sizeof *inputs);
+    const char **inputs = malloc(((size_t)o->n_inputs + TOKENIZER_MAX_FILES) * sizeof *inputs);
     if (!inputs) { fprintf(stderr, "prepare: out of memory\n"); return 1; }
     memcpy(inputs, o->inputs, (size_t)o->n_inputs * sizeof *inputs);
-    inputs[o->n_inputs] = o->tokenizer;
-    int rc = 0;
+    for (int i = 0; i < o->n_tokenizer_files; i++) inputs[o->n_inputs + i] = o->tokenizer_files[i];
+    int rc = 0, n_inputs = o->n_inputs + o->n_tokenizer_files;
     for (int i = 0; i < 4 && rc == 0; i++)
-        if (cli_check_output(paths[i], o->overwrite, inputs, o->n_inputs + 1, err, sizeof err) != 0) {
+        if (cli_check_output(paths[i], o->overwrite, inputs, n_inputs, err, sizeof err) != 0) {
             fprintf(stderr, "prepare: %s\n", err);
             rc = 2;
         }
@@ -363,7 +378,8 @@ static int record_check_inputs(const Options *o) {
         if (!want->path[0]) continue;
         DataFile got;
         if (!want->known) continue;   // a recipe alone: whatever text is there
-        if (data_file_record(&got, want->path, err, sizeof err) != 0) {
+        if ((i < 0 ? record_tokenizer(o, &got, err, sizeof err) : data_file_record(&got, want->path, err, sizeof err))
+            != 0) {
             fprintf(stderr, "%s (an input of the recipe of %s)\n", err, o->record_path);
             return -1;
         }
@@ -393,7 +409,7 @@ static int write_data_record(const Options *o, const Tokenizer *tok, char *const
     r.inputs = calloc((size_t)o->n_inputs, sizeof *r.inputs);
     int rc = r.inputs ? 0 : -1;
     if (rc != 0) snprintf(err, sizeof err, "prepare: out of memory");
-    if (o->tokenizer) rc = rc ? rc : data_file_record(&r.tokenizer_from, o->tokenizer, err, sizeof err);
+    if (o->tokenizer) rc = rc ? rc : record_tokenizer(o, &r.tokenizer_from, err, sizeof err);
     else snprintf(r.pretokenizer, sizeof r.pretokenizer, "%s", pretok_name(tok->pretok));
     for (int i = 0; rc == 0 && i < o->n_inputs; i++) rc = data_file_record(&r.inputs[i], o->inputs[i], err, sizeof err);
     for (int i = 0; rc == 0 && i < DATA_N_FILES; i++) rc = data_file_record(&r.files[i], paths[i], err, sizeof err);
@@ -454,8 +470,12 @@ int main(int argc, char **argv) {
                     "records), and %s does not hold them: its data cannot be made again\n", o.record_path, o.out_dir);
             goto done;
         }
-        if (record_check_inputs(&o) != 0) goto done;
     }
+    if (o.tokenizer) {   // the files it names, checked as inputs and recorded
+        o.n_tokenizer_files = tokenizer_files(o.tokenizer, o.tokenizer_files, err, sizeof err);
+        if (o.n_tokenizer_files < 0) { fprintf(stderr, "%s\n", err); goto done; }
+    }
+    if (o.record_path && record_check_inputs(&o) != 0) goto done;
     int checked = check_outputs(&o, paths);
     if (checked != 0) { rc = checked; goto done; }
 
@@ -478,7 +498,7 @@ int main(int argc, char **argv) {
     // 2. Tokenizer.
     double t0 = clock_seconds();
     if (o.tokenizer) {
-        if (bpe_load(&tok, o.tokenizer, err, sizeof err)) { fprintf(stderr, "%s\n", err); goto done; }
+        if (tokenizer_read(&tok, o.tokenizer, err, sizeof err)) { fprintf(stderr, "%s\n", err); goto done; }
     } else {
         ptrs = malloc((size_t)n_docs * sizeof *ptrs);
         lens = malloc((size_t)n_docs * sizeof *lens);

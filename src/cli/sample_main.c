@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "common/blas_cpu.h"
 #include "common/cli.h"
@@ -37,6 +38,7 @@
 #include "common/rng.h"
 #include "common/threads.h"
 #include "data/bpe.h"
+#include "format/hf_tokenizer.h"
 #include "format/weights_file.h"
 #include "model/gpt.h"
 #include "train/footprint.h"
@@ -64,8 +66,10 @@ static void parse_args(int argc, char **argv, SampleArgs *a) {
         {.name = "weights", .type = OPT_ARG, .offset = F(weights), .arg = "FILE", .min = 1, .required = 1,
          .help = "safetensors weights (RUN_DIR/model.safetensors), or a Hugging Face model directory (GPT-2, "
                  "Llama; docs/FORMAT.md)"},
-        {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "FILE", .min = 1, .required = 1,
-         .help = "tokenizer file written by ./prepare"},
+        {.name = "tokenizer", .type = OPT_ARG, .offset = F(tokenizer), .arg = "PATH", .min = 1,
+         .help = "the model's tokenizer: tokenizer.bin written by ./prepare, a Hugging Face tokenizer.json, or a "
+                 "directory holding tokenizer.json (a Hugging Face model's) or GPT-2's encoder.json and vocab.bpe "
+                 "(default: the --weights directory, for a Hugging Face model; required for a weights file)"},
         {.name = "prompt", .type = OPT_ARG, .def = "", .offset = F(prompt), .arg = "TEXT",
          .help = "text to continue (default: start of a document)"},
         {.name = "tokens", .type = OPT_INT, .def = "200", .offset = F(n_tokens), .arg = "N", .min = 0, .max = 1000000,
@@ -84,11 +88,20 @@ static void parse_args(int argc, char **argv, SampleArgs *a) {
 #undef F
     const CliSpec spec = {
         .prog = "sample",
-        .usage = "usage: ./sample --weights FILE --tokenizer FILE [options]\n",
+        .usage = "usage: ./sample --weights FILE --tokenizer PATH [options], or ./sample --weights HF_DIR [options]\n",
         CLI_FLAGS(flags),
         .help_more = model_overrides_usage,
     };
     cli_parse_or_exit(&spec, argc, argv, a, NULL, NULL);
+    struct stat st;
+    if (!a->tokenizer) {
+        // A Hugging Face model directory carries its tokenizer.json.
+        if (stat(a->weights, &st) != 0 || !S_ISDIR(st.st_mode)) {
+            fprintf(stderr, "sample: --tokenizer is required with a weights file (%s)\n", a->weights);
+            exit(2);
+        }
+        a->tokenizer = a->weights;
+    }
     char err[ERR_MAX];
     if (options_engine(a->matmul_name, a->precision_name, 0, &a->matmul, &a->precision, NULL, err, sizeof err) != 0) {
         fprintf(stderr, "sample: %s\n", err);
@@ -153,7 +166,7 @@ int main(int argc, char **argv) {
     float *logits = NULL, *probs = NULL;
     int *order = NULL, tok_loaded = 0, rc = 1;
     Meter meter = {0};
-    if (bpe_load(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
+    if (tokenizer_read(&tok, a.tokenizer, err, sizeof err)) { fprintf(stderr, "sample: %s\n", err); goto done; }
     tok_loaded = 1;
     // The file's model, the prompt's length, then the whole need (the model, the
     // file read whole, the KV cache), checked before anything large is allocated.

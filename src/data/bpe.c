@@ -4,18 +4,23 @@
 //
 // Tokenizer file (all integers uint32 little-endian):
 //   bytes 0..7   magic "RLBPETOK"
-//   8            version (1 or 2)
+//   8            version (1, 2 or 3)
 //   12           vocab_size  (257..65536)
 //   16           eot_id      (= vocab_size - 1)
 //   20           n_merges    (= vocab_size - 257)
-//   24           version 2 only: the pre-tokenizer (1: GPT-2's regex)
+//   24           versions 2 and 3: the pre-tokenizer (0: byte classes, 1: GPT-2's regex)
+//   28           version 3 only: 256 bytes, the byte of each of ids 0..255
 //   H + 8 i      merge i: left id, right id  (both < 256 + i)  -> id 256 + i
-// H, the header, is 24 bytes in version 1 and 28 in version 2; the file size
-// must be exactly H + 8 n_merges. Version 1 has no pre-tokenizer field: its
-// rule is the byte classes, the only one there was when it was written. A
-// tokenizer of that rule is always written as version 1, so a file made
-// before the rule was recorded keeps its bytes and its checksum; version 2
-// names any other rule.
+// H, the header, is 24 bytes in version 1, 28 in version 2 and 284 in
+// version 3; the file size must be exactly H + 8 n_merges. Version 1 has no
+// pre-tokenizer field: its rule is the byte classes, the only one there was
+// when it was written. A tokenizer of that rule is always written as version
+// 1, so a file made before the rule was recorded keeps its bytes and its
+// checksum; version 2 names any other rule. Both mean id b = byte b; version
+// 3, written only for a tokenizer whose ids 0..255 hold the bytes in another
+// order (one read from GPT-2's files), says which, so every file of versions
+// 1 and 2 is written as it always was. Each tokenizer has exactly one
+// layout, so its checksum is that of its file.
 #include "common/fs.h"
 #include "data/bpe.h"
 
@@ -33,6 +38,7 @@
 static const char BPE_MAGIC[8] = {'R', 'L', 'B', 'P', 'E', 'T', 'O', 'K'};
 #define BPE_HEADER_V1 24   // magic, version, vocab_size, eot_id, n_merges
 #define BPE_HEADER_V2 28   // and the pre-tokenizer
+#define BPE_HEADER_V3 (BPE_HEADER_V2 + 256)   // and the byte of each of ids 0..255
 
 // ---------------------------------------------------------------- tables
 
@@ -56,13 +62,24 @@ typedef struct {
 
 static uint64_t pair_key(uint32_t left, uint32_t right) { return ((uint64_t)left << 32) | right; }
 
-int bpe_from_merges(Tokenizer *tok, BpePretok rule, const uint32_t (*merges)[2], int n_merges,
-                    char *err, size_t errlen) {
+int bpe_from_merges(Tokenizer *tok, BpePretok rule, const uint8_t *id_byte, const uint32_t (*merges)[2],
+                    int n_merges, char *err, size_t errlen) {
     memset(tok, 0, sizeof *tok);
     int vocab_size = 256 + n_merges + 1;
     if (n_merges < 0 || vocab_size > BPE_MAX_VOCAB) {
         snprintf(err, errlen, "%d merges give a vocabulary outside %d..%d", n_merges, BPE_MIN_VOCAB, BPE_MAX_VOCAB);
         return -1;
+    }
+    int id_of[256];   // byte -> id, -1 until seen: the order must hold each byte once
+    for (int b = 0; b < 256; b++) id_of[b] = -1;
+    for (int id = 0; id < 256; id++) {
+        int b = id_byte ? id_byte[id] : id;
+        if (id_of[b] >= 0) {
+            snprintf(err, errlen, "ids %d and %d are both the byte 0x%02x: the first 256 ids must be the 256 bytes, "
+                     "each once", id_of[b], id, b);
+            return -1;
+        }
+        id_of[b] = id;
     }
     for (int i = 0; i < n_merges; i++)
         for (int k = 0; k < 2; k++)
@@ -107,8 +124,9 @@ int bpe_from_merges(Tokenizer *tok, BpePretok rule, const uint32_t (*merges)[2],
         return -1;
     }
     memcpy(tok->merges, merges, (size_t)n_merges * sizeof *tok->merges);
+    for (int b = 0; b < 256; b++) tok->byte_id[b] = (uint32_t)id_of[b];
     uint8_t *p = in->arena;
-    for (int id = 0; id < 256; id++) { tok->token_bytes[id] = p; *p++ = (uint8_t)id; }
+    for (int id = 0; id < 256; id++) { tok->token_bytes[id] = p; *p++ = id_byte ? id_byte[id] : (uint8_t)id; }
     for (int i = 0; i < n_merges; i++) {
         uint32_t l = merges[i][0], r = merges[i][1];
         tok->token_bytes[256 + i] = p;
@@ -131,6 +149,12 @@ int bpe_from_merges(Tokenizer *tok, BpePretok rule, const uint32_t (*merges)[2],
         }
     }
     return 0;
+}
+
+int bpe_bytes_in_order(const Tokenizer *tok) {
+    for (int b = 0; b < 256; b++)
+        if (tok->byte_id[b] != (uint32_t)b) return 0;
+    return 1;
 }
 
 void bpe_free(Tokenizer *tok) {
@@ -156,15 +180,16 @@ typedef struct { FILE *f; int ok; uint64_t hash; } ByteSink;
 typedef void (*SinkFn)(ByteSink *sink, const uint8_t *bytes, size_t n);
 
 static void file_bytes(const Tokenizer *tok, SinkFn put, ByteSink *sink) {
-    uint8_t header[BPE_HEADER_V2], merge[8];
-    int v1 = tok->pretok == BPE_PRETOK_BYTE_CLASSES;
+    uint8_t header[BPE_HEADER_V3], merge[8];
+    int version = !bpe_bytes_in_order(tok) ? 3 : tok->pretok == BPE_PRETOK_BYTE_CLASSES ? 1 : 2;
     memcpy(header, BPE_MAGIC, 8);
-    put_u32(header + 8, v1 ? 1 : 2);
+    put_u32(header + 8, (uint32_t)version);
     put_u32(header + 12, tok->vocab_size);
     put_u32(header + 16, tok->eot_id);
     put_u32(header + 20, tok->n_merges);
-    put_u32(header + 24, tok->pretok);   // version 2 only
-    put(sink, header, v1 ? BPE_HEADER_V1 : BPE_HEADER_V2);
+    put_u32(header + 24, tok->pretok);   // versions 2 and 3
+    for (int id = 0; id < 256; id++) header[BPE_HEADER_V2 + id] = tok->token_bytes[id][0];   // version 3
+    put(sink, header, version == 1 ? BPE_HEADER_V1 : version == 2 ? BPE_HEADER_V2 : BPE_HEADER_V3);
     for (int i = 0; i < tok->n_merges; i++) {
         put_u32(merge, tok->merges[i][0]);
         put_u32(merge + 4, tok->merges[i][1]);
@@ -201,10 +226,10 @@ uint64_t bpe_checksum(const Tokenizer *tok) {
 
 // The whole file is read and checked before anything is sized from it: the
 // header's counts must agree with each other and with the file size, which
-// is at most 28 + 8 * (BPE_MAX_VOCAB - 257) bytes.
+// is at most 284 + 8 * (BPE_MAX_VOCAB - 257) bytes.
 int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen) {
     memset(tok, 0, sizeof *tok);
-    enum { MAX_BYTES = BPE_HEADER_V2 + 8 * (BPE_MAX_VOCAB - 257) };
+    enum { MAX_BYTES = BPE_HEADER_V3 + 8 * (BPE_MAX_VOCAB - 257) };
     long long file_size;
     FILE *f = fopen_regular_file(path, &file_size, err, errlen);
     if (!f) return -1;
@@ -224,19 +249,28 @@ int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen) {
         free(buf); return -1;
     }
     uint32_t version = get_u32(buf + 8), vocab = get_u32(buf + 12), eot = get_u32(buf + 16), n_merges = get_u32(buf + 20);
-    size_t header = version == 2 ? BPE_HEADER_V2 : BPE_HEADER_V1;
-    uint32_t rule = version == 2 && size >= header ? get_u32(buf + 24) : BPE_PRETOK_BYTE_CLASSES;
+    size_t header = version == 3 ? BPE_HEADER_V3 : version == 2 ? BPE_HEADER_V2 : BPE_HEADER_V1;
+    uint32_t rule = version >= 2 && size >= header ? get_u32(buf + 24) : BPE_PRETOK_BYTE_CLASSES;
+    const uint8_t *id_byte = version == 3 && size >= header ? buf + BPE_HEADER_V2 : NULL;
+    int in_order = 1;
+    for (int id = 0; id_byte && id < 256; id++) in_order &= id_byte[id] == id;
     const char *problem = NULL;
     char msg[200];
     if (memcmp(buf, BPE_MAGIC, 8) != 0) problem = "bad magic (not a ropelab tokenizer file)";
-    else if (version != 1 && version != 2) {
-        snprintf(msg, sizeof msg, "tokenizer version %u is not supported (expected 1 or 2)", version); problem = msg;
+    else if (version < 1 || version > 3) {
+        snprintf(msg, sizeof msg, "tokenizer version %u is not supported (expected 1, 2 or 3)", version); problem = msg;
     } else if (size < header) {
         snprintf(msg, sizeof msg, "file is %zu bytes, shorter than the %zu of a version %u header", size, header,
                  version); problem = msg;
     } else if (version == 2 && rule != BPE_PRETOK_GPT2) {   // byte classes are version 1's
         snprintf(msg, sizeof msg, "pre-tokenizer %u is not one of version 2 (%d: %s)", rule, BPE_PRETOK_GPT2,
                  pretok_name(BPE_PRETOK_GPT2)); problem = msg;
+    } else if (version == 3 && rule != BPE_PRETOK_GPT2 && rule != BPE_PRETOK_BYTE_CLASSES) {
+        snprintf(msg, sizeof msg, "pre-tokenizer %u is not one ropelab knows (%d: %s, %d: %s)", rule,
+                 BPE_PRETOK_BYTE_CLASSES, pretok_name(BPE_PRETOK_BYTE_CLASSES), BPE_PRETOK_GPT2,
+                 pretok_name(BPE_PRETOK_GPT2)); problem = msg;
+    } else if (version == 3 && in_order) {   // one layout per tokenizer: then it is version 1's or 2's
+        problem = "version 3 with ids 0..255 in byte order (such a tokenizer is written as version 1 or 2)";
     } else if (vocab < BPE_MIN_VOCAB || vocab > BPE_MAX_VOCAB) {
         snprintf(msg, sizeof msg, "vocabulary size %u out of range (%d..%d)", vocab, BPE_MIN_VOCAB, BPE_MAX_VOCAB); problem = msg;
     } else if (n_merges != vocab - 257) {
@@ -255,10 +289,11 @@ int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen) {
         merges[i][0] = get_u32(buf + header + 8 * i);
         merges[i][1] = get_u32(buf + header + 8 * i + 4);
     }
-    free(buf);
     char why[300];
-    int rc = bpe_from_merges(tok, (BpePretok)rule, (const uint32_t (*)[2])merges, (int)n_merges, why, sizeof why);
+    int rc = bpe_from_merges(tok, (BpePretok)rule, id_byte, (const uint32_t (*)[2])merges, (int)n_merges, why,
+                             sizeof why);
     free(merges);
+    free(buf);
     if (rc) { snprintf(err, errlen, "%s: %s", path, why); return -1; }
     return 0;
 }
@@ -267,10 +302,10 @@ int bpe_load(Tokenizer *tok, const char *path, char *err, size_t errlen) {
 
 // BPE on one piece: repeatedly merge every occurrence (left to right) of the
 // adjacent pair with the lowest rank, which replays the merges of training in
-// the order they were learned. In place in ids (len ids: the piece's bytes
-// first); returns the number left. O(len x merges applied) at worst.
+// the order they were learned. In place in ids (len ids: the ids of the
+// piece's bytes first); returns the number left. O(len x merges applied) at worst.
 static size_t merge_passes(const Tokenizer *tok, const BpeInternal *in, const uint8_t *s, size_t len, uint32_t *ids) {
-    for (size_t i = 0; i < len; i++) ids[i] = s[i];
+    for (size_t i = 0; i < len; i++) ids[i] = tok->byte_id[s[i]];
     size_t n = len;
     while (n > 1) {
         uint32_t best = UINT32_MAX;
@@ -325,7 +360,7 @@ static PairEntry entry_pop(PairEntry *heap, size_t *n) {
     return top;
 }
 
-static size_t merge_heap(const BpeInternal *in, const uint8_t *s, size_t len, uint32_t *ids) {
+static size_t merge_heap(const Tokenizer *tok, const BpeInternal *in, const uint8_t *s, size_t len, uint32_t *ids) {
     const uint32_t NONE = UINT32_MAX;
     if (len >= NONE) return 0;   // positions are uint32
     uint32_t *next = malloc(len * sizeof *next), *prev = malloc(len * sizeof *prev);
@@ -334,7 +369,7 @@ static size_t merge_heap(const BpeInternal *in, const uint8_t *s, size_t len, ui
     if (!next || !prev || !heap) { free(next); free(prev); free(heap); return 0; }
     size_t n_heap = 0;
     for (size_t k = 0; k < len; k++) {
-        ids[k] = s[k];
+        ids[k] = tok->byte_id[s[k]];
         next[k] = k + 1 < len ? (uint32_t)(k + 1) : NONE;
         prev[k] = k > 0 ? (uint32_t)(k - 1) : NONE;
     }
@@ -364,7 +399,7 @@ static size_t merge_heap(const BpeInternal *in, const uint8_t *s, size_t len, ui
 }
 
 static size_t encode_piece(const Tokenizer *tok, const BpeInternal *in, const uint8_t *s, size_t len, uint32_t *ids) {
-    size_t m = len > BPE_MAX_PIECE ? merge_heap(in, s, len, ids) : 0;
+    size_t m = len > BPE_MAX_PIECE ? merge_heap(tok, in, s, len, ids) : 0;
     return m > 0 ? m : merge_passes(tok, in, s, len, ids);
 }
 

@@ -331,7 +331,7 @@ int bpe_train_multi(Tokenizer *tok, BpePretok rule, const uint8_t *const *texts,
         if (progress && (n_merges % report_every == 0 || n_merges == want)) progress(n_merges, want, user);
     }
     if (progress && n_merges < want) progress(n_merges, want, user);
-    rc = bpe_from_merges(tok, rule, (const uint32_t (*)[2])merges, n_merges, err, errlen);
+    rc = bpe_from_merges(tok, rule, NULL, (const uint32_t (*)[2])merges, n_merges, err, errlen);
     goto done;
 oom:
     snprintf(err, errlen, "out of memory while training the tokenizer (%zu distinct words, %zu pairs)",

@@ -15,7 +15,8 @@ const char *const DATA_FILE_KEYS[DATA_N_FILES] = {"tokenizer", "train", "val"};
 const char *const DATA_FILE_NAMES[DATA_N_FILES] = {"tokenizer.bin", "train.bin", "val.bin"};
 
 // FNV-1a, 64 bits: h = 14695981039346656037, then per byte h = (h ^ byte) * 1099511628211.
-int data_file_hash(const char *path, long long *bytes, uint64_t *fnv1a, char *err, size_t errlen) {
+// The file's bytes continue the hash *fnv1a and add to *bytes.
+static int hash_more(const char *path, long long *bytes, uint64_t *fnv1a, char *err, size_t errlen) {
     long long size;
     int fd = open_regular_file(path, &size, err, errlen);
     if (fd < 0) return -1;
@@ -26,8 +27,8 @@ int data_file_hash(const char *path, long long *bytes, uint64_t *fnv1a, char *er
         snprintf(err, errlen, "%s: out of memory", path);
         return -1;
     }
-    uint64_t h = 0xcbf29ce484222325ull;
-    long long total = 0;
+    uint64_t h = *fnv1a;
+    long long total = *bytes;
     ssize_t n;
     while ((n = read(fd, buf, CHUNK)) > 0) {
         for (ssize_t i = 0; i < n; i++) h = (h ^ buf[i]) * 0x100000001b3ull;
@@ -43,16 +44,28 @@ int data_file_hash(const char *path, long long *bytes, uint64_t *fnv1a, char *er
     return 0;
 }
 
-int data_file_record(DataFile *f, const char *path, char *err, size_t errlen) {
+int data_file_hash(const char *path, long long *bytes, uint64_t *fnv1a, char *err, size_t errlen) {
+    *bytes = 0;
+    *fnv1a = 0xcbf29ce484222325ull;
+    return hash_more(path, bytes, fnv1a, err, errlen);
+}
+
+int data_files_record(DataFile *f, const char *path, const char *const *files, int n, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     if (strlen(path) >= sizeof f->path) {
         snprintf(err, errlen, "%.200s...: path longer than %d characters", path, DATA_PATH_MAX - 1);
         return -1;
     }
     snprintf(f->path, sizeof f->path, "%s", path);
-    if (data_file_hash(path, &f->bytes, &f->fnv1a, err, errlen) != 0) return -1;
+    f->fnv1a = 0xcbf29ce484222325ull;
+    for (int i = 0; i < n; i++)
+        if (hash_more(files[i], &f->bytes, &f->fnv1a, err, errlen) != 0) return -1;
     f->known = 1;
     return 0;
+}
+
+int data_file_record(DataFile *f, const char *path, char *err, size_t errlen) {
+    return data_files_record(f, path, &path, 1, err, errlen);
 }
 
 void data_record_free(DataRecord *r) {

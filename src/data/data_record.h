@@ -28,7 +28,8 @@
 //   split = tail                              (tail | docs)
 //   doc_sep = \n\n                            (only with --doc-sep; escaped as given)
 //   pretokenizer = byte-classes               (gpt2 | byte-classes; or, instead,
-//   tokenizer = PATH, tokenizer_bytes, tokenizer_fnv1a: ./prepare --tokenizer PATH)
+//   tokenizer = PATH, tokenizer_bytes, tokenizer_fnv1a: ./prepare --tokenizer PATH;
+//   for a directory, of the files read from it, in order: data_files_record)
 //   input = data/gcide.txt                    (one block per input text, in order)
 //   input_bytes = 29283954
 //   input_fnv1a = ...
@@ -80,6 +81,11 @@ typedef struct {
 int data_file_hash(const char *path, long long *bytes, uint64_t *fnv1a, char *err, size_t errlen);
 // Fills f (path, bytes, fnv1a, known = 1) from the file at path.
 int data_file_record(DataFile *f, const char *path, char *err, size_t errlen);
+// The same for an input of several files (a tokenizer directory's, GPT-2's
+// encoder.json then vocab.bpe) under the name path: the bytes of files[0..n)
+// one after the other, as if one file (their sizes summed, FNV-1a over
+// their concatenation); of one file, exactly data_file_record's.
+int data_files_record(DataFile *f, const char *path, const char *const *files, int n, char *err, size_t errlen);
 
 void data_record_free(DataRecord *r);
 // Reads a record (bounded: at most DATA_RECORD_MAX_BYTES and DATA_RECORD_MAX_INPUTS

@@ -32,9 +32,42 @@ size_t bpe_gpt2_text(const uint8_t *bytes, size_t n, char *out) {
     return len;
 }
 
+// The byte code point cp names, or -1: U+0100 + k is the k-th of the bytes
+// that do not stand for themselves, 0x00..0x20 (k 0..32), 0x7F..0xA0 (k
+// 33..66) and 0xAD (k 67).
+static int byte_named(uint32_t cp) {
+    if (cp < 256) return stands_for_itself((uint8_t)cp) ? (int)cp : -1;
+    uint32_t k = cp - 256;
+    return k <= 32 ? (int)k : k <= 66 ? 0x7F + (int)(k - 33) : k == 67 ? 0xAD : -1;
+}
+
+int bpe_gpt2_bytes(const char *text, size_t len, uint8_t *out, int cap, uint32_t *bad) {
+    const uint8_t *s = (const uint8_t *)text;
+    int n = 0;
+    *bad = 0xFFFFFFFF;
+    for (size_t i = 0; i < len; n++) {
+        int extra = s[i] < 0x80 ? 0 : s[i] >= 0xC2 && s[i] <= 0xDF ? 1 : s[i] >= 0xE0 && s[i] <= 0xEF ? 2
+                  : s[i] >= 0xF0 && s[i] <= 0xF4 ? 3 : -1;
+        if (extra < 0 || i + (size_t)extra >= len) return -1;
+        uint32_t cp = s[i] & (0x7F >> extra);
+        for (int k = 1; k <= extra; k++) {
+            if ((s[i + k] & 0xC0) != 0x80) return -1;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        i += (size_t)extra + 1;
+        static const uint32_t SHORTEST[4] = {0, 0x80, 0x800, 0x10000};   // below: an overlong form
+        if (cp < SHORTEST[extra]) return -1;
+        int b = byte_named(cp);
+        if (b < 0) { *bad = cp; return -1; }
+        if (n == cap) return -1;
+        out[n] = (uint8_t)b;
+    }
+    return n;
+}
+
 // GGUF's token types (llama.h's llama_token_type).
 enum { TOKEN_TYPE_NORMAL = 1, TOKEN_TYPE_CONTROL = 3 };
-static const char EOT_TEXT[] = "<|endoftext|>";
+static const char EOT_TEXT[] = BPE_EOT_TEXT;
 
 int bpe_gguf(const Tokenizer *tok, BpeGguf *g, char *err, size_t errlen) {
     memset(g, 0, sizeof *g);

@@ -8,8 +8,10 @@
 // 0x7F..0xA0, 0xAD), in increasing order, for U+0100..U+0143 ("Ġ" = U+0120
 // is the space). A token is the concatenation of its bytes' code points, as
 // UTF-8; a merge is "LEFT RIGHT", which is unambiguous because no code point
-// of the alphabet is a space. ropelab's ids keep their values: 0..255 are
-// the bytes themselves, 256 + i merge i.
+// of the alphabet is a space. The ids keep their values: 0..255 are the
+// single bytes (the bytes themselves in ropelab's own tokenizers; in one read
+// from GPT-2's files, GPT-2's order, so its ids are written back), 256 + i
+// merge i.
 #ifndef ROPELAB_BPE_GPT2_H
 #define ROPELAB_BPE_GPT2_H
 
@@ -24,6 +26,11 @@ uint32_t bpe_gpt2_codepoint(uint8_t b);
 // The UTF-8 text of n bytes in GPT-2's alphabet into out (at most 2 n bytes
 // and a NUL: every code point is below U+0800); returns its length.
 size_t bpe_gpt2_text(const uint8_t *bytes, size_t n, char *out);
+// The other way: the bytes a text of the alphabet names (len bytes of UTF-8)
+// into out (room for cap). Returns how many, or -1 when the text is not the
+// alphabet's: *bad is then the first code point that names no byte, or
+// 0xFFFFFFFF where the text is not UTF-8 or names more than cap bytes.
+int bpe_gpt2_bytes(const char *text, size_t len, uint8_t *out, int cap, uint32_t *bad);
 
 // The tokenizer as GGUF's keys (tokenizer.ggml.*): model "gpt2" (byte-level
 // BPE), pre-tokenizer "gpt-2": GPT-2's regex, the tokenizer's own rule when
@@ -36,8 +43,9 @@ size_t bpe_gpt2_text(const uint8_t *bytes, size_t n, char *out);
 // (docs/FORMAT.md has where those two split differently). The model itself
 // runs the same in llama.cpp on the same ids. Then the tokens in the
 // alphabet above, the merges in order (rank = merge index), and the
-// end-of-text id as "<|endoftext|>", a control token that is both bos (added
+// end-of-text id as BPE_EOT_TEXT, a control token that is both bos (added
 // in front of a text, as ./sample starts every sample) and eos.
+#define BPE_EOT_TEXT "<|endoftext|>"   // the end-of-text token's name, GPT-2's
 #define BPE_GGUF_KV 9
 typedef struct {
     GgufKv kv[BPE_GGUF_KV];

@@ -4,8 +4,8 @@
 // The weights: each of Hugging Face's tensors is one of ours (or a block of
 // its rows), as it is, transposed, or with its rows permuted, by the tables
 // below, which format/hf_read.c reads by too (hf_parts, hf_our_index). The
-// configuration and the tokenizer are JSON (cJSON), in the forms
-// transformers' GPT2Config / LlamaConfig and the tokenizers library read.
+// configuration is JSON (cJSON), in the form transformers' GPT2Config /
+// LlamaConfig read; the tokenizer's two files are hf_tokenizer.c's.
 #include "format/hf_model.h"
 
 #include <cjson/cJSON.h>
@@ -15,8 +15,8 @@
 
 #include "common/atomic_dir.h"
 #include "common/atomic_file.h"
-#include "format/bpe_gpt2.h"
 #include "format/gguf_model.h"
+#include "format/hf_tokenizer.h"
 #include "format/safetensors.h"
 #include "model/layers.h"
 #include "model/pos.h"
@@ -248,139 +248,30 @@ static cJSON *config_json(const GPTConfig *cfg, int eot) {
     return c;
 }
 
-static cJSON *byte_level(int add_prefix_space, int trim_offsets) {
-    cJSON *b = cJSON_CreateObject();
-    cJSON_AddStringToObject(b, "type", "ByteLevel");
-    cJSON_AddBoolToObject(b, "add_prefix_space", add_prefix_space);
-    cJSON_AddBoolToObject(b, "trim_offsets", trim_offsets);
-    cJSON_AddTrueToObject(b, "use_regex");
-    return b;
-}
-
-static cJSON *eot_token(const char *text, int id, int with_id) {
-    cJSON *t = cJSON_CreateObject();
-    if (with_id) cJSON_AddNumberToObject(t, "id", id);
-    cJSON_AddStringToObject(t, "content", text);
-    cJSON_AddFalseToObject(t, "single_word");
-    cJSON_AddFalseToObject(t, "lstrip");
-    cJSON_AddFalseToObject(t, "rstrip");
-    cJSON_AddFalseToObject(t, "normalized");
-    cJSON_AddTrueToObject(t, "special");
-    return t;
-}
-
-// tokenizer.json: byte-level BPE in the tokenizers library's form. The vocabulary
-// and merges are the GGUF's (bpe_gguf: GPT-2's alphabet, merges "LEFT RIGHT" in
-// rank order); the pre-tokenizer is the one of the GGUF's tokenizer.ggml.pre;
-// <|endoftext|> is put before a text, as ./sample and the GGUF's add_bos_token do.
-static cJSON *tokenizer_json(const BpeGguf *g, int V, int M, const char *pre, char *err, size_t errlen) {
-    if (strcmp(pre, "gpt-2") != 0) {
-        snprintf(err, errlen, "no Hugging Face pre-tokenizer is written for tokenizer.ggml.pre = %s", pre);
-        return NULL;
-    }
-    const char *eot = g->tokens[V - 1];
-    cJSON *t = cJSON_CreateObject();
-    cJSON_AddStringToObject(t, "version", "1.0");
-    cJSON_AddNullToObject(t, "truncation");
-    cJSON_AddNullToObject(t, "padding");
-    cJSON *added = cJSON_AddArrayToObject(t, "added_tokens");
-    cJSON_AddItemToArray(added, eot_token(eot, V - 1, 1));
-    cJSON_AddNullToObject(t, "normalizer");
-    cJSON_AddItemToObject(t, "pre_tokenizer", byte_level(0, 1));   // GPT-2's regex, no prefix space
-    cJSON *post = cJSON_AddObjectToObject(t, "post_processor");
-    cJSON_AddStringToObject(post, "type", "TemplateProcessing");
-    cJSON *single = cJSON_AddArrayToObject(post, "single");
-    cJSON *bos = cJSON_CreateObject(), *seq = cJSON_CreateObject(), *x;
-    x = cJSON_AddObjectToObject(bos, "SpecialToken");
-    cJSON_AddStringToObject(x, "id", eot);
-    cJSON_AddNumberToObject(x, "type_id", 0);
-    x = cJSON_AddObjectToObject(seq, "Sequence");
-    cJSON_AddStringToObject(x, "id", "A");
-    cJSON_AddNumberToObject(x, "type_id", 0);
-    cJSON_AddItemToArray(single, bos);
-    cJSON_AddItemToArray(single, seq);
-    cJSON *pair = cJSON_AddArrayToObject(post, "pair");
-    cJSON_AddItemToArray(pair, cJSON_Duplicate(bos, 1));
-    cJSON_AddItemToArray(pair, cJSON_Duplicate(seq, 1));
-    x = cJSON_CreateObject();
-    cJSON *xs = cJSON_AddObjectToObject(x, "Sequence");
-    cJSON_AddStringToObject(xs, "id", "B");
-    cJSON_AddNumberToObject(xs, "type_id", 1);
-    cJSON_AddItemToArray(pair, x);
-    cJSON *specials = cJSON_AddObjectToObject(post, "special_tokens"), *sp = cJSON_AddObjectToObject(specials, eot);
-    cJSON_AddStringToObject(sp, "id", eot);
-    cJSON_AddItemToObject(sp, "ids", cJSON_CreateIntArray((const int[]){V - 1}, 1));
-    cJSON_AddItemToObject(sp, "tokens", cJSON_CreateStringArray(&eot, 1));
-    cJSON_AddItemToObject(t, "decoder", byte_level(1, 1));
-    cJSON *model = cJSON_AddObjectToObject(t, "model");
-    cJSON_AddStringToObject(model, "type", "BPE");
-    cJSON_AddNullToObject(model, "dropout");
-    cJSON_AddNullToObject(model, "unk_token");
-    cJSON_AddStringToObject(model, "continuing_subword_prefix", "");
-    cJSON_AddStringToObject(model, "end_of_word_suffix", "");
-    cJSON_AddFalseToObject(model, "fuse_unk");
-    cJSON_AddFalseToObject(model, "byte_fallback");
-    cJSON *vocab = cJSON_AddObjectToObject(model, "vocab");
-    for (int id = 0; id < V; id++) cJSON_AddNumberToObject(vocab, g->tokens[id], id);
-    cJSON_AddItemToObject(model, "merges", cJSON_CreateStringArray((const char *const *)g->merges, M));
-    return t;
-}
-
-static cJSON *tokenizer_config_json(const char *eot, int V, int block_size) {
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "tokenizer_class", "PreTrainedTokenizerFast");
-    cJSON_AddStringToObject(c, "bos_token", eot);
-    cJSON_AddStringToObject(c, "eos_token", eot);
-    cJSON_AddNullToObject(c, "unk_token");
-    cJSON_AddTrueToObject(c, "add_bos_token");
-    cJSON_AddFalseToObject(c, "add_eos_token");
-    cJSON_AddFalseToObject(c, "clean_up_tokenization_spaces");
-    cJSON_AddNumberToObject(c, "model_max_length", block_size);
-    cJSON *decoder = cJSON_AddObjectToObject(c, "added_tokens_decoder");
-    char id[16];
-    snprintf(id, sizeof id, "%d", V - 1);
-    cJSON_AddItemToObject(decoder, id, eot_token(eot, V - 1, 0));
-    return c;
-}
-
 int hf_model_check_target(const char *dir, int replace, char *err, size_t errlen) {
     return atomic_dir_check_target(dir, HF_FILES, HF_N_FILES, replace, err, errlen);
 }
 
 // The four files into the temporary directory.
-static int write_files(const GPTConfig *cfg, const Tokenizer *tok, const BpeGguf *vocab, cJSON *tok_json,
-                       const StTensorOut *t, int n, const char *dir, char *err, size_t errlen) {
+static int write_files(const GPTConfig *cfg, const Tokenizer *tok, cJSON *tok_json, const StTensorOut *t, int n,
+                       const char *dir, char *err, size_t errlen) {
     char path[4096];
     const StMeta meta[] = {{"format", "pt"}};
-    int V = tok->vocab_size;
     int rc = write_json(dir, HF_FILES[0], config_json(cfg, tok->eot_id), 1, err, errlen);
     if (rc == 0 && (rc = path_in(path, sizeof path, dir, HF_FILES[1], err, errlen)) == 0)
         rc = st_write(path, t, n, meta, 1, ATOMIC_NEW, err, errlen);
     if (rc == 0) rc = write_json(dir, HF_FILES[2], tok_json, 0, err, errlen);
     else cJSON_Delete(tok_json);
-    if (rc == 0)
-        rc = write_json(dir, HF_FILES[3], tokenizer_config_json(vocab->tokens[V - 1], V, cfg->block_size), 1, err,
-                        errlen);
+    if (rc == 0) rc = write_json(dir, HF_FILES[3], hf_tokenizer_config_json(tok, cfg->block_size), 1, err, errlen);
     return rc;
 }
 
 int hf_model_write(GPT *model, const Tokenizer *tok, const char *dir, int replace, char *err, size_t errlen) {
     const GPTConfig *cfg = gpt_config(model);
     if (hf_model_refusal(cfg, err, errlen)) return -1;
-    BpeGguf vocab;
-    if (bpe_gguf(tok, &vocab, err, errlen)) return -2;
-    int V = tok->vocab_size, rc = 0;
-    const char *pre = "";
-    for (int k = 0; k < BPE_GGUF_KV; k++)
-        if (strcmp(vocab.kv[k].key, "tokenizer.ggml.pre") == 0) pre = vocab.kv[k].str;
-    if (vocab.n_duplicates > 0) {   // a JSON vocabulary maps each text to one id
-        snprintf(err, errlen, "the tokenizer has %d tokens whose bytes another token has too: tokenizer.json's "
-                 "vocabulary (text -> id) cannot hold them", vocab.n_duplicates);
-        bpe_gguf_free(&vocab);
-        return -1;
-    }
-    cJSON *tok_json = tokenizer_json(&vocab, V, tok->n_merges, pre, err, errlen);
-    if (!tok_json) { bpe_gguf_free(&vocab); return -1; }
+    cJSON *tok_json;
+    int rc = hf_tokenizer_json(tok, &tok_json, err, errlen);
+    if (rc != 0) return rc;
 
     const ParamEntry *entries;
     int n_entries = gpt_param_entries(model, &entries);
@@ -408,7 +299,7 @@ int hf_model_write(GPT *model, const Tokenizer *tok, const char *dir, int replac
         rc = -1;
         goto done;
     }
-    int ok = write_files(cfg, tok, &vocab, tok_json, t, n, ad.tmp, err, errlen) == 0;
+    int ok = write_files(cfg, tok, tok_json, t, n, ad.tmp, err, errlen) == 0;
     tok_json = NULL;   // write_files freed it
     rc = atomic_dir_commit(&ad, ok, err, errlen);
 done:
@@ -416,6 +307,5 @@ done:
     free(t);
     free(parts);
     free(made);
-    bpe_gguf_free(&vocab);
     return rc;
 }

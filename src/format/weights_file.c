@@ -280,7 +280,7 @@ static int load_hf_dir(GPT **model, const char *path, char *err, size_t errlen) 
     GPT *m = NULL;
     char msg[256];
     if (hf_open(&d, path, err, errlen) != 0) return -1;
-    int rc = gpt_create_uninit(&m, hf_config(d), msg, sizeof msg);
+    int rc = gpt_create_uninit(&m, hf_config(d), 0, msg, sizeof msg);
     if (rc != 0) snprintf(err, errlen, "%s: %s", path, msg);
     else rc = hf_read_params(d, m, err, errlen);
     hf_close(d);

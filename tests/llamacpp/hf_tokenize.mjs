@@ -6,8 +6,9 @@
 //
 //   node tests/llamacpp/hf_tokenize.mjs REQUEST.json > RESPONSE.json
 //
-// REQUEST:  {"dir": "DIR", "tokenize": ["text", ...],   the ids of each text, without and with
-//                                                       the special tokens the post-processor adds
+// REQUEST:  {"dir": "DIR", "tokenize": ["text", ...],   the ids of each text
+//            "tokenize_special": ["text", ...],         the same with the special tokens the
+//                                                       post-processor adds
 //            "decode": [[ids], ...]}                    the text of each id sequence
 // RESPONSE: {"tokenize": [[ids]...], "tokenize_special": [[ids]...], "decode": ["text"...]}
 import {readFileSync} from "node:fs";
@@ -19,7 +20,7 @@ const tokenizer = new Tokenizer(json("tokenizer.json"), json("tokenizer_config.j
 const ids = (text, special) => Array.from(tokenizer.encode(text, {add_special_tokens: special}).ids, Number);
 const response = {
     tokenize: (request.tokenize ?? []).map(text => ids(text, false)),
-    tokenize_special: (request.tokenize ?? []).map(text => ids(text, true)),
+    tokenize_special: (request.tokenize_special ?? []).map(text => ids(text, true)),
     decode: (request.decode ?? []).map(seq => tokenizer.decode(seq)),
 };
 process.stdout.write(JSON.stringify(response));

