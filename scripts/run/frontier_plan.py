@@ -10,7 +10,9 @@ budgets, lrs and FLOP count from here.
     frontier_plan.py next OUT                 the next batch to train, "SEEDS VARIANT ..." (its
                                               label on stderr); nothing once the study is whole
     frontier_plan.py name SCHEME WIDTH BUDGET [LR_FACTOR]   one run's variant name
-    frontier_plan.py lr-fit                   the lr rule's fit on the size sweep's logs
+    frontier_plan.py lr-fit                   the lr rule's first fit, on the size sweep's logs
+    frontier_plan.py lr-fit OUT               the rule fitted on OUT's lr checks (every lr run at
+                                              the check points, seeds 1-2)
 
 FRONTIER_SCALE=S divides every budget by S (the smoke run of the pipeline;
 a run at budget k is never shorter than 12 + k steps, so that its schedule's
@@ -44,16 +46,19 @@ scheme's lowest loss (mean of seeds 1-2) falls on the smallest or largest
 size run at a budget, the next width beyond is added for both schemes, until
 the minimum lies inside or the width ladder ends.
 
-lr: one rule, lr = LR_AT_128[scheme] (128 / W)^LR_WIDTH_POWER, rounded to two
-significant digits, fitted on the size sweep's per-width best lrs (`lr-fit`).
-Before the budgets, it is checked at the study's smallest and largest width
-(at the first budget that has each) against half and twice its lr, seeds
-1-2, so the chosen lr is the middle of the grid checked. If, for either
-scheme at either end, one neighbour is lower than the rule's lr in both
-seeds, `next` stops the study (exit 3) with the table: the rule is off there
-and is to be fitted again, for both schemes alike. FRONTIER_LR_GATE=warn
-goes on regardless (the default in a smoke run, whose tiny budgets favour
-large lrs).
+lr: each scheme's lr at the study's smallest and largest width (the check
+points: each at the first budget that has it) is the best of a factor-2
+grid there, mean of seeds 1-2, not at the grid's edge (`lr-fit OUT` reads
+the grids; LR_ENDS holds the two lrs); between and beyond, lr is a power of
+width through them, rounded to two significant digits. (The first rule, one
+power of width fitted on the size sweep's 600-step grids, `lr-fit`, put
+both schemes' lrs 4x too high at width 32 and learned's 2x too high at
+192.) Before the budgets the rule is checked at both ends against half and
+twice its lr, seeds 1-2, so the chosen lr is the middle of the grid
+checked. If, for either scheme at either end, one neighbour is lower than
+the rule's lr in both seeds, `next` stops the study (exit 3) with the
+table. FRONTIER_LR_GATE=warn goes on regardless (the default in a smoke
+run, whose tiny budgets favour large lrs).
 
 Seeds: 1-2 at every point; seed 3 at each scheme's best size of each budget
 (the lowest mean of seeds 1-2, after any sizes were added).
@@ -86,10 +91,10 @@ INITIAL_SIZES = ((32, 64, 96, 128), (32, 64, 96, 128), (64, 96, 128, 160, 192))
 LADDER = tuple(range(32, 321, 32))
 LEARNED_EXTRA_SIZES = 3          # learned's best width at the largest budget and the next two
 
-# The lr rule (`lr-fit`: a common power of width over both schemes, each its own
-# level, fitted on the size sweep's seed-1 grids).
-LR_AT_128 = {"rope": 0.00438, "learned": 0.00386}
-LR_WIDTH_POWER = 0.953
+# The lr rule: each scheme's lr at the smallest and the largest check width,
+# the best of a factor-2 grid there on seeds 1-2 (`lr-fit OUT`), and a power of
+# width between them.
+LR_ENDS = {"rope": (0.004, 0.003), "learned": (0.0035, 0.0013)}
 LR_CHECK_FACTORS = (0.5, 2.0)
 
 SEEDS = 2                        # at every point
@@ -152,7 +157,11 @@ def steps(w, k, s=None):
 
 
 def lr(scheme, w):
-    return float(f"{LR_AT_128[scheme] * (128 / w) ** LR_WIDTH_POWER:.2g}")
+    """lr_small (w / W_small)^b with b = ln(lr_large / lr_small) / ln(W_large / W_small): the
+    ends' lrs exactly, a straight line in log lr against log width between them (and beyond)."""
+    (_, w0), (_, w1) = check_points()
+    x0, x1 = LR_ENDS[scheme]
+    return float(f"{x0 * (w / w0) ** (math.log(x1 / x0) / math.log(w1 / w0)):.2g}")
 
 
 def variant(scheme, w, k, factor=1.0, s=None):
@@ -262,7 +271,7 @@ def batches(out):
                 f"lr {lr(sc, w) * f:g}: " + " ".join(f"{v:.4f}" for v in vs) for f, vs in losses.items()) + f" -> {v}"
                 for k, w, sc, losses, v, _ in failed)
             print(f"frontier_plan: the lr checks (seeds 1-{SEEDS}):\n{text}\nfrontier_plan: the study stops here: "
-                  "fit the lr rule again (LR_AT_128, LR_WIDTH_POWER) for both schemes, or go on regardless with "
+                  "set the rule's ends again (LR_ENDS, from `lr-fit OUT`), or go on regardless with "
                   "FRONTIER_LR_GATE=warn", file=sys.stderr)
             sys.exit(3)
     for k in range(n_budgets()):
@@ -348,12 +357,43 @@ def print_plan(args):
 # ---- the lr rule's fit
 
 
-def lr_fit():
-    """Per (scheme, width) of the size sweep, seed 1 at 600 steps: the vertex of the parabola
-    in log lr through the best lr of the grid and its two neighbours (none where the best
-    is the grid's end); then least squares of ln lr* = a_scheme + b ln(W / 128), one b."""
+def fit_lr_rule(grid):
+    """grid: {(scheme, width): {lr: loss}}. Per (scheme, width) the vertex of the parabola in
+    ln lr through the grid's best lr and its two neighbours (none where the best is the grid's
+    end); then least squares of ln lr* = a_scheme + b ln(W / 128), one b for both schemes."""
     import numpy as np
     from scipy.stats import t
+    pts = []
+    for (sc, w), g in sorted(grid.items()):
+        lrs = sorted(g)
+        i = lrs.index(min(g, key=g.get))
+        text = f"{sc} width {w}: " + ", ".join(f"{x:g}: {g[x]:.4f}" for x in lrs)
+        if 0 < i < len(lrs) - 1:
+            c = np.polyfit(np.log(lrs[i - 1:i + 2]), [g[x] for x in lrs[i - 1:i + 2]], 2)
+            v = math.exp(-c[1] / (2 * c[0]))
+            pts.append((sc, w, v))
+            print(f"{text}; vertex {v:.5f}")
+        else:
+            print(f"{text}; best at the grid's end ({lrs[i]:g}): no vertex, left out")
+    X = np.array([[sc == "rope", sc == "learned", math.log(w / 128)] for sc, w, _ in pts], float)
+    y = np.array([math.log(v) for _, _, v in pts])
+    th, res, *_ = np.linalg.lstsq(X, y, rcond=None)
+    dof = len(y) - 3
+    interval = ""
+    if dof > 0:
+        s2 = float(res[0]) / dof
+        h = t.ppf(0.975, dof) * math.sqrt(s2 * np.linalg.inv(X.T @ X)[2, 2])
+        interval = f" [{th[2] - h:.3f}, {th[2] + h:.3f}] (95%, t over {dof} dof); residual sd {math.sqrt(s2):.3f} in ln lr"
+    print(f"ln lr* = a_scheme + b ln(W/128): b = {th[2]:.3f}{interval}; lr at 128: rope {math.exp(th[0]):.5f}, "
+          f"learned {math.exp(th[1]):.5f}")
+    print(f"The plan's rule: LR_ENDS = {LR_ENDS} (the lr at widths "
+          f"{' and '.join(str(w) for _, w in check_points())})")
+    for w in LADDER:
+        print(f"  width {w}: " + ", ".join(f"{sc} {lr(sc, w):g}" for sc in SCHEMES))
+
+
+def lr_fit():
+    """The rule's first fit: the size sweep's seed-1 grids at 600 steps."""
     logs = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "docs", "results", "size", "logs")
     pat = re.compile(r"^(rope|learned)-w(\d+)-lr([0-9.]+)-steps600-s1\.eval\.txt$")
     grid = {}
@@ -362,30 +402,42 @@ def lr_fit():
         if m:
             loss = float(re.search(r" loss=([0-9.]+)", open(os.path.join(logs, f)).read()).group(1))
             grid.setdefault((m[1], int(m[2])), {})[float(m[3])] = loss
-    pts = []
-    for (sc, w), g in sorted(grid.items()):
-        lrs = sorted(g)
-        i = lrs.index(min(g, key=g.get))
-        if 0 < i < len(lrs) - 1:
-            c = np.polyfit(np.log(lrs[i - 1:i + 2]), [g[x] for x in lrs[i - 1:i + 2]], 2)
-            v = math.exp(-c[1] / (2 * c[0]))
-            pts.append((sc, w, v))
-            print(f"{sc} width {w}: " + ", ".join(f"{x:g}: {g[x]:.4f}" for x in lrs) + f"; vertex {v:.5f}")
-        else:
-            print(f"{sc} width {w}: " + ", ".join(f"{x:g}: {g[x]:.4f}" for x in lrs) +
-                  f"; best at the grid's end ({lrs[i]:g}): no vertex, left out")
-    X = np.array([[sc == "rope", sc == "learned", math.log(w / 128)] for sc, w, _ in pts], float)
-    y = np.array([math.log(v) for _, _, v in pts])
-    th, res, *_ = np.linalg.lstsq(X, y, rcond=None)
-    dof = len(y) - 3
-    s2 = float(res[0]) / dof
-    h = t.ppf(0.975, dof) * math.sqrt(s2 * np.linalg.inv(X.T @ X)[2, 2])
-    print(f"ln lr* = a_scheme + b ln(W/128): b = {th[2]:.3f} [{th[2] - h:.3f}, {th[2] + h:.3f}] (95%, t over "
-          f"{dof} dof), lr at 128: rope {math.exp(th[0]):.5f}, learned {math.exp(th[1]):.5f}; residual sd "
-          f"{math.sqrt(s2):.3f} in ln lr")
-    print(f"The plan's rule: LR_WIDTH_POWER = {LR_WIDTH_POWER}, LR_AT_128 = {LR_AT_128}")
-    for w in LADDER:
-        print(f"  width {w}: " + ", ".join(f"{sc} {lr(sc, w):g}" for sc in SCHEMES))
+    fit_lr_rule(grid)
+
+
+def lr_fit_checks(out):
+    """The rule's ends from the study's own lr checks: at each check point, every lr run at
+    its width and steps, the mean final loss of seeds 1..SEEDS where all have finished; the
+    best lr is an end of LR_ENDS if it is not the grid's smallest or largest (else the grid
+    is to be extended on that side). Also each grid's parabola vertex in ln lr, for the record."""
+    import numpy as np
+    ends = {}
+    print(f"lr checks in {out}, mean final loss of seeds 1-{SEEDS}:")
+    for i, (k, w) in enumerate(check_points()):
+        for sc in SCHEMES:
+            pat = re.compile(rf"^{sc}-w{w}-lr([0-9.]+)-steps{steps(w, k)}-s1$")
+            g = {}
+            for d in sorted(os.listdir(out)):
+                m = pat.match(d)
+                loss = mean_loss(out, d[:-3], range(1, SEEDS + 1)) if m else None
+                if loss is not None:
+                    g[float(m[1])] = loss
+            if not g:
+                print(f"  {sc} width {w}: no lr finished on seeds 1-{SEEDS}")
+                continue
+            lrs = sorted(g)
+            j = lrs.index(min(g, key=g.get))
+            text = f"  {sc} width {w}, budget {k}: " + ", ".join(f"{x:g}: {g[x]:.4f}" for x in lrs)
+            if 0 < j < len(lrs) - 1:
+                c = np.polyfit(np.log(lrs[j - 1:j + 2]), [g[x] for x in lrs[j - 1:j + 2]], 2)
+                print(f"{text}; best {lrs[j]:g}, vertex {math.exp(-c[1] / (2 * c[0])):.5f}")
+                ends.setdefault(sc, [None, None])[i] = lrs[j]
+            else:
+                side = "smaller" if j == 0 else "larger"
+                print(f"{text}; best at the grid's end ({lrs[j]:g}): run a {side} lr")
+    whole = {sc: tuple(e) for sc, e in ends.items() if None not in e}
+    print(f"LR_ENDS from these: {whole if len(whole) == len(SCHEMES) else 'not yet (a grid unfinished or not bracketed)'}")
+    print(f"LR_ENDS in the plan: {LR_ENDS}")
 
 
 def main():
@@ -396,8 +448,10 @@ def main():
         next_batch(a[1])
     elif a[:1] == ["name"] and len(a) in (4, 5):
         print(variant(a[1], int(a[2]), int(a[3]), float(a[4]) if len(a) == 5 else 1.0))
-    elif a[:1] == ["lr-fit"]:
+    elif a[:1] == ["lr-fit"] and len(a) == 1:
         lr_fit()
+    elif a[:1] == ["lr-fit"] and len(a) == 2:
+        lr_fit_checks(a[1])
     else:
         print(__doc__.split("\n\n")[1])
         sys.exit(2)
