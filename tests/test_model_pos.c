@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -126,6 +127,10 @@ static void test_every_scheme_says_how_it_exports(void **s) {
 // the headers with a scheme `fake` added, links only once pos_fake.c defines
 // its exports as well as its scheme.
 static void test_a_scheme_without_exports_does_not_build(void **s) {
+    if (access("build/libropelab.a", R_OK) != 0) {   // a sanitizer run root (tests/sanitize.mk) has no build/
+        fprintf(stderr, "no build/libropelab.a here (make sanitize's run root): the link is make test's\n");
+        skip();
+    }
     char tmp[] = "/tmp/ropelab_fake_scheme_XXXXXX";
     assert_non_null(mkdtemp(tmp));
     assert_int_equal(run_shell("mkdir -p %s/src && cp -r src/model src/engine src/common %s/src/ && "
