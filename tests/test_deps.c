@@ -17,16 +17,6 @@
 
 #define DEPS "/usr/bin/python3 scripts/dev/deps.py"
 
-// Writes text into dir/name.
-static void put(const char *name, const char *text) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static void test_src_has_no_cycle_and_no_upward_edge(void **state) {
     (void)state;
     int rc = run(DEPS);

@@ -21,16 +21,6 @@
 
 #define DOCS "/usr/bin/python3 scripts/dev/docs_check.py"
 
-// Writes text into dir/name.
-static void put(const char *name, const char *text) {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(text, f);
-    fclose(f);
-}
-
 static void test_the_docs_name_the_tree(void **state) {
     (void)state;
     int rc = run(DOCS);

@@ -132,4 +132,14 @@ static inline int files_equal(const char *a, const char *b) {
     return run("cmp -s '%s' '%s'", a, b) == 0;
 }
 
+// Writes text into dir/name.
+static inline void put(const char *name, const char *text) {
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
 #endif

@@ -32,7 +32,7 @@
 // GPT-2's tokenizer.json is 1.36 MB for its 50,257 tokens and 50,000 merges,
 // 27 bytes per token and merge, its tokens 4.9 bytes on average; 64 MiB holds
 // BPE_MAX_VOCAB tokens and merges of 1,000 bytes each, tokens averaging 80
-// bytes even with every byte escaped as \uXXXX (6 characters, twice: once in
+// bytes even with every byte escaped as \u and four hex digits (6 characters, twice: once in
 // the vocabulary, once in a merge). No byte-level BPE ropelab can hold comes
 // near it; a file past it is refused unread.
 #define HF_TOKENIZER_MAX_BYTES (64 << 20)
