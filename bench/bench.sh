@@ -23,9 +23,10 @@
 #     dtype=torch.bfloat16) around forward and loss (scripts/torch/torch_baseline.py
 #     --autocast bf16). fp32 engines are compared with PyTorch fp32, bf16 with
 #     PyTorch autocast bf16.
-#   - what the default ./train (matmul = auto) runs here in fp32: bench_model's
-#     "# auto fp32 = ..." line (options_engine, src/train/options.c), as an
-#     auto record; the report sets that engine against the fastest fp32 one.
+#   - what the default ./train (matmul = auto) runs here in fp32, per config:
+#     bench_model --auto's "# auto fp32 = ..." line (the trainer's trial,
+#     src/train/matmul_auto.h), as an auto record with config=; the report
+#     sets M's against the fastest fp32 engine.
 #   - peaks, measured before and after the runs with the same thread count,
 #     one per engine (build/bench_model --peak --matmul M --precision P):
 #     openblas-fp32: sgemm on square 1024/1536/2048; onednn-*: the engine's
@@ -262,14 +263,16 @@ ob=$(grep -m1 '^# openblas ' <<<"$first_out" || true)
 rec "blas side=ropelab core=$(sed -n 's/.* core=\([^ ]*\).*/\1/p' <<<"$ob")" \
     "config=$(q "$(sed -n 's/.* config=\(.*\) threads=.*/\1/p' <<<"$ob")")" \
     "threads=$(sed -n 's/.* threads=\([^ ]*\).*/\1/p' <<<"$ob")"
-# "# auto fp32 = ENGINE (CHOICE)" (every bench_model run prints it: options_engine's pick for
-# the default ./train, matmul = auto) -> an auto record, for the report's #37 targets
-au=$(grep -m1 '^# auto fp32 = ' <<<"$first_out" || true)
-if [ -n "$au" ]; then
-    au=${au#\# auto fp32 = }
-    au_choice=${au#* (}
-    rec "auto precision=fp32 engine=${au%% *} choice=$(q "${au_choice%)}")"
-fi
+# "# auto fp32 = ENGINE (CHOICE)" (bench_model --auto: the trainer's trial for the default
+# ./train, matmul = auto, on each config's model) -> an auto record, for the report's #37 targets
+for cfg in $CONFIGS; do
+    au=$(build/bench_model --auto --config "$cfg" --threads "$THREADS" | grep -m1 '^# auto fp32 = ' || true)
+    if [ -n "$au" ]; then
+        au=${au#\# auto fp32 = }
+        au_choice=${au#* (}
+        rec "auto config=$cfg precision=fp32 engine=${au%% *} choice=$(q "${au_choice%)}")"
+    fi
+done
 if [ $have_torch = 1 ]; then
     rec "$("$PY" - "$THREADS" <<'EOF'
 import ctypes, shlex, sys, torch

@@ -18,6 +18,10 @@
 //                                       the four schemes' step times, interleaved step by
 //                                       step in one process, then the work each scheme
 //                                       adds, kernel by kernel
+//   build/bench_model --auto --config M [--pos P] [--threads N]
+//                                       what ./train's matmul = auto chooses for the config's
+//                                       model, B and T: its trial (matmul_auto_time,
+//                                       src/train/matmul_auto.h), nothing trained
 //   build/bench_model --list-configs    the configs (bench/util_bench.h) with their
 //                                       parameters, model FLOPs per step and memory by
 //                                       docs/MODEL.md's formula, one bench_config line each
@@ -27,9 +31,9 @@
 // "enable" to it after the warm-up steps, so the profile holds the timed
 // steps and none of the set-up (bench/profile.sh).
 //
-// Every run (but --list-configs) first prints two header lines: `# openblas core=... config=... threads=N` and
-// `# auto fp32 = ENGINE (CHOICE)`, the engine the default ./train (matmul = auto) picks here,
-// from options_engine (src/train/options.c), the rule's one home; bench.sh records both.
+// Every run (but --list-configs) first prints `# openblas core=... config=... threads=N`;
+// --auto then `# auto fp32 = ENGINE (CHOICE)`, the engine the default ./train (matmul = auto)
+// runs for that config here, by the trainer's own trial. bench.sh records both.
 //
 // One machine-readable line per measurement (key=value), read by bench.sh.
 // The matmul engine's records carry engine= (openblas, onednn) and precision=
@@ -57,7 +61,7 @@
 #include "engine/engine_create.h"
 #include "model/pos_maths.h"
 #include "train/adamw.h"
-#include "train/options.h"
+#include "train/matmul_auto.h"
 
 static double peak_rss_mb(void) {
     struct rusage ru;
@@ -424,6 +428,24 @@ static int run_model(const BenchConfig *bc, PosKind pos, GPTMatmul mm, GPTPrecis
     return 0;
 }
 
+// --auto: the trial ./train runs for matmul = auto (src/train/matmul_auto.h) on
+// this config's model, batch and threads, and what it picks.
+static int auto_choice(const BenchConfig *bc, PosKind pos) {
+    GPT *model = bench_gpt(bc, pos, GPT_MATMUL_OPENBLAS, GPT_FP32);
+    if (!model) return 1;
+    double ms[2];
+    char err[256], line[256];
+    int rc = matmul_auto_time(model, bench_attention, bc->B, bc->T, ms, err, sizeof err);
+    gpt_free(model);
+    if (rc != 0) {
+        printf("# auto fp32 = ? (%s)\n", err);
+        return 1;
+    }
+    GPTMatmul pick = matmul_auto_pick(ms, 0, line, sizeof line);
+    printf("# auto fp32 = %s (%s)\n", matmul_name(pick), line);
+    return 0;
+}
+
 // Scheme overhead. A machine's speed can wander over seconds by more than
 // the differences between schemes. So all four schemes are built
 // in one process and trained in turn, one step each, round-robin (the order
@@ -576,6 +598,7 @@ static void usage(void) {
                     "       bench_model --compare-schemes --config S|M|L [--steps N] [--threads N] [ENGINE]\n"
                     "       bench_model --peak [--threads N] [ENGINE]\n"
                     "       bench_model --rope-micro [--threads N]\n"
+                    "       bench_model --auto --config S|M|L [--pos P] [--threads N] [--batch B] [--seq-len T]\n"
                     "       bench_model --list-configs\n"
                     "ENGINE: --matmul openblas|onednn --precision fp32|bf16 (default openblas fp32;\n"
                     "        bf16 needs onednn) [--attention blocked|fused] (default blocked; fused: fp32)\n");
@@ -586,6 +609,7 @@ int main(int argc, char **argv) {
     const char *config = NULL, *pos_name = "rope";
     const char *matmul_arg = "openblas", *precision_arg = "fp32";
     int steps = 10, warmup = 2, threads = 0, do_peak = 0, do_rope = 0, batch = 0, seq_len = 0, do_compare = 0;
+    int do_auto = 0;
     double peak = 0.0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -593,6 +617,7 @@ int main(int argc, char **argv) {
         else if (!strcmp(a, "--list-configs")) { list_configs(); return 0; }
         else if (!strcmp(a, "--rope-micro")) do_rope = 1;
         else if (!strcmp(a, "--compare-schemes")) do_compare = 1;
+        else if (!strcmp(a, "--auto")) do_auto = 1;
         else if (v && !strcmp(a, "--config")) { config = v; i++; }
         else if (v && !strcmp(a, "--pos")) { pos_name = v; i++; }
         else if (v && !strcmp(a, "--steps")) { steps = atoi(v); i++; }
@@ -621,16 +646,6 @@ int main(int argc, char **argv) {
     const char *core = openblas_get_corename();
     printf("# openblas core=%s config=%s threads=%d\n", core ? core : "?", openblas_get_config(),
            omp_get_max_threads());
-    // What the default ./train (matmul = auto, fp32) runs on this machine, by the one home of that
-    // rule (options_engine), so the report can set it against the fastest fp32 engine measured.
-    GPTMatmul auto_mm;
-    GPTPrecision auto_prec;
-    const char *auto_choice = NULL;
-    char auto_err[256];
-    if (options_engine("auto", "fp32", 0, &auto_mm, &auto_prec, &auto_choice, auto_err, sizeof auto_err) == 0)
-        printf("# auto fp32 = %s (%s)\n", matmul_name(auto_mm), auto_choice);
-    else
-        printf("# auto fp32 = ? (%s)\n", auto_err);
     if (do_peak) {
         // OpenBLAS: the square sgemm peak is its reference; its linear forward at the
         // oneDNN shapes is printed beside it, so the engines can be compared shape for shape.
@@ -651,5 +666,6 @@ int main(int argc, char **argv) {
     BenchConfig custom = *bc;
     if (batch > 0) custom.B = batch;   // smaller batches for profiling under valgrind
     if (seq_len > 0) custom.T = seq_len;   // longer windows: memory against the accounting (bench_memory)
+    if (do_auto) return auto_choice(&custom, pos);
     return run_model(&custom, pos, mm, prec, steps, warmup, peak);
 }

@@ -34,10 +34,12 @@ appends (a key given twice: the last one counts).
     coretype source=openblas detected=X                 unset: OpenBLAS's own choice
     blas side=ropelab|torch core=X config="..." ...     the OpenBLAS core each side really uses
     matmul_engine engine=onednn precision=bf16 describe="..."   an engine's own description
-    auto precision=fp32 engine=openblas choice="matmul = auto: openblas fp32 (no AVX-512)"
+    auto config=M precision=fp32 engine=onednn choice="matmul = auto: onednn fp32 (measured ...)"
                                                         what the default ./train (matmul = auto) runs
-                                                        here in fp32: build/bench_model's "# auto fp32
-                                                        = ..." line, from options_engine (the #37 targets)
+                                                        here in fp32 for a config: build/bench_model
+                                                        --auto's "# auto fp32 = ..." line, the trainer's
+                                                        trial (the #37 targets; older files: no config=,
+                                                        options_engine's rule)
     engine_unavailable engine=onednn precision=bf16 reason="..."   left out (e.g. no native bf16)
     sgemm n=1024 threads=2 gflops=G when=before         build/bench_model --peak, + when=
     sgemm_peak gflops=G when=before|after               (the peak of PEAKS["sgemm"])
@@ -337,10 +339,10 @@ def header(res, out):
                 f"({side.get('libs') or 'no OpenBLAS loaded'}), threads={side.get('threads', '?')}")
     for eng in res.all("matmul_engine"):
         out(f"ropelab engine {eng.get('engine', '?')} {eng.get('precision', '?')}: {eng.get('describe', '?')}")
-    auto = res.first.get("auto")
-    if auto:
-        out(f"./train's default (matmul = auto) on this machine, fp32: {auto.get('engine', '?')} "
-            f"({auto.get('choice', '?')}; options_engine, src/train/options.c)")
+    for auto in res.all("auto"):
+        out(f"./train's default (matmul = auto) on this machine, fp32"
+            f"{', config ' + auto['config'] if 'config' in auto else ''}: {auto.get('engine', '?')} "
+            f"({auto.get('choice', '?')})")
     for eng in res.all("engine_unavailable"):
         out(f"ropelab engine {eng.get('engine', '?')} {eng.get('precision', '?')}: NOT AVAILABLE on this machine "
             f"({eng.get('reason', '?')}): no rows, no targets")
@@ -688,7 +690,7 @@ def targets_37(res, rows):
         return f"not run: config {cfg} not in this run's CONFIGS"
 
     # T1: the default ./train against the fastest fp32 engine, on M, every scheme
-    auto = res.first.get("auto")
+    auto = next(iter(res.all("auto", config="M")), None) or res.first.get("auto")
     engine = auto.get("engine") if auto else None
     auto_setup = most_specific([s for s in SETUPS if s.kind == "ropelab" and s.where.get("precision", "fp32") == "fp32"],
                                {"engine": engine, "precision": "fp32"}) if engine in ENGINE_NAMES else None
@@ -713,8 +715,8 @@ def targets_37(res, rows):
             fastest = max(toks, key=toks.get)
             r = float(f"{100 * toks[auto_setup.name] / toks[fastest]:.1f}")
             bound = (f"auto picks {auto_setup.name} ({auto.get('choice', '?')}), {fastest} is "
-                     f"{toks[fastest] / toks[auto_setup.name]:.2f}x faster here: the rule in options_engine "
-                     "(src/train/options.c)")
+                     f"{toks[fastest] / toks[auto_setup.name]:.2f}x faster here: auto's trial "
+                     "(src/train/matmul_auto.c)")
             checks.append((label, "M", pos, f"{r:.1f}%", verdict(r, 100 * T37_AUTO, "min"), bound))
 
     # T2: oneDNN bf16's MFU on M, on a CPU with native bf16

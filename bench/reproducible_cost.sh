@@ -4,7 +4,7 @@
 #   A  the reproducible mode's engine: OpenBLAS on its Haswell kernels
 #      (OPENBLAS_CORETYPE=Haswell), linear layers in 64-row calls, blocked attention
 #   B  OpenBLAS on the kernels it picks for this CPU (OPENBLAS_CORETYPE unset)
-#   C  what `matmul = auto` runs here without the mode (bench_model's "# auto fp32")
+#   C  what `matmul = auto` runs here without the mode, per config (bench_model --auto)
 #
 #   bench/reproducible_cost.sh [ROUNDS] [THREADS]      (default 3 rounds, nproc threads)
 #
@@ -16,9 +16,14 @@ cd "$(dirname "$0")/.."
 rounds=${1:-3}
 threads=${2:-$(nproc)}
 [ -x build/bench_model ] || { echo "reproducible_cost: build/bench_model missing (make bench)" >&2; exit 1; }
-auto=$(./build/bench_model --config S --steps 1 --warmup 0 --threads 1 2>&1 | sed -n 's/^# auto fp32 = \([a-z]*\).*/\1/p' | head -1)
-[ -n "$auto" ] || auto=openblas
-echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $threads threads; auto fp32 = $auto"
+declare -A auto
+for cfg in S M; do
+    auto[$cfg]=$(env -u OPENBLAS_CORETYPE ./build/bench_model --auto --config $cfg --threads "$threads" 2>&1 |
+                 sed -n 's/^# auto fp32 = \([a-z]*\).*/\1/p' | head -1)
+    [ -n "${auto[$cfg]}" ] || auto[$cfg]=openblas
+done
+echo "# CPU: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $threads threads;" \
+     "auto fp32 = ${auto[S]} on S, ${auto[M]} on M"
 declare -A best
 for r in $(seq 1 "$rounds"); do
     for cfg in S M; do
@@ -26,7 +31,7 @@ for r in $(seq 1 "$rounds"); do
             case $side in
                 A) out=$(OPENBLAS_CORETYPE=Haswell ./build/bench_model --config $cfg --threads "$threads" --matmul openblas 2>&1) ;;
                 B) out=$(env -u OPENBLAS_CORETYPE ./build/bench_model --config $cfg --threads "$threads" --matmul openblas 2>&1) ;;
-                C) out=$(env -u OPENBLAS_CORETYPE ./build/bench_model --config $cfg --threads "$threads" --matmul "$auto" 2>&1) ;;
+                C) out=$(env -u OPENBLAS_CORETYPE ./build/bench_model --config $cfg --threads "$threads" --matmul "${auto[$cfg]}" 2>&1) ;;
             esac
             tps=$(printf '%s\n' "$out" | grep -o 'tokens_per_s=[0-9.]*' | head -1 | cut -d= -f2)
             core=$(printf '%s\n' "$out" | grep -o 'openblas core=[A-Za-z0-9]*' | head -1 | cut -d= -f2)
@@ -38,7 +43,7 @@ for r in $(seq 1 "$rounds"); do
     done
 done
 for cfg in S M; do
-    awk -v c=$cfg -v a="${best[${cfg}A]}" -v b="${best[${cfg}B]}" -v x="${best[${cfg}C]}" -v auto="$auto" 'BEGIN {
+    awk -v c=$cfg -v a="${best[${cfg}A]}" -v b="${best[${cfg}B]}" -v x="${best[${cfg}C]}" -v auto="${auto[$cfg]}" 'BEGIN {
         printf "%s best of rounds: reproducible %.0f tokens/s, OpenBLAS own kernels %.0f (%.2fx), auto (%s) %.0f (%.2fx)\n",
                c, a, b, b / a, auto, x, x / a }'
 done

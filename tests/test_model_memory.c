@@ -502,6 +502,16 @@ static void test_train_footprint_phases(void **s) {
     assert_int_equal(f.bytes, held + f.adamw + m->engine);
     assert_int_equal(footprint_train(&f, &cfg, &w, 0, err, sizeof err), 0);
     assert_int_equal(f.bytes, held + m->engine);   // --debug-state: no moments
+    // matmul = auto measured: either engine may train, and its trial holds both before the moments exist
+    Footprint ob, on, au;
+    GPTWorkload each = w;
+    assert_int_equal(footprint_train(&ob, &cfg, &each, 1, err, sizeof err), 0);
+    each.matmul = GPT_MATMUL_ONEDNN;
+    assert_int_equal(footprint_train(&on, &cfg, &each, 1, err, sizeof err), 0);
+    assert_int_equal(footprint_train_auto(&au, &cfg, &w, err, sizeof err), 0);
+    size_t trial = held + ob.model.engine + on.model.engine, run = ob.bytes > on.bytes ? ob.bytes : on.bytes;
+    assert_int_equal(au.bytes, trial > run ? trial : run);
+    assert_true(ob.model.engine > 0 && on.model.engine > 0);   // both counted, not a zero
     // a batch the model refuses is refused here too, with the model's message
     w.B = w.T = 65536;
     w.n_threads = 1;

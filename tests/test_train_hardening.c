@@ -103,7 +103,7 @@ static const char *reference_dir(void) {
     static char run_dir[512];
     if (!run_dir[0]) {
         snprintf(run_dir, sizeof run_dir, "%s/reference", dir);
-        if (run("./train " RUN_ARGS " --out_dir=%s --quiet", data_args, run_dir) != 0) fail_msg("%s", out);
+        if (run("./train " RUN_ARGS " --out_dir=%s --quiet", pinned_args, run_dir) != 0) fail_msg("%s", out);
     }
     return run_dir;
 }
@@ -280,7 +280,7 @@ static void test_long_out_dir_trains_and_resumes(void **state) {
     long_path(run_dir, sizeof run_dir, dir, 60, 200);
     assert_true(strlen(run_dir) >= 200 && strlen(run_dir) < 300);
     int rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s --quiet",
-                 data_args, run_dir);
+                 pinned_args, run_dir);
     if (rc != 130) fail_msg("exit %d, want 130: %s", rc, out);
     assert_int_equal(checkpoint_step(run_dir), 15);
     rc = run("./train --resume %s --quiet", run_dir);
@@ -373,7 +373,7 @@ static void test_checkpoint_step_and_rng_range(void **state) {
 static void test_log_write_failure_between_saves(void **state) {
     char run_dir[512];
     snprintf(run_dir, sizeof run_dir, "%s/logfail-a", dir);
-    int rc = run("ROPELAB_TEST_LOG_FAIL=5-8 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s", data_args, run_dir);
+    int rc = run("ROPELAB_TEST_LOG_FAIL=5-8 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s", pinned_args, run_dir);
     if (rc != 0) fail_msg("exit %d: %s", rc, out);
     expect_output("log.csv: write failed");
     assert_log_is_reference(run_dir);
@@ -386,7 +386,7 @@ static void test_log_write_failure_between_saves(void **state) {
 static void test_log_write_failure_over_save(void **state) {
     char run_dir[512];
     snprintf(run_dir, sizeof run_dir, "%s/logfail-b", dir);
-    int rc = run("ROPELAB_TEST_LOG_FAIL=12-25 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s", data_args, run_dir);
+    int rc = run("ROPELAB_TEST_LOG_FAIL=12-25 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s", pinned_args, run_dir);
     if (rc != 1) fail_msg("exit %d, want 1: %s", rc, out);
     expect_output("log.csv: write failed");
     expect_output("no checkpoint is saved past the log's last row");
@@ -398,7 +398,7 @@ static void test_log_write_failure_over_save(void **state) {
 
     // A window over the first save point: no checkpoint at all; the resume starts from step 0.
     snprintf(run_dir, sizeof run_dir, "%s/logfail-c", dir);
-    rc = run("ROPELAB_TEST_LOG_FAIL=8-25 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s", data_args, run_dir);
+    rc = run("ROPELAB_TEST_LOG_FAIL=8-25 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s", pinned_args, run_dir);
     if (rc != 1) fail_msg("exit %d, want 1: %s", rc, out);
     assert_false(exists("%s/%s", run_dir, "checkpoint.safetensors"));
     rc = run("./train --resume %s", run_dir);
@@ -418,12 +418,12 @@ static void test_dead_end_restart(void **state) {
     for (int k = 0; k < 2; k++) {
         const char *d = k ? d2 : d1;
         int rc = run("ROPELAB_TEST_CRASH_IN_SAVE=10 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s --quiet",
-                     data_args, d);
+                     pinned_args, d);
         assert_int_equal(rc, 1);
         assert_true(exists("%s/%s", d, "config.ini") && exists("%s/%s", d, "log.csv"));
         assert_false(exists("%s/%s", d, "checkpoint.safetensors"));
     }
-    int rc = run("./train " RUN_ARGS " --out_dir=%s", data_args, d1);
+    int rc = run("./train " RUN_ARGS " --out_dir=%s", pinned_args, d1);
     if (rc != 0) fail_msg("./train CONFIG --out_dir=DIR: exit %d: %s", rc, out);
     expect_output("holds a log but no checkpoint");
     expect_output("starting again from step 0");
@@ -457,7 +457,7 @@ static void test_finished_model_is_never_replaced(void **state) {
     for (int k = 0; k < 3; k++) {
         int rc = k == 0 ? run("./train --resume %s --steps=5 --quiet", d)
                : k == 1 ? run("./train --resume %s", d)
-                        : run("./train " RUN_ARGS " --out_dir=%s --quiet", data_args, d);
+                        : run("./train " RUN_ARGS " --out_dir=%s --quiet", pinned_args, d);
         assert_int_equal(rc, 2);
         expect_one_line("holds a trained model.safetensors but no checkpoint.safetensors");
         assert_log_is_reference(d);
@@ -465,7 +465,7 @@ static void test_finished_model_is_never_replaced(void **state) {
         assert_int_equal(strncmp(out, model_md5, strlen(model_md5)), 0);
     }
     // --overwrite is the way to start over.
-    int rc = run("./train " RUN_ARGS " --out_dir=%s --overwrite --quiet", data_args, d);
+    int rc = run("./train " RUN_ARGS " --out_dir=%s --overwrite --quiet", pinned_args, d);
     if (rc != 0) fail_msg("--overwrite: exit %d: %s", rc, out);
     assert_log_is_reference(d);
     // A finished run with its checkpoint: --resume says it is finished, exit 0, log untouched.
@@ -487,7 +487,7 @@ static void test_kill_between_checkpoint_and_model(void **state) {
         char d[512];
         snprintf(d, sizeof d, "%s/between-saves-%d", dir, kill_steps[k]);
         int rc = run("ROPELAB_TEST_CRASH_BETWEEN_SAVES=%d " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s --quiet",
-                     kill_steps[k], data_args, d);
+                     kill_steps[k], pinned_args, d);
         assert_int_equal(rc, 1);
         expect_output("dying after the checkpoint");
         assert_int_not_equal(run("cmp '%s/model.safetensors' '%s/model.safetensors'", d, reference_dir()), 0);
@@ -1012,7 +1012,7 @@ static void test_shipped_train_has_no_fault_hooks(void **state) {
     assert_int_equal(run("LC_ALL=C grep -a -c -F ROPELAB_TEST_ ./train"), 1);   // 1: no line matched
     static const char *hooks[] = {"ROPELAB_TEST_CRASH_IN_SAVE", "ROPELAB_TEST_LOG_FAIL",
                                   "ROPELAB_TEST_SIGINT_AT_STEP", "ROPELAB_TEST_PERTURB_AT_STEP",
-                                  "ROPELAB_TEST_AUTO_ISA"};
+                                  "ROPELAB_TEST_AUTO_ISA", "ROPELAB_TEST_AUTO_MS"};
     for (size_t i = 0; i < sizeof hooks / sizeof hooks[0]; i++)
         if (run("LC_ALL=C grep -a -q -F %s " TRAIN_WITH_FAULTS, hooks[i]) != 0)
             fail_msg("%s: no %s in it", TRAIN_WITH_FAULTS, hooks[i]);

@@ -12,6 +12,7 @@
 //     every rank with a checkpoint;
 //   - an error only rank 0 sees (the run directory locked by someone else, a
 //     crash in the middle of a checkpoint save) stops every rank at once;
+//   - matmul = auto: every rank runs rank 0's choice, whatever its own times;
 //   - the weights stay identical on every rank (the check at every
 //     evaluation passes in every run here), and one flipped bit on one rank
 //     stops the run with exit status 4.
@@ -90,9 +91,9 @@ static void test_np1_under_mpirun_is_a_plain_run(void **state) {
     char plain[512], mpi[512], pa[600], pb[600];
     snprintf(plain, sizeof plain, "%s/np1-plain", dir);
     snprintf(mpi, sizeof mpi, "%s/np1-mpi", dir);
-    int rc = run("./train configs/tiny.ini %s --threads=2 --steps=20 --out_dir=%s --quiet", data_args, plain);
+    int rc = run("./train configs/tiny.ini %s --threads=2 --steps=20 --out_dir=%s --quiet", pinned_args, plain);
     if (rc != 0) fail_msg("plain: exit %d: %s", rc, out);
-    rc = run(MPIRUN " -np 1 ./train configs/tiny.ini %s --threads=2 --steps=20 --out_dir=%s --quiet", data_args, mpi);
+    rc = run(MPIRUN " -np 1 ./train configs/tiny.ini %s --threads=2 --steps=20 --out_dir=%s --quiet", pinned_args, mpi);
     if (rc != 0) fail_msg("np=1: exit %d: %s", rc, out);
     assert_same_rows(a, read_log(plain, a, 100), b, read_log(mpi, b, 100));
     snprintf(pa, sizeof pa, "%s/model.safetensors", plain);
@@ -177,10 +178,10 @@ static void test_np2_step_equals_np1_double_batch(void **state) {
     char d1[512], d2[512];
     snprintf(d1, sizeof d1, "%s/val-np1", dir);
     snprintf(d2, sizeof d2, "%s/val-np2", dir);
-    rc = run("./train configs/tiny.ini %s --threads=1 --steps=1 --eval_batches=5 --out_dir=%s --quiet", data_args, d1);
+    rc = run("./train configs/tiny.ini %s --threads=1 --steps=1 --eval_batches=5 --out_dir=%s --quiet", pinned_args, d1);
     if (rc != 0) fail_msg("np=1: exit %d: %s", rc, out);
     rc = run(MPIRUN " -np 2 ./train configs/tiny.ini %s --threads=1 --steps=1 --eval_batches=5 --out_dir=%s --quiet",
-             data_args, d2);
+             pinned_args, d2);
     if (rc != 0) fail_msg("np=2: exit %d: %s", rc, out);
     assert_true(read_log(d1, ra, 10) >= 1 && read_log(d2, rb, 10) >= 1);
     assert_string_equal(ra[0], rb[0]);
@@ -196,7 +197,7 @@ static int straight_rows(char rows[][160]) {
     char run_dir[512];
     snprintf(run_dir, sizeof run_dir, "%s/straight", dir);
     if (!done) {
-        int rc = run(MPIRUN " -np 2 ./train " RUN_ARGS " --out_dir=%s --quiet", data_args, run_dir);
+        int rc = run(MPIRUN " -np 2 ./train " RUN_ARGS " --out_dir=%s --quiet", pinned_args, run_dir);
         if (rc != 0) fail_msg("straight np=2: exit %d: %s", rc, out);
         done = 1;
     }
@@ -211,7 +212,7 @@ static void test_np2_interrupt_and_resume_is_exact(void **state) {
     snprintf(run_dir, sizeof run_dir, "%s/interrupted", dir);
     // SIGINT during step 15, on the last rank only: both ranks stop after step 15.
     int rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 " MPIRUN " -np 2 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s",
-                 data_args, run_dir);
+                 pinned_args, run_dir);
     assert_int_equal(rc, 130);
     assert_non_null(strstr(out, "stopped by SIGINT after step 15"));
     assert_non_null(strstr(out, "mpirun -np 2 ./train --resume"));
@@ -410,7 +411,7 @@ static void test_rank0_errors_stop_every_rank(void **state) {
     assert_true(fd >= 0);
     assert_int_equal(flock(fd, LOCK_EX), 0);
     double t0 = now_s();
-    int rc = run(MPIRUN " -np 2 ./train " RUN_ARGS " --out_dir=%s --quiet", data_args, run_dir);
+    int rc = run(MPIRUN " -np 2 ./train " RUN_ARGS " --out_dir=%s --quiet", pinned_args, run_dir);
     double took = now_s() - t0;
     close(fd);
     printf("  run directory locked: exit %d after %.2f s\n", rc, took);
@@ -422,12 +423,38 @@ static void test_rank0_errors_stop_every_rank(void **state) {
     // goes too, the checkpoint of step 10 stays whole, and the run resumes exactly.
     snprintf(run_dir, sizeof run_dir, "%s/crashed", dir);
     rc = run("ROPELAB_TEST_CRASH_IN_SAVE=20 " MPIRUN " -np 2 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s --quiet",
-             data_args, run_dir);
+             pinned_args, run_dir);
     assert_int_equal(rc, 1);
     assert_int_equal(checkpoint_step(run_dir), 10);
     rc = run(MPIRUN " -np 2 ./train --resume %s --quiet", run_dir);
     if (rc != 0) fail_msg("resume: exit %d: %s", rc, out);
     assert_same_rows(ref, n_ref, got, read_log(run_dir, got, 100));
+}
+
+// ---- matmul = auto: rank 0's choice on every rank ----------------------------
+
+// Every rank runs matmul = auto's trial, and each rank's own times could
+// choose differently: the hook (ROPELAB_TEST_AUTO_MS) makes oneDNN the faster
+// on rank 0 and, swapped on the last rank, OpenBLAS there. The run must be
+// np=2 with --matmul=onednn named, bit for bit (a rank on OpenBLAS would add
+// its half of every gradient in another order).
+static void test_np2_auto_takes_rank0s_choice(void **state) {
+    static char a[40][160], b[40][160];
+    char named[512], measured[512], pa[600], pb[600];
+    snprintf(named, sizeof named, "%s/auto-named", dir);
+    snprintf(measured, sizeof measured, "%s/auto-measured", dir);
+    int rc = run(MPIRUN " -np 2 ./train configs/tiny.ini %s --threads=1 --steps=20 --matmul=onednn --out_dir=%s "
+                 "--quiet", data_args, named);
+    if (rc != 0) fail_msg("np=2 --matmul=onednn: exit %d: %s", rc, out);
+    rc = run("ROPELAB_TEST_AUTO_MS=openblas=2,onednn=1 " MPIRUN " -np 2 " TRAIN_WITH_FAULTS
+             " configs/tiny.ini %s --threads=1 --steps=20 --out_dir=%s", data_args, measured);
+    if (rc != 0) fail_msg("np=2 auto: exit %d: %s", rc, out);
+    assert_non_null(strstr(out, "; matmul = auto: onednn fp32 (measured per forward+backward: onednn 1.00 ms, "
+                                "openblas 2.00 ms, as the test hook says)"));
+    assert_same_rows(a, read_log(named, a, 40), b, read_log(measured, b, 40));
+    snprintf(pa, sizeof pa, "%s/model.safetensors", named);
+    snprintf(pb, sizeof pb, "%s/model.safetensors", measured);
+    assert_true(files_equal(pa, pb));
 }
 
 // ---- identical weights on every rank ----------------------------------------
@@ -452,10 +479,10 @@ static void test_np2_init_from(void **state) {
     char base[512], run_dir[512];
     snprintf(base, sizeof base, "%s/if-base", dir);
     snprintf(run_dir, sizeof run_dir, "%s/if-np2", dir);
-    int rc = run("./train configs/tiny.ini %s --threads=1 --steps=10 --out_dir=%s --quiet", data_args, base);
+    int rc = run("./train configs/tiny.ini %s --threads=1 --steps=10 --out_dir=%s --quiet", pinned_args, base);
     if (rc != 0) fail_msg("base: exit %d: %s", rc, out);
     rc = run(MPIRUN " -np 2 ./train configs/tiny.ini %s --threads=1 --steps=2 --seed=9 --init-from=%s/model.safetensors "
-             "--out_dir=%s --quiet", data_args, base, run_dir);
+             "--out_dir=%s --quiet", pinned_args, base, run_dir);
     if (rc != 0) fail_msg("np=2 --init-from: exit %d: %s", rc, out);
     static char a[100][160], b[100][160];
     int na = read_log(base, a, 100), nb = read_log(run_dir, b, 100);
@@ -474,6 +501,7 @@ int main(void) {
         cmocka_unit_test(test_rank0_errors_stop_every_rank),
         cmocka_unit_test(test_weights_drift_is_caught),
         cmocka_unit_test(test_np2_init_from),
+        cmocka_unit_test(test_np2_auto_takes_rank0s_choice),
     };
     return cmocka_run_group_tests(tests, setup, remove_data_dir);
 }

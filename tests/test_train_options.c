@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "engine/engine_create.h"
+#include "train/matmul_auto.h"
 #include "train/options.h"
 
 static char tmpdir[256];
@@ -468,6 +469,29 @@ static void test_matmul_auto(void **state) {
                                                            : "matmul = auto: openblas fp32 (no AVX-512)");
 }
 
+// matmul = auto measured (matmul_auto.h): a choice only for auto in fp32
+// outside the reproducible mode; the faster of the two times, OpenBLAS on a
+// tie, and the line that says so. (test_train_run: the trial in ./train.)
+static void test_matmul_auto_pick(void **state) {
+    assert_int_equal(matmul_auto_chooses("auto", "fp32", 0), 1);
+    assert_int_equal(matmul_auto_chooses("auto", "bf16", 0), 0);
+    assert_int_equal(matmul_auto_chooses("auto", "fp32", 1), 0);
+    assert_int_equal(matmul_auto_chooses("openblas", "fp32", 0), 0);
+    assert_int_equal(matmul_auto_chooses("onednn", "fp32", 0), 0);
+    char line[256];
+    double ms[2];
+    ms[GPT_MATMUL_OPENBLAS] = 47.9, ms[GPT_MATMUL_ONEDNN] = 41.2;
+    assert_int_equal(matmul_auto_pick(ms, 0, line, sizeof line), GPT_MATMUL_ONEDNN);
+    assert_string_equal(line, "matmul = auto: onednn fp32 (measured per forward+backward: onednn 41.20 ms, "
+                              "openblas 47.90 ms)");
+    ms[GPT_MATMUL_ONEDNN] = 50.0;
+    assert_int_equal(matmul_auto_pick(ms, 1, line, sizeof line), GPT_MATMUL_OPENBLAS);
+    assert_string_equal(line, "matmul = auto: openblas fp32 (measured per forward+backward: openblas 47.90 ms, "
+                              "onednn 50.00 ms, as the test hook says)");
+    ms[GPT_MATMUL_ONEDNN] = 47.9;
+    assert_int_equal(matmul_auto_pick(ms, 0, line, sizeof line), GPT_MATMUL_OPENBLAS);
+}
+
 static void test_training_key_as_flag(void **state) {
     FlagArgs args = {7, 3};
     char err[256];
@@ -515,6 +539,7 @@ int main(void) {
         cmocka_unit_test(test_range_messages_exact),
         cmocka_unit_test(test_training_key_as_flag),
         cmocka_unit_test(test_matmul_auto),
+        cmocka_unit_test(test_matmul_auto_pick),
     };
     return cmocka_run_group_tests(tests, setup_dir, teardown_dir);
 }

@@ -3,7 +3,8 @@
 // an interrupted and resumed run logs exactly the losses of a straight run,
 // a crash in the middle of a save leaves the previous checkpoint usable,
 // --debug-state holds true gradients, the start line and machine.txt say
-// what matmul = auto chose, and a diverging run stops with a message naming
+// what matmul = auto chose, its measured choice is the run's for its life
+// (the named engine's run bit for bit, resumed too), and a diverging run stops with a message naming
 // the step. Run from the repository root with ./train, its
 // test build (TRAIN_WITH_FAULTS, for the interruption and the crash) and
 // ./prepare built.
@@ -108,7 +109,7 @@ static int straight_rows(char rows[][160]) {
     char run_dir[512];
     snprintf(run_dir, sizeof run_dir, "%s/straight", dir);
     if (!done) {
-        if (run("./train " RUN_ARGS " --out_dir=%s --quiet", data_args, run_dir) != 0) fail_msg("%s", out);
+        if (run("./train " RUN_ARGS " --out_dir=%s --quiet", pinned_args, run_dir) != 0) fail_msg("%s", out);
         done = 1;
     }
     return read_log(run_dir, rows, 100);
@@ -121,7 +122,7 @@ static void test_interrupt_and_resume_is_exact(void **state) {
     char run_dir[512];
     snprintf(run_dir, sizeof run_dir, "%s/interrupted", dir);
     // SIGINT during step 15 (not an evaluation or save step): saved at the end of the step.
-    int rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s", data_args, run_dir);
+    int rc = run("ROPELAB_TEST_SIGINT_AT_STEP=15 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s", pinned_args, run_dir);
     assert_int_equal(rc, 130);
     assert_non_null(strstr(out, "stopped by SIGINT after step 15"));
     assert_non_null(strstr(out, "step 10/40"));           // not a terminal: a plain line per evaluation
@@ -153,11 +154,11 @@ static void test_llama_resume_eval_sample_init_from(void **state) {
     snprintf(straight, sizeof straight, "%s/llama-straight", dir);
     snprintf(stopped, sizeof stopped, "%s/llama-stopped", dir);
 #define LLAMA_ARGS "configs/tiny.ini %s --threads=1 --block=llama --pos=rope --steps=30 --save_every=10"
-    if (run("./train " LLAMA_ARGS " --out_dir=%s --quiet", data_args, straight) != 0) fail_msg("%s", out);
+    if (run("./train " LLAMA_ARGS " --out_dir=%s --quiet", pinned_args, straight) != 0) fail_msg("%s", out);
     int n_ref = read_log(straight, ref, 100);
     assert_int_equal(n_ref, 31);
     assert_int_equal(run("ROPELAB_TEST_SIGINT_AT_STEP=12 " TRAIN_WITH_FAULTS " " LLAMA_ARGS " --out_dir=%s --quiet",
-                         data_args, stopped), 130);
+                         pinned_args, stopped), 130);
     if (run("./train --resume %s --quiet", stopped) != 0) fail_msg("resume: %s", out);
     assert_same_rows(ref, n_ref, got, read_log(stopped, got, 100));
     snprintf(a, sizeof a, "%s/model.safetensors", straight);
@@ -176,7 +177,7 @@ static void test_llama_resume_eval_sample_init_from(void **state) {
     assert_true(strlen(out) > 0);
     // --init-from: a llama run starts from it; a gpt2 run is another model
     assert_int_equal(run("./train " LLAMA_ARGS " --steps=5 --init-from=%s --out_dir=%s/llama-init --quiet",
-                         data_args, a, dir), 0);
+                         pinned_args, a, dir), 0);
     assert_int_equal(run("./train configs/tiny.ini %s --threads=1 --pos=rope --steps=5 --init-from=%s "
                          "--out_dir=%s/gpt2-init --quiet", data_args, a, dir), 2);
     assert_non_null(strstr(out, "block"));
@@ -189,7 +190,7 @@ static void test_crash_in_save_keeps_previous_checkpoint(void **state) {
     char run_dir[512], path[600], tmp[640], err[512];
     snprintf(run_dir, sizeof run_dir, "%s/crashed", dir);
     int rc = run("ROPELAB_TEST_CRASH_IN_SAVE=20 " TRAIN_WITH_FAULTS " " RUN_ARGS " --out_dir=%s --quiet",
-                 data_args, run_dir);
+                 pinned_args, run_dir);
     assert_int_equal(rc, 1);
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
     snprintf(tmp, sizeof tmp, "%s.tmp.crash0", path);  // a temporary's name (PATH.tmp.XXXXXX)
@@ -317,37 +318,160 @@ static void test_debug_state(void **state) {
     st_close(f);
 }
 
-// The start line and machine.txt say what matmul = auto chose and why; the
-// ISA question answered by the test build's hook (ROPELAB_TEST_AUTO_ISA,
-// src/train/fault_inject.h), so that both answers run here. The reproducible mode takes OpenBLAS whatever the
-// answer, in ./train and in ./eval, never refusing auto.
+// The start line and machine.txt say what matmul = auto chose and why. The
+// trial's times come from the test build's hook (ROPELAB_TEST_AUTO_MS,
+// src/train/fault_inject.h), read only after a trial ran, so each choice is
+// made on any machine. Where there is one candidate (bf16, the reproducible
+// mode, a named engine) or one pass (--debug-state) nothing is measured: the
+// hook then holds a value a trial would fail on, and the run must not fail.
+// The reproducible mode takes OpenBLAS in ./train and in ./eval, never
+// refusing auto.
+#define FASTER_ONEDNN "ROPELAB_TEST_AUTO_MS=openblas=2,onednn=1"
+#define FASTER_OPENBLAS "ROPELAB_TEST_AUTO_MS=openblas=1,onednn=2"
+#define UNREAD "ROPELAB_TEST_AUTO_MS=never-read"
+static int have_bf16(void) {
+    GPTEngine *e;
+    char err[256];
+    if (gpt_engine_make(GPT_MATMUL_ONEDNN, GPT_BF16, GPT_ATTENTION_BLOCKED, &e, err, sizeof err) != 0) return 0;
+    gpt_engine_free(e);
+    return 1;
+}
+
 static void test_matmul_auto_recorded(void **state) {
     static const struct {
-        const char *isa, *flags, *engine, *choice;
+        const char *env, *flags, *engine, *choice;
     } cases[] = {
-        {"avx512", "", "onednn fp32 (", "matmul = auto: onednn fp32 (AVX-512, as the test hook says)"},
-        {"avx2", "", "openblas fp32 (", "matmul = auto: openblas fp32 (no AVX-512, as the test hook says)"},
-        {"avx512", "--reproducible=1", "openblas fp32 (", "matmul = auto: openblas fp32 (reproducible)"},
-        {"avx512", "--matmul=openblas", "openblas fp32 (", "matmul = openblas"},
+        {FASTER_ONEDNN, "", "onednn fp32 (",
+         "matmul = auto: onednn fp32 (measured per forward+backward: onednn 1.00 ms, openblas 2.00 ms, as the test "
+         "hook says)"},
+        {FASTER_OPENBLAS, "", "openblas fp32 (",
+         "matmul = auto: openblas fp32 (measured per forward+backward: openblas 1.00 ms, onednn 2.00 ms, as the test "
+         "hook says)"},
+        {UNREAD, "--reproducible=1", "openblas fp32 (", "matmul = auto: openblas fp32 (reproducible)"},
+        {UNREAD, "--matmul=openblas", "openblas fp32 (", "matmul = openblas"},
+        {UNREAD, "--matmul=onednn", "onednn fp32 (", "matmul = onednn"},
+        {UNREAD, "--precision=bf16", "onednn bf16 (", "matmul = auto: onednn bf16"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char run_dir[512], want[256];
+        if (strstr(cases[i].flags, "bf16") && !have_bf16()) {
+            printf("  no bf16 products on this CPU: the bf16 case is not run\n");
+            continue;
+        }
         snprintf(run_dir, sizeof run_dir, "%s/auto-%zu", dir, i);
-        if (run("{ ROPELAB_TEST_AUTO_ISA=%s " TRAIN_WITH_FAULTS " configs/tiny.ini %s --threads=1 --steps=1 --eval_every=0 %s "
-                "--out_dir=%s && cat %s/machine.txt; }", cases[i].isa, data_args, cases[i].flags, run_dir, run_dir) != 0)
-            fail_msg("%s %s: %s", cases[i].isa, cases[i].flags, out);
+        if (run("{ %s " TRAIN_WITH_FAULTS " configs/tiny.ini %s --threads=1 --steps=1 --eval_every=0 %s "
+                "--out_dir=%s && cat %s/machine.txt; }", cases[i].env, data_args, cases[i].flags, run_dir, run_dir) != 0)
+            fail_msg("%s %s: %s", cases[i].env, cases[i].flags, out);
         snprintf(want, sizeof want, "; %s", cases[i].engine);
-        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in the start line: %s", cases[i].isa, cases[i].flags, want, out);
+        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in the start line: %s", cases[i].env, cases[i].flags, want, out);
         snprintf(want, sizeof want, "; %s", cases[i].choice);
-        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in the start line: %s", cases[i].isa, cases[i].flags, want, out);
+        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in the start line: %s", cases[i].env, cases[i].flags, want, out);
         snprintf(want, sizeof want, "\nengine = %s", cases[i].engine);
-        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in machine.txt: %s", cases[i].isa, cases[i].flags, want, out);
+        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in machine.txt: %s", cases[i].env, cases[i].flags, want, out);
         snprintf(want, sizeof want, "\n%s\n", cases[i].choice);
-        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in machine.txt: %s", cases[i].isa, cases[i].flags, want, out);
+        if (!strstr(out, want)) fail_msg("%s %s: no '%s' in machine.txt: %s", cases[i].env, cases[i].flags, want, out);
     }
     assert_int_equal(run("./eval --weights %s/auto-2/model.safetensors --data "
                          "%s/data/val.bin --batches 1 --threads 1 --reproducible", dir, dir), 0);
+    // --debug-state's one pass: the rule (options_engine), no trial.
+    char path[600], err[512];
+    snprintf(path, sizeof path, "%s/auto-debug.safetensors", dir);
+    if (run(UNREAD " " TRAIN_WITH_FAULTS " configs/tiny.ini %s --threads=1 --debug-state %s --quiet", data_args, path))
+        fail_msg("--debug-state: %s", out);
+    GPTMatmul rule;
+    GPTPrecision fp32;
+    assert_int_equal(options_engine("auto", "fp32", 0, &rule, &fp32, NULL, err, sizeof err), 0);
+    StFile *f;
+    if (st_open(&f, path, err, sizeof err) != 0) fail_msg("%s", err);
+    assert_string_equal(st_meta(f, "matmul"), options_matmul_name(rule));
+    st_close(f);
 }
+
+// A checkpoint's record of matmul = auto's choice ("" when it has none).
+static const char *checkpoint_matmul_auto(const char *run_dir, char *buf, size_t n) {
+    char path[600], err[512];
+    snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
+    StFile *f;
+    if (st_open(&f, path, err, sizeof err) != 0) fail_msg("%s", err);
+    const char *v = st_meta(f, "matmul_auto");
+    snprintf(buf, n, "%s", v ? v : "");
+    st_close(f);
+    return buf;
+}
+
+// matmul = auto's choice is the run's for its life. For each engine made the
+// faster by the hook: the auto run is, bit for bit (log and weights), the run
+// with that engine named; so is a run interrupted at step 10 and resumed with
+// the hook's times flipped, which measures nothing and keeps the recorded
+// choice. (The two engines' runs differ, or these equalities would say
+// nothing.) A checkpoint without the record (a run on a named engine, as
+// before the record existed) resumed as auto takes the rule, the ISA question
+// answered by ROPELAB_TEST_AUTO_ISA, and records it: the next resume keeps it
+// whatever the rule would say then.
+#define AUTO_ARGS "configs/tiny.ini %s --threads=2 --steps=20 --eval_every=10 --save_every=10"
+static void test_matmul_auto_is_the_runs_for_life(void **state) {
+    static char ref[40][160], got[40][160];
+    static const struct {
+        const char *engine, *faster, *flipped;
+    } cases[] = {{"onednn", FASTER_ONEDNN, FASTER_OPENBLAS}, {"openblas", FASTER_OPENBLAS, FASTER_ONEDNN}};
+    char named[2][600], buf[32];
+    for (int i = 0; i < 2; i++) {
+        char d[512], a[600], b[600];
+        snprintf(d, sizeof d, "%s/life-named-%s", dir, cases[i].engine);
+        snprintf(named[i], sizeof named[i], "%s/model.safetensors", d);
+        if (run("./train " AUTO_ARGS " --matmul=%s --out_dir=%s --quiet", data_args, cases[i].engine, d) != 0)
+            fail_msg("--matmul=%s: %s", cases[i].engine, out);
+        int n_ref = read_log(d, ref, 40);
+        assert_int_equal(n_ref, 21);
+        // measured: the faster engine's run, bit for bit
+        snprintf(d, sizeof d, "%s/life-auto-%s", dir, cases[i].engine);
+        if (run("%s " TRAIN_WITH_FAULTS " " AUTO_ARGS " --out_dir=%s --quiet", cases[i].faster, data_args, d) != 0)
+            fail_msg("auto (%s faster): %s", cases[i].engine, out);
+        assert_same_rows(ref, n_ref, got, read_log(d, got, 40));
+        snprintf(a, sizeof a, "%s/model.safetensors", d);
+        if (!files_equal(named[i], a)) fail_msg("auto choosing %s: not the weights of --matmul=%s", cases[i].engine,
+                                                cases[i].engine);
+        assert_string_equal(checkpoint_matmul_auto(d, buf, sizeof buf), cases[i].engine);
+        // interrupted, resumed with the times flipped: still the first choice, nothing measured
+        snprintf(d, sizeof d, "%s/life-resumed-%s", dir, cases[i].engine);
+        assert_int_equal(run("ROPELAB_TEST_SIGINT_AT_STEP=10 %s " TRAIN_WITH_FAULTS " " AUTO_ARGS " --out_dir=%s --quiet",
+                             cases[i].faster, data_args, d), 130);
+        if (run("%s " TRAIN_WITH_FAULTS " --resume %s", cases[i].flipped, d) != 0) fail_msg("resume: %s", out);
+        snprintf(b, sizeof b, "; matmul = auto: %s fp32 (the run's choice, recorded in its checkpoint)\n",
+                 cases[i].engine);
+        if (!strstr(out, b)) fail_msg("resume: no '%s' in: %s", b, out);
+        assert_null(strstr(out, "measured"));
+        assert_same_rows(ref, n_ref, got, read_log(d, got, 40));
+        snprintf(a, sizeof a, "%s/model.safetensors", d);
+        if (!files_equal(named[i], a)) fail_msg("resumed auto run of %s: not the weights of --matmul=%s",
+                                                cases[i].engine, cases[i].engine);
+    }
+    assert_false(files_equal(named[0], named[1]));
+    // No record: the rule, then recorded.
+    static const struct {
+        const char *isa, *engine, *why;
+    } rule[] = {{"avx512", "onednn", "AVX-512"}, {"avx2", "openblas", "no AVX-512"}};
+    for (int i = 0; i < 2; i++) {
+        char d[512], want[256];
+        snprintf(d, sizeof d, "%s/life-rule-%s", dir, rule[i].isa);
+        if (run("./train " AUTO_ARGS " --steps=10 --matmul=openblas --out_dir=%s --quiet", data_args, d) != 0)
+            fail_msg("%s", out);
+        assert_string_equal(checkpoint_matmul_auto(d, buf, sizeof buf), "");
+        if (run("ROPELAB_TEST_AUTO_ISA=%s " UNREAD " " TRAIN_WITH_FAULTS " --resume %s --matmul=auto --steps=15", rule[i].isa,
+                d) != 0)
+            fail_msg("resume as auto: %s", out);
+        snprintf(want, sizeof want, "; matmul = auto: %s fp32 (%s, as the test hook says)\n", rule[i].engine,
+                 rule[i].why);
+        if (!strstr(out, want)) fail_msg("no '%s' in: %s", want, out);
+        assert_string_equal(checkpoint_matmul_auto(d, buf, sizeof buf), rule[i].engine);
+        if (run("ROPELAB_TEST_AUTO_ISA=%s " UNREAD " " TRAIN_WITH_FAULTS " --resume %s --steps=20", rule[1 - i].isa, d) != 0)
+            fail_msg("second resume: %s", out);
+        snprintf(want, sizeof want, "; matmul = auto: %s fp32 (the run's choice, recorded in its checkpoint)\n",
+                 rule[i].engine);
+        if (!strstr(out, want)) fail_msg("no '%s' in: %s", want, out);
+    }
+}
+#undef AUTO_ARGS
 
 static void test_divergence_stops(void **state) {
     char run_dir[512], path[600];
@@ -385,6 +509,7 @@ int main(void) {
         cmocka_unit_test(test_kill9_during_saves),
         cmocka_unit_test(test_debug_state),
         cmocka_unit_test(test_matmul_auto_recorded),
+        cmocka_unit_test(test_matmul_auto_is_the_runs_for_life),
         cmocka_unit_test(test_divergence_stops),
     };
     return cmocka_run_group_tests(tests, setup, remove_data_dir);

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 
 #include "common/rng.h"
+#include "train/options.h"
 #include "util_shell.h"
 
 // UNDER_ASAN: 1 in the AddressSanitizer build (make sanitize; GCC's macro
@@ -40,6 +41,12 @@
 
 static char dir[256];        // temporary directory of this test run
 static char data_args[1024]; // --tokenizer=... --train_file=... --val_file=...
+// data_args and --matmul=ENGINE, the engine options_engine's rule names here
+// (the one matmul = auto ran before it measured), for the runs a test compares
+// bit for bit with each other: under matmul = auto every start times both
+// engines (src/train/matmul_auto.h), and on a busy machine two starts of one
+// run can choose differently.
+static char pinned_args[1100];
 static char out[1 << 16];    // output (stdout and stderr) of the last command
 
 // Runs a shell command, captures stdout and stderr in out, returns the exit
@@ -88,6 +95,14 @@ static inline int make_data_dir(const char *name) {
     }
     snprintf(data_args, sizeof data_args, "--tokenizer=%s/data/tokenizer.bin --train_file=%s/data/train.bin "
              "--val_file=%s/data/val.bin", dir, dir, dir);
+    GPTMatmul rule;
+    GPTPrecision fp32;
+    char err[256];
+    if (options_engine("auto", "fp32", 0, &rule, &fp32, NULL, err, sizeof err) != 0) {
+        fprintf(stderr, "%s\n", err);
+        return -1;
+    }
+    snprintf(pinned_args, sizeof pinned_args, "%s --matmul=%s", data_args, options_matmul_name(rule));
     return 0;
 }
 

@@ -85,6 +85,12 @@ if [ -f "$machine" ] && grep -q '^reproducible = 1' "$machine"; then
 else
   echo "reproduce: $run was not made with reproducible = 1: its bits depend on the CPU, build and threads that made it" \
        "(${machine}: $( [ -f "$machine" ] && sed -n 's/^cpu = //p' "$machine" | head -1 || echo 'not recorded'))"
+  # and on its engine: matmul = auto measures both at each start, so the re-run takes the one recorded
+  engine=$( [ -f "$machine" ] && sed -n 's/^engine = \([a-z]*\) .*/\1/p' "$machine" | head -1 || true)
+  if [ -n "$engine" ]; then
+    flags+=(--matmul="$engine")
+    echo "reproduce: on the engine it trained on, $engine ($machine)"
+  fi
 fi
 
 out=$(mktemp -d /tmp/ropelab-reproduce.XXXXXX)

@@ -28,12 +28,12 @@ int gpt_describe(GPT **model, const GPTConfig *cfg, char *err, size_t errlen) {
     return 0;
 }
 
-// The one place an engine is chosen (engine_create.h). The old engine, and any
-// copies of the weights it kept, go; the new one makes its own at first use.
-int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, GPTAttention attention, char *err,
-                   size_t errlen) {
-    Engine *e = NULL;
-    int bf16 = precision == GPT_BF16, fused = attention == GPT_ATTENTION_FUSED, rc;
+// The one place an engine is chosen (engine_create.h); the new one makes its
+// own copies of the weights at first use.
+int gpt_engine_make(GPTMatmul matmul, GPTPrecision precision, GPTAttention attention, Engine **e, char *err,
+                    size_t errlen) {
+    int bf16 = precision == GPT_BF16, fused = attention == GPT_ATTENTION_FUSED;
+    *e = NULL;
     if (precision != GPT_FP32 && precision != GPT_BF16) {
         snprintf(err, errlen, "unknown precision %d", (int)precision);
         return -1;
@@ -53,19 +53,44 @@ int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, GPTAttentio
         return -1;
     }
     switch (matmul) {
-    case GPT_MATMUL_OPENBLAS: rc = engine_openblas_create(&e, fused, err, errlen); break;
-    case GPT_MATMUL_ONEDNN: rc = engine_onednn_create(&e, bf16, fused, err, errlen); break;
-    case GPT_MATMUL_REFERENCE: rc = engine_reference_create(&e, err, errlen); break;
+    case GPT_MATMUL_OPENBLAS: return engine_openblas_create(e, fused, err, errlen);
+    case GPT_MATMUL_ONEDNN: return engine_onednn_create(e, bf16, fused, err, errlen);
+    case GPT_MATMUL_REFERENCE: return engine_reference_create(e, err, errlen);
     default: snprintf(err, errlen, "unknown matmul engine %d", (int)matmul); return -1;
     }
-    if (rc != 0) return -1;
-    // the activations' layout follows the engine's keeps_inputs and attention_reads_out
-    // (gpt_alloc_activations): made again if either changes
-    int relayout = m->acts.encoded && (m->engine->keeps_inputs != e->keeps_inputs ||
-                                       m->engine->attention_reads_out != e->attention_reads_out);
-    if (m->engine) m->engine->free(m->engine);
+}
+
+void gpt_engine_free(Engine *e) {
+    if (e) e->free(e);
+}
+
+// Whether activations already sized for the model's engine suit e too: their
+// layout follows keeps_inputs and attention_reads_out (gpt_alloc_activations).
+static int same_layout(const GPT *m, const Engine *e) {
+    return !m->acts.encoded || (m->engine->keeps_inputs == e->keeps_inputs &&
+                                m->engine->attention_reads_out == e->attention_reads_out);
+}
+
+// The old engine, and any copies of the weights it kept, go.
+int gpt_set_matmul(GPT *m, GPTMatmul matmul, GPTPrecision precision, GPTAttention attention, char *err,
+                   size_t errlen) {
+    Engine *e;
+    if (gpt_engine_make(matmul, precision, attention, &e, err, errlen) != 0) return -1;
+    int relayout = m->engine && !same_layout(m, e);   // the activations are made again for it
+    gpt_engine_free(m->engine);
     m->engine = e;
     return relayout ? gpt_alloc_activations(m, m->acts.B_max, m->acts.T_max, err, errlen) : 0;
+}
+
+int gpt_engine_swap(GPT *m, Engine **e, char *err, size_t errlen) {
+    if (!same_layout(m, *e)) {
+        snprintf(err, errlen, "the two engines lay the activations out differently: they cannot take turns");
+        return -1;
+    }
+    Engine *was = m->engine;
+    m->engine = *e;
+    *e = was;
+    return 0;
 }
 
 const char *gpt_matmul_describe(const GPT *m) { return m->engine->describe; }

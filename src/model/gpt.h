@@ -62,6 +62,19 @@ int gpt_set_matmul(GPT *model, GPTMatmul matmul, GPTPrecision precision, GPTAtte
 // One line naming the engine in use (backend, precision, the ISA it dispatches to,
 // where attention's products run).
 const char *gpt_matmul_describe(const GPT *model);
+// Two engines running one model in turn, each keeping what it made (scratch,
+// oneDNN's primitives), so that they can be timed against each other
+// (matmul = auto's trial, src/train/matmul_auto.c): gpt_engine_make makes
+// gpt_set_matmul's engine aside, the model's untouched; gpt_engine_swap makes
+// *e the model's engine and hands the model's back in *e. The two must lay
+// the activations out alike (any two fp32 engines with one attention), else
+// -1. An engine set aside is not told of writes to the parameters: swap or
+// free it before they change.
+typedef struct Engine GPTEngine;
+int gpt_engine_make(GPTMatmul matmul, GPTPrecision precision, GPTAttention attention, GPTEngine **e, char *err,
+                    size_t errlen);
+int gpt_engine_swap(GPT *model, GPTEngine **e, char *err, size_t errlen);
+void gpt_engine_free(GPTEngine *e);
 
 // Sizes the activation buffers for batches of (B, T). T may exceed block_size
 // (length extrapolation) for every scheme except learned, which fails.

@@ -44,11 +44,14 @@ int checkpoint_save(const char *path, GPT *model, const AdamW *opt, const TrainS
     snprintf(elapsed, sizeof elapsed, "%.3f", state->elapsed_s);
     snprintf(hash, sizeof hash, "%016" PRIx64, state->config_hash);
     snprintf(world, sizeof world, "%d", state->world_size);
-    StMeta meta[] = {{"ropelab_checkpoint", "1"}, {"step", step}, {"data_rng", rng},
-                     {"elapsed_s", elapsed}, {"config_hash", hash}, {"run_config", record->config},
-                     {"run_data", record->data}, {"world_size", world}};
-    // world_size only for several processes: a single process writes the file it always wrote.
-    int n_meta = (int)(sizeof meta / sizeof meta[0]) - (state->world_size > 1 ? 0 : 1);
+    StMeta meta[9] = {{"ropelab_checkpoint", "1"}, {"step", step}, {"data_rng", rng},
+                      {"elapsed_s", elapsed}, {"config_hash", hash}, {"run_config", record->config},
+                      {"run_data", record->data}};
+    int n_meta = 7;
+    // world_size only for several processes, matmul_auto only where auto chose: otherwise the file
+    // is the one an older ./train wrote.
+    if (state->world_size > 1) meta[n_meta++] = (StMeta){"world_size", world};
+    if (state->matmul_auto[0]) meta[n_meta++] = (StMeta){"matmul_auto", state->matmul_auto};
     fault_crash_in_save(path, state->step, model, t, 2 * n, meta, n_meta);   // test build only
     int rc = gpt_save_with(model, path, t, 2 * n, meta, n_meta, ATOMIC_REPLACE, err, errlen);
     free(t);
@@ -122,9 +125,15 @@ static int read_state(StFile *f, const char *path, TrainState *state, char *err,
         snprintf(err, errlen, "%s: metadata 'elapsed_s' is not a non-negative number", path);
         return -1;
     }
+    const char *matmul_auto = st_meta(f, "matmul_auto");
+    if (matmul_auto && strcmp(matmul_auto, "openblas") != 0 && strcmp(matmul_auto, "onednn") != 0) {
+        snprintf(err, errlen, "%s: metadata 'matmul_auto' is neither openblas nor onednn", path);
+        return -1;
+    }
     state->step = (int)step;
     state->data_rng = rng;
     state->elapsed_s = elapsed_s;
+    snprintf(state->matmul_auto, sizeof state->matmul_auto, "%s", matmul_auto ? matmul_auto : "");
     return 0;
 }
 

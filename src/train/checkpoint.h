@@ -9,7 +9,9 @@
 //     uint64 of the loader's xoshiro state, space separated), elapsed_s,
 //     config_hash (options_model_hash, hex), world_size (the number of
 //     processes of a data-parallel run, only when more than 1; their loaders
-//     share one stream, so data_rng is every rank's state), and the run's
+//     share one stream, so data_rng is every rank's state), matmul_auto
+//     (openblas | onednn: the engine matmul = auto chose in fp32 for this
+//     run, which a resume keeps; absent where it never chose), and the run's
 //     record: run_config, every key that shapes the training as "key = value"
 //     lines (options_record), and run_data, the checksums of the tokenizer
 //     and the two token files (run_dir.h), so that a resume can tell a
@@ -34,6 +36,7 @@ typedef struct {
     double elapsed_s;    // training wall time so far
     uint64_t config_hash;
     int world_size;      // processes training together (0 counts as 1)
+    char matmul_auto[16];   // "openblas" | "onednn": matmul = auto's fp32 choice for the run ("" none)
 } TrainState;
 
 // The run's record kept in the checkpoint ("" when an older ./train wrote it).
@@ -59,7 +62,8 @@ int checkpoint_load(const char *path, GPT *model, AdamW *opt, TrainState *state,
                     char *err, size_t errlen);
 // The metadata checks of checkpoint_load, from the file's header alone and
 // before any model exists: a config.ini edited to another model is refused
-// before that model is built. Fills state's step, data_rng and elapsed_s.
+// before that model is built. Fills state's step, data_rng, elapsed_s and
+// matmul_auto.
 int checkpoint_check(const char *path, TrainState *state, char *err, size_t errlen);
 // The run's record from the checkpoint's header (its fields "" where an
 // older ./train wrote none). 0, or -1 with a message.

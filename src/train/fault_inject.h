@@ -110,6 +110,24 @@ static inline int fault_auto_has_avx512(int cpu_answer, int *hooked) {
     return strcmp(isa, "avx512") == 0 ? 1 : strcmp(isa, "avx2") == 0 ? 0 : -1;
 }
 
+// ROPELAB_TEST_AUTO_MS="openblas=A,onednn=B" (tests/test_train_run.c,
+// test_train_mpi.c): the times matmul = auto's trial measured
+// (matmul_auto_time, ms per forward+backward) are replaced by A and B after
+// the trial ran for real, so that either choice is made on any machine and a
+// trial that left a trace in the run would show. swap (trainer.c: the last of
+// several processes) exchanges the two, so that its own times would choose the
+// other engine and only rank 0's, shared, keep the processes on one.
+// 1 when the hook answered, -1 for another form, 0 when unset.
+static inline int fault_auto_ms(double ms[2], int swap) {
+    const char *hook = getenv("ROPELAB_TEST_AUTO_MS");
+    double a, b;
+    if (!hook || !hook[0]) return 0;
+    if (sscanf(hook, "openblas=%lf,onednn=%lf", &a, &b) != 2) return -1;
+    ms[GPT_MATMUL_OPENBLAS] = swap ? b : a;
+    ms[GPT_MATMUL_ONEDNN] = swap ? a : b;
+    return 1;
+}
+
 #else  // the shipped programs: no hook, nothing read, nothing compiled in
 
 static inline int fault_log_write_fails(int last_step) { return 0; }
@@ -119,6 +137,7 @@ static inline void fault_crash_between_saves(int step) {}
 static inline int fault_sigint_step(void) { return -1; }
 static inline int fault_perturb_step(void) { return -1; }
 static inline int fault_auto_has_avx512(int cpu_answer, int *hooked) { *hooked = 0; return cpu_answer; }
+static inline int fault_auto_ms(double ms[2], int swap) { return 0; }
 
 #endif
 #endif

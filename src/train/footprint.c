@@ -32,6 +32,22 @@ int footprint_train(Footprint *f, const GPTConfig *cfg, const GPTWorkload *w, in
     return 0;
 }
 
+int footprint_train_auto(Footprint *f, const GPTConfig *cfg, const GPTWorkload *w, char *err, size_t errlen) {
+    Footprint on;
+    GPTWorkload each = *w;
+    each.precision = GPT_FP32;
+    each.matmul = GPT_MATMUL_OPENBLAS;
+    if (footprint_train(f, cfg, &each, 1, err, errlen) != 0) return -1;
+    each.matmul = GPT_MATMUL_ONEDNN;
+    if (footprint_train(&on, cfg, &each, 1, err, errlen) != 0) return -1;
+    size_t engines = f->model.engine + on.model.engine;
+    if (on.bytes > f->bytes) *f = on;
+    // (fp32's activations are the same on both engines)
+    size_t trial = model_base(&f->model) + f->model.activations + engines;
+    if (trial > f->bytes) f->bytes = trial;
+    return 0;
+}
+
 int footprint_eval(Footprint *f, const GPTConfig *cfg, const GPTWorkload *w, char *err, size_t errlen) {
     memset(f, 0, sizeof *f);
     GPTWorkload eval = *w;

@@ -38,6 +38,11 @@ typedef struct {
 // --debug-state) AdamW's moments.
 int footprint_train(Footprint *f, const GPTConfig *cfg, const GPTWorkload *w, int with_adamw, char *err,
                     size_t errlen);
+// ./train with matmul = auto measured (matmul_auto.h), its engine not known
+// yet: footprint_train's for whichever of OpenBLAS and oneDNN fp32 needs more,
+// or, where larger, the trial's: both engines held at once, before AdamW's
+// moments exist.
+int footprint_train_auto(Footprint *f, const GPTConfig *cfg, const GPTWorkload *w, char *err, size_t errlen);
 // ./eval: the model loaded from a weights file (its configuration from
 // gpt_load_probe), then activations and the engine for w's forward passes.
 int footprint_eval(Footprint *f, const GPTConfig *cfg, const GPTWorkload *w, char *err, size_t errlen);

@@ -72,8 +72,8 @@ static const OptSpec OPTION_TABLE[] = {
         "fp32 weights and everything else); may change on --resume", "fp32|bf16"),
     KEY("matmul", "run", OPT_STR, "auto", matmul, 1, 0, 0,
         "engine of the linear layers' and attention's products: openblas (fp32), onednn (fp32 or bf16), "
-        "reference (fp32, plain loops: slow); auto = the faster fp32 engine by the CPUs measured "
-        "(docs/PERFORMANCE.md): onednn where oneDNN runs AVX-512 kernels, openblas elsewhere and with "
+        "reference (fp32, plain loops: slow); auto = in fp32 the faster of openblas and onednn, timed on the run's "
+        "model before step 0 and kept for the run's life (a resume measures nothing); openblas with "
         "reproducible = 1; onednn for bf16", "auto|openblas|onednn|reference"),
     KEY("attention", "run", OPT_STR, "auto", attention, 1, 0, 0,
         "attention's kernels: blocked (blocks of 64 query rows against all their keys: each softmax row at once, "
@@ -333,9 +333,11 @@ int options_engine_for(const char *matmul, const char *precision, int reproducib
         // The rule, from the whole training step timed on each CPU of
         // docs/results/bench/README.md (PERFORMANCE.md, "Design facts"): in fp32 oneDNN is the
         // faster engine wherever it runs its AVX-512 kernels, OpenBLAS below
-        // them. A rule, not a timing at start: a machine always picks the
-        // same engine, so its runs keep their bits. bf16 has only oneDNN; the
-        // reproducible mode only OpenBLAS (oneDNN's kernels follow the CPU).
+        // them; wrong in places (L on an AMX Xeon), so ./train measures
+        // instead where it can (matmul_auto.h) and this answers for ./eval,
+        // ./sample and a resume whose checkpoint records no choice. bf16 has
+        // only oneDNN; the reproducible mode only OpenBLAS (oneDNN's kernels
+        // follow the CPU).
         if (*p == GPT_BF16) {
             *m = GPT_MATMUL_ONEDNN;
             said = "matmul = auto: onednn bf16";
@@ -367,6 +369,10 @@ int options_engine_for(const char *matmul, const char *precision, int reproducib
         return -1;
     }
     return 0;
+}
+
+const char *options_matmul_name(GPTMatmul m) {
+    return m == GPT_MATMUL_ONEDNN ? "onednn" : m == GPT_MATMUL_REFERENCE ? "reference" : "openblas";
 }
 
 int options_attention(const char *attention, GPTMatmul matmul, GPTPrecision precision, int reproducible,

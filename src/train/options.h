@@ -119,8 +119,9 @@ int options_write_ini(const TrainOptions *opt, const char *path, int vocab_size,
 // reproducible is 1; for bf16 onednn. bf16 on an engine other than onednn is
 // refused. choice (if not NULL) gets a static line saying what the key chose
 // and why ("matmul = auto: onednn fp32 (AVX-512)"), for the start line and
-// machine.txt. The one home of that rule: ./train (options_matmul), ./eval
-// and ./sample.
+// machine.txt. The one home of that rule: ./eval, ./sample, and ./train
+// (options_matmul) where it does not measure (train/matmul_auto.h: a resume
+// without a recorded choice, --debug-state, oneDNN fp32 unavailable).
 int options_engine(const char *matmul, const char *precision, int reproducible, GPTMatmul *m, GPTPrecision *p,
                    const char **choice, char *err, size_t errlen);
 // The same rule with the ISA question answered by the caller (avx512: 1 if
@@ -136,6 +137,8 @@ int options_engine_for(const char *matmul, const char *precision, int reproducib
 // that rule: ./train (options_matmul), ./eval.
 int options_attention(const char *attention, GPTMatmul matmul, GPTPrecision precision, int reproducible,
                       GPTAttention *a, char *err, size_t errlen);
+// The value of the key matmul that names engine m: "openblas", "onednn", "reference".
+const char *options_matmul_name(GPTMatmul m);
 // options_engine and options_attention of these options, naming where the keys came from;
 // choice as options_engine's.
 int options_matmul(const TrainOptions *opt, GPTMatmul *matmul, GPTPrecision *precision, GPTAttention *attention,

@@ -68,17 +68,10 @@ int run_debug_state(Trainer *t) {
     int *targets = dist_gather_on_main(t->train.targets, (size_t)B * T);
     int rc = TRAIN_OK;
     if (dist_is_main_process()) {
-        GPTMatmul matmul;
-        GPTPrecision precision;
-        GPTAttention attention;
-        options_matmul(t->opt, &matmul, &precision, &attention, NULL, err, sizeof err);   // checked at setup
         if (debug_state_save(t->args->debug_state, t->model, inputs, targets, dist_size() * B, T, loss,
-                             precision == GPT_BF16 ? "bf16" : "fp32",
-                             matmul == GPT_MATMUL_ONEDNN      ? "onednn"
-                             : matmul == GPT_MATMUL_REFERENCE ? "reference"
-                                                              : "openblas",
-                             attention == GPT_ATTENTION_FUSED, t->args->overwrite ? ATOMIC_REPLACE : ATOMIC_NEW, err,
-                             sizeof err) != 0) {
+                             t->precision == GPT_BF16 ? "bf16" : "fp32", options_matmul_name(t->matmul),
+                             t->attention == GPT_ATTENTION_FUSED, t->args->overwrite ? ATOMIC_REPLACE : ATOMIC_NEW,
+                             err, sizeof err) != 0) {
             fprintf(stderr, "%s\n", err);
             rc = TRAIN_EIO;
         } else if (!t->args->quiet) {

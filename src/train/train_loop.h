@@ -32,7 +32,12 @@ typedef struct {
     char path_ckpt[OPT_STR_MAX + 64], path_model[OPT_STR_MAX + 64];
     char path_log[OPT_STR_MAX + 64], path_config[OPT_STR_MAX + 64];
     float *val_losses;               // eval_batches: the loss of each validation batch
-    const char *matmul_choice;       // what the key matmul chose and why (options_engine)
+    GPTMatmul matmul;                // the engine of the products (options_matmul, then matmul = auto's choice)
+    GPTPrecision precision;
+    GPTAttention attention;
+    int matmul_trial;                // matmul = auto is measured before step 0 (matmul_auto.h)
+    char matmul_auto[16];            // this start's auto choice in fp32 for the checkpoint ("" none: keep the record)
+    char matmul_choice[256];         // what the key matmul chose and why, for the start line and machine.txt
 } Trainer;
 
 // SIGINT/SIGTERM (and, under mpirun, SIGUSR1) stop the loop at the end of the step, with a checkpoint.

@@ -19,7 +19,9 @@
 #include "data/bpe.h"
 #include "format/weights_file.h"
 #include "train/dist.h"
+#include "train/fault_inject.h"
 #include "train/footprint.h"
+#include "train/matmul_auto.h"
 #include "train/run_dir.h"
 #include "train/train_loop.h"
 
@@ -45,7 +47,8 @@ static void trainer_free(Trainer *t) {
 // that fix the model and data: config_hash), then the data files against the
 // run's record in it (config.ini's keys were checked against it as they were
 // read: options_check_record). A record written by an older ./train is
-// absent: then only the hash is checked. Returns an exit status.
+// absent: then only the hash is checked. matmul = auto's recorded choice, if
+// any, goes into t->matmul_auto. Returns an exit status.
 static int check_run_record(Trainer *t, const char *ckpt) {
     const TrainOptions *opt = t->opt;
     char err[ERR_MAX];
@@ -68,6 +71,7 @@ static int check_run_record(Trainer *t, const char *ckpt) {
             }
     }
     t->config_pending = !opt->resume_recorded || opt->resume_changes[0];
+    snprintf(t->matmul_auto, sizeof t->matmul_auto, "%s", probe.matmul_auto);
     return TRAIN_OK;
 }
 
@@ -141,17 +145,31 @@ static int setup_model_and_data(Trainer *t, int need_val) {
         int rc = check_run_record(t, ckpt);
         if (rc != TRAIN_OK) return rc;
     }
-    GPTMatmul matmul;
-    GPTPrecision precision;
-    GPTAttention attention;
-    if (options_matmul(opt, &matmul, &precision, &attention, &t->matmul_choice, err, sizeof err) != 0)
+    const char *choice;
+    if (options_matmul(opt, &t->matmul, &t->precision, &t->attention, &choice, err, sizeof err) != 0)
         return fail(err, TRAIN_ECONFIG);
+    snprintf(t->matmul_choice, sizeof t->matmul_choice, "%s", choice);
+    // matmul = auto in fp32 chooses once for the run's life: a resume takes
+    // its checkpoint's record (one without it, the rule above, recorded from
+    // now on); a new run measures (choose_matmul_auto, after this setup),
+    // but for --debug-state's one pass and where oneDNN fp32 cannot run.
+    if (matmul_auto_chooses(opt->matmul, opt->precision, opt->reproducible)) {
+        if (resuming && t->matmul_auto[0]) {
+            t->matmul = strcmp(t->matmul_auto, "onednn") == 0 ? GPT_MATMUL_ONEDNN : GPT_MATMUL_OPENBLAS;
+            snprintf(t->matmul_choice, sizeof t->matmul_choice,
+                     "matmul = auto: %s fp32 (the run's choice, recorded in its checkpoint)", t->matmul_auto);
+        } else {
+            t->matmul_trial = !resuming && !t->args->debug_state && matmul_auto_can_measure();
+        }
+        if (!t->matmul_trial) snprintf(t->matmul_auto, sizeof t->matmul_auto, "%s", options_matmul_name(t->matmul));
+    }
     // The checkpoint (--resume) and --init-from's weights are read tensor by
     // tensor into buffers already counted (weights_file.h): nothing more.
     Footprint need;
-    GPTWorkload work = {.matmul = matmul, .precision = precision, .attention = attention, .B = B, .T = T,
-                        .n_threads = omp_get_max_threads(), .logits_rows = opt->logits_rows};
-    if (footprint_train(&need, &cfg, &work, need_val, err, sizeof err) != 0 ||
+    GPTWorkload work = {.matmul = t->matmul, .precision = t->precision, .attention = t->attention, .B = B,
+                        .T = T, .n_threads = omp_get_max_threads(), .logits_rows = opt->logits_rows};
+    if ((t->matmul_trial ? footprint_train_auto(&need, &cfg, &work, err, sizeof err)
+                         : footprint_train(&need, &cfg, &work, need_val, err, sizeof err)) != 0 ||
         footprint_check(&need, dist_processes_on_this_machine(), err, sizeof err) != 0)
         return fail(err, TRAIN_EIO);
     if (opt->reproducible && blas_reproducible_check(err, sizeof err) != 0)
@@ -159,10 +177,46 @@ static int setup_model_and_data(Trainer *t, int need_val) {
     if (gpt_create(&t->model, &cfg, opt->seed, err, sizeof err) != 0)
         return fail(err, TRAIN_EIO);
     // The engine before the activations, which are laid out for it (bf16 keeps fewer).
-    if (gpt_set_matmul(t->model, matmul, precision, attention, err, sizeof err) != 0)
+    if (gpt_set_matmul(t->model, t->matmul, t->precision, t->attention, err, sizeof err) != 0)
         return fail(err, TRAIN_ECONFIG);   // e.g. bf16 on a CPU without bf16 dot products
     gpt_set_logits_rows(t->model, opt->logits_rows);
     if (gpt_alloc_activations(t->model, B, T, err, sizeof err) != 0)
+        return fail(err, TRAIN_EIO);
+    return TRAIN_OK;
+}
+
+// matmul = auto in fp32, measured (matmul_auto.h), before anything of the
+// run is written. The main process alone knows whether the run resumes (then
+// its record or the rule: no trial), so its plan is every process's. Every
+// process runs the trial, at once, as they will train; the main process's
+// times decide, shared, so that all run one engine. An exit status.
+static int choose_matmul_auto(Trainer *t) {
+    char err[ERR_MAX];
+    int plan[2] = {t->matmul_trial, (int)t->matmul};
+    dist_bcast(plan, sizeof plan);
+    t->matmul_trial = plan[0];
+    if (!t->matmul_trial) {
+        if ((GPTMatmul)plan[1] == t->matmul) return TRAIN_OK;
+        t->matmul = (GPTMatmul)plan[1];   // a process other than the main one, which planned a trial
+        return gpt_set_matmul(t->model, t->matmul, t->precision, t->attention, err, sizeof err) == 0
+                   ? TRAIN_OK
+                   : fail(err, TRAIN_EIO);
+    }
+    double ms[2];
+    int rc = matmul_auto_time(t->model, t->attention, t->opt->batch_size, t->opt->model.block_size, ms, err,
+                              sizeof err);
+    int hooked = rc == 0 ? fault_auto_ms(ms, dist_size() > 1 && dist_is_last_process()) : 0;   // test build only
+    if (hooked < 0) {
+        snprintf(err, sizeof err, "ROPELAB_TEST_AUTO_MS: not openblas=MS,onednn=MS");
+        rc = -1;
+    }
+    if (rc != 0) fprintf(stderr, "matmul = auto: %s\n", err);
+    if (dist_agree(rc != 0 ? TRAIN_EIO : TRAIN_OK) != TRAIN_OK) return TRAIN_EIO;
+    dist_bcast(ms, sizeof ms);
+    dist_bcast(&hooked, sizeof hooked);
+    t->matmul = matmul_auto_pick(ms, hooked, t->matmul_choice, sizeof t->matmul_choice);
+    snprintf(t->matmul_auto, sizeof t->matmul_auto, "%s", options_matmul_name(t->matmul));
+    if (gpt_set_matmul(t->model, t->matmul, t->precision, t->attention, err, sizeof err) != 0)
         return fail(err, TRAIN_EIO);
     return TRAIN_OK;
 }
@@ -353,6 +407,8 @@ static int setup_run_dir(Trainer *t) {
         t->state.step = 0;
         t->state.elapsed_s = 0;
     }
+    if (t->matmul_auto[0])   // else a resume keeps the record it loaded
+        snprintf(t->state.matmul_auto, sizeof t->state.matmul_auto, "%s", t->matmul_auto);
     // A new run writes its config.ini and data.txt now; a resume keeps its
     // own, and keys changed on its command line (--steps) go into config.ini
     // at its first save, with the checkpoint that records them (save()), so
@@ -403,6 +459,7 @@ int train_run(const TrainOptions *opt_in, const TrainArgs *args) {
     // in use) are agreed before the next collective call: every process stops.
     int rc = dist_agree(check_outputs(&t));
     if (rc == TRAIN_OK) rc = dist_agree(setup_model_and_data(&t, args->debug_state == NULL));
+    if (rc == TRAIN_OK) rc = dist_agree(choose_matmul_auto(&t));
     if (rc == TRAIN_OK) rc = dist_agree(read_init_weights(&t));
     if (rc == TRAIN_OK) share_init_weights(&t);
     if (rc == TRAIN_OK && args->debug_state) rc = run_debug_state(&t);
