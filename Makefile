@@ -56,6 +56,16 @@ MAIN_SRC  := $(wildcard src/*/*_main.c)
 PROGRAMS  := $(patsubst %_main.c,%,$(notdir $(MAIN_SRC)))
 TEST_SRC  := $(wildcard tests/test_*.c)
 TESTS     := $(patsubst tests/%.c,build/tests/%,$(TEST_SRC))
+# The tests whose verdicts OpenBLAS's kernels cannot change: no matrix
+# product runs in them (tokenizers, data, files, the reports' Python, the
+# docs, the include graph), or, in test_reading_path, products run only to
+# count which code runs. make test-kernels (CI's second pass, under
+# OPENBLAS_CORETYPE=Haswell) leaves them out; make test runs them.
+KERNEL_FREE_TESTS := test_atomic_file test_data_bpe test_data_corpus test_data_loader test_data_prepare \
+                     test_data_pretokenize test_data_tokens test_deps test_docs test_frontier_report \
+                     test_sweep_report test_reading_path test_fuzz_regress
+$(if $(filter-out $(notdir $(TESTS)),$(KERNEL_FREE_TESTS)),\
+  $(error KERNEL_FREE_TESTS names no test: $(filter-out $(notdir $(TESTS)),$(KERNEL_FREE_TESTS))))
 TUTIL_SRC := $(wildcard tests/util_*.c)
 BENCH_SRC := $(wildcard bench/bench_*.c)
 BENCHES   := $(patsubst bench/%.c,build/%,$(BENCH_SRC))
@@ -81,7 +91,7 @@ fault_train_objs = $(patsubst %.c,$(2)/%.o,$(FAULT_SRC)) $(patsubst %.c,$(1)/%.o
 FAULT_TRAIN_OBJ := $(call fault_train_objs,build,$(FAULT_DIR)/obj)
 FAULT_TESTS     := $(patsubst tests/%.c,%,$(shell grep -l TRAIN_WITH_FAULTS $(TEST_SRC)))
 
-.PHONY: all test test-llamacpp test-no-mpi bench bench-data bench-mpi run compare reproduce clean
+.PHONY: all test test-kernels test-llamacpp test-no-mpi bench bench-data bench-mpi run compare reproduce clean
 all: $(PROGRAMS)
 
 build/%.o: %.c
@@ -142,6 +152,14 @@ test:
 	@bash scripts/run/install_deps.sh
 	@$(MAKE) -s --no-print-directory $(PROGRAMS) $(FAULT_DIR)/train $(TESTS)
 	@bash scripts/run/run_tests.sh $(TESTS)
+
+# make test but for KERNEL_FREE_TESTS, which it names: the tests another set
+# of OpenBLAS kernels could change.
+test-kernels:
+	@bash scripts/run/install_deps.sh
+	@$(MAKE) -s --no-print-directory $(PROGRAMS) $(FAULT_DIR)/train $(TESTS)
+	@echo "test-kernels: left out, as OpenBLAS's kernels cannot change them (make test runs them): $(KERNEL_FREE_TESTS)"
+	@bash scripts/run/run_tests.sh $(filter-out $(addprefix build/tests/,$(KERNEL_FREE_TESTS)),$(TESTS))
 
 # ./train as a machine without Open MPI builds it (make MPI=0, in a tree of its
 # own, build/no-mpi/), trained beside the ./train of this build: the same log
