@@ -205,24 +205,30 @@ static void test_crash_in_save_keeps_previous_checkpoint(void **state) {
     assert_int_equal(access(tmp, F_OK), -1);              // the resumed run removed it
 }
 
-// kill -9 at arbitrary moments of a run that saves every step.
+// kill -9 at arbitrary moments of a run that saves every step. The engine is
+// named (no matmul = auto trial) and the first kill's clock starts when the
+// run directory has its config.ini, so that a slow start (a sanitizer build,
+// a busy machine) cannot put every kill before the run exists.
 static void test_kill9_during_saves(void **state) {
     static char rows[400][160];
-    char run_dir[512], path[600], cmd[2048];
+    char run_dir[512], path[600], config[600], cmd[2048];
     snprintf(run_dir, sizeof run_dir, "%s/killed", dir);
     snprintf(path, sizeof path, "%s/checkpoint.safetensors", run_dir);
+    snprintf(config, sizeof config, "%s/config.ini", run_dir);
     const int delays_ms[] = {700, 300, 450};
     for (int k = 0; k < 3; k++) {
         snprintf(cmd, sizeof cmd, "exec ./train %s --resume %s --quiet >/dev/null 2>&1", "", run_dir);
         if (k == 0)
             snprintf(cmd, sizeof cmd, "exec ./train configs/tiny.ini %s --threads=1 --steps=300 --save_every=1 --eval_every=50 "
-                     "--out_dir=%s --quiet >/dev/null 2>&1", data_args, run_dir);
+                     "--out_dir=%s --quiet >/dev/null 2>&1", pinned_args, run_dir);
         pid_t pid = fork();
         assert_true(pid >= 0);
         if (pid == 0) {
             execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
             _exit(127);
         }
+        for (int waited_ms = 0; k == 0 && access(config, F_OK) != 0 && waited_ms < 120000; waited_ms += 10)
+            usleep(10 * 1000);
         usleep(delays_ms[k] * 1000);
         kill(pid, SIGKILL);
         int st;
